@@ -1,0 +1,40 @@
+//! The store's error type.
+
+/// What can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database engine failed.
+    #[error("database: {0}")]
+    Database(#[from] rusqlite::Error),
+    /// Opening or creating files under the data directory failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A named domain, account, alias or mailbox does not exist.
+    #[error("{0} does not exist")]
+    NotFound(String),
+    /// The thing to create already exists.
+    #[error("{0} already exists")]
+    Exists(String),
+    /// The input is not acceptable (bad address, empty password, ...).
+    #[error("{0}")]
+    Invalid(String),
+    /// The database was written by a newer Sluice.
+    #[error("database schema version {found} is newer than this Sluice supports ({supported})")]
+    SchemaTooNew {
+        /// Version found in the file.
+        found: i64,
+        /// Newest version this build knows.
+        supported: i64,
+    },
+    /// The store's writer thread is gone (the store is shutting down).
+    #[error("store is closed")]
+    Closed,
+}
+
+/// Result with [`StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

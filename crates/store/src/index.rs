@@ -1,0 +1,112 @@
+//! What is computed from a message once, at delivery: the indexed header
+//! fields and the text that goes into the full-text index.
+
+use mail_parser::{Address, MessageParser};
+
+/// Header fields kept as indexed columns, so listing a mailbox and
+/// searching headers never opens a message body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexedHeaders {
+    /// `From:` as `Name <addr>` items joined with `, `.
+    pub from: String,
+    /// `To:`, same form.
+    pub to: String,
+    /// `Cc:`, same form.
+    pub cc: String,
+    /// Decoded `Subject:`.
+    pub subject: String,
+    /// `Date:` in seconds since the epoch, if it parsed.
+    pub date: Option<i64>,
+    /// `Message-ID:` without angle brackets.
+    pub message_id: String,
+}
+
+/// Everything the indexes take from one message.
+#[derive(Debug, Default)]
+pub(crate) struct MessageIndex {
+    pub headers: IndexedHeaders,
+    /// Decoded text of the text parts (HTML turned to text).
+    pub body_text: String,
+}
+
+/// Largest amount of decoded body text put into the full-text index.
+const MAX_INDEXED_TEXT: usize = 512 * 1024;
+
+fn addresses(addr: Option<&Address<'_>>) -> String {
+    let Some(addr) = addr else {
+        return String::new();
+    };
+    addr.iter()
+        .map(|a| match (a.name(), a.address()) {
+            (Some(n), Some(e)) => format!("{n} <{e}>"),
+            (None, Some(e)) => e.to_string(),
+            (Some(n), None) => n.to_string(),
+            (None, None) => String::new(),
+        })
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Parses the start of a message (up to [`crate::INDEX_WINDOW`] bytes) and
+/// returns what the indexes need. Malformed mail yields what could be read.
+pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
+    let Some(msg) = MessageParser::default().parse(raw) else {
+        return MessageIndex::default();
+    };
+    let headers = IndexedHeaders {
+        from: addresses(msg.from()),
+        to: addresses(msg.to()),
+        cc: addresses(msg.cc()),
+        subject: msg.subject().unwrap_or_default().to_string(),
+        date: msg.date().map(|d| d.to_timestamp()),
+        message_id: msg.message_id().unwrap_or_default().to_string(),
+    };
+    let mut body_text = String::new();
+    for i in 0..msg.text_body_count() {
+        if let Some(text) = msg.body_text(i) {
+            if body_text.len() + text.len() > MAX_INDEXED_TEXT {
+                let room = MAX_INDEXED_TEXT.saturating_sub(body_text.len());
+                let mut cut = room.min(text.len());
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                body_text.push_str(&text[..cut]);
+                break;
+            }
+            body_text.push_str(&text);
+            body_text.push('\n');
+        }
+    }
+    MessageIndex { headers, body_text }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indexes_headers_and_text_parts() {
+        let raw = b"From: Alice <alice@example.org>\r\n\
+To: bob@example.org, Carol <carol@example.org>\r\n\
+Subject: =?utf-8?q?caf=C3=A9?= plans\r\n\
+Date: Tue, 1 Jul 2025 10:00:00 +0000\r\n\
+Message-ID: <abc@example.org>\r\n\
+Content-Type: multipart/alternative; boundary=b\r\n\
+\r\n--b\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nhello =\r\nworld\r\n\
+--b\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\nAAAA\r\n--b--\r\n";
+        let idx = index_message(raw);
+        assert_eq!(idx.headers.from, "Alice <alice@example.org>");
+        assert_eq!(idx.headers.to, "bob@example.org, Carol <carol@example.org>");
+        assert_eq!(idx.headers.subject, "café plans");
+        assert_eq!(idx.headers.date, Some(1751364000));
+        assert_eq!(idx.headers.message_id, "abc@example.org");
+        assert!(idx.body_text.contains("hello world"), "{:?}", idx.body_text);
+    }
+
+    #[test]
+    fn garbage_gives_empty_index() {
+        let idx = index_message(b"\x00\x01\x02");
+        assert_eq!(idx.headers.subject, "");
+    }
+}

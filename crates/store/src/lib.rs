@@ -1,0 +1,113 @@
+//! The mail store: everything Sluice keeps on disk.
+//!
+//! The [`Store`] trait is what the protocol servers (SMTP, POP3, IMAP,
+//! webmail) build on; [`SqliteStore`] is the embedded default behind it.
+//! A message delivered to N local recipients is written once as a blob and
+//! referenced N times ([single-copy storage](Store::message_writer)); the
+//! header fields clients list and search are indexed columns and the text is
+//! in a full-text index, both filled once at delivery.
+#![forbid(unsafe_code)]
+
+mod auth;
+mod directory;
+mod error;
+mod index;
+mod model;
+mod password;
+mod sqlite;
+mod watch;
+
+pub use auth::{AuthFailure, Authenticator};
+pub use directory::{normalize_address, Directory, Resolution};
+pub use error::{Result, StoreError};
+pub use index::IndexedHeaders;
+pub use model::{
+    AccountId, AliasEntry, BlobId, Delivery, DeliveryReceipt, MailboxId, MailboxInfo,
+    MessageEntry, QueuedRecipient, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED,
+    FLAG_SEEN,
+};
+pub use password::{hash_password, verify_password};
+pub use sqlite::{SqliteOptions, SqliteStore};
+pub use watch::DirectoryWatch;
+
+use async_trait::async_trait;
+
+/// Size of one stored piece of a message blob. Readers get a message in
+/// pieces of this size, so a 50 MB message never sits whole in memory.
+pub const CHUNK_SIZE: usize = 256 * 1024;
+
+/// How much of the start of a message is kept in memory while it is written,
+/// to fill the header and full-text indexes at delivery. Text beyond this
+/// window is stored but not full-text indexed.
+pub const INDEX_WINDOW: usize = 1024 * 1024;
+
+/// The storage interface every Sluice server uses.
+///
+/// Directory edits (domains, accounts, aliases) bump a serial number that
+/// running servers poll ([`DirectoryWatch`]), so the command line can change
+/// users while a server runs on the same data.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Loads a snapshot of domains, accounts and aliases.
+    async fn load_directory(&self) -> Result<Directory>;
+    /// The directory's change counter: it grows with every directory edit.
+    async fn directory_serial(&self) -> Result<i64>;
+
+    /// Adds a local domain. Names are stored lower-case.
+    async fn add_domain(&self, name: &str) -> Result<()>;
+    /// Removes a local domain that has no accounts left.
+    async fn remove_domain(&self, name: &str) -> Result<()>;
+    /// Lists local domains in name order.
+    async fn list_domains(&self) -> Result<Vec<String>>;
+
+    /// Creates an account (with INBOX and the special-use mailboxes) under
+    /// an existing local domain.
+    async fn add_account(&self, address: &str, password: &str) -> Result<AccountId>;
+    /// Removes an account, its mailboxes and its references to blobs.
+    async fn remove_account(&self, address: &str) -> Result<()>;
+    /// Replaces an account's password.
+    async fn set_password(&self, address: &str, password: &str) -> Result<()>;
+    /// Lists account addresses in order.
+    async fn list_accounts(&self) -> Result<Vec<String>>;
+
+    /// Adds alias targets (local or remote addresses) for an address.
+    async fn add_alias(&self, address: &str, targets: &[String]) -> Result<()>;
+    /// Removes one target of an alias, or the whole alias with `None`.
+    async fn remove_alias(&self, address: &str, target: Option<&str>) -> Result<()>;
+    /// Lists aliases and their targets.
+    async fn list_aliases(&self) -> Result<Vec<AliasEntry>>;
+
+    /// Starts writing a new message. Bytes are streamed in with
+    /// [`MessageWriter::write`]; nothing is visible until
+    /// [`MessageWriter::deliver`] returns, and it returns only once the
+    /// delivery is durable.
+    fn message_writer(&self) -> Box<dyn MessageWriter>;
+
+    /// Looks up a mailbox of an account by name (`INBOX` is case-insensitive).
+    async fn mailbox(&self, account: AccountId, name: &str) -> Result<Option<MailboxInfo>>;
+    /// Lists the messages of a mailbox in UID order.
+    async fn list_messages(&self, mailbox: MailboxId) -> Result<Vec<MessageEntry>>;
+    /// Reads piece `seq` (0-based) of a blob; `None` past the end.
+    async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>>;
+    /// The indexed header fields of a blob, read without opening its body.
+    async fn headers(&self, blob: BlobId) -> Result<Option<IndexedHeaders>>;
+    /// Removes messages from a mailbox in one transaction. Blobs whose last
+    /// reference goes are deleted with their index entries.
+    async fn expunge(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<()>;
+    /// Recipients waiting in the outbound queue.
+    async fn queued(&self) -> Result<Vec<QueuedRecipient>>;
+}
+
+/// A message being written into the store, piece by piece.
+#[async_trait]
+pub trait MessageWriter: Send {
+    /// Appends bytes to the message.
+    async fn write(&mut self, data: &[u8]) -> Result<()>;
+    /// Bytes written so far.
+    fn size(&self) -> u64;
+    /// Makes the message visible to its recipients, durably: one blob, one
+    /// mailbox entry per local recipient, one queue entry per remote one.
+    async fn deliver(self: Box<Self>, delivery: Delivery) -> Result<DeliveryReceipt>;
+    /// Throws the message away.
+    async fn abort(self: Box<Self>);
+}

@@ -1,0 +1,216 @@
+//! Writing one message: streamed in chunks, delivered in one durable
+//! transaction that creates a single blob and one entry per recipient.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection};
+
+use super::{now, Inner};
+use crate::error::{Result, StoreError};
+use crate::index::{index_message, MessageIndex};
+use crate::model::{BlobId, Delivery, DeliveryReceipt};
+use crate::{MessageWriter, CHUNK_SIZE, INDEX_WINDOW};
+
+/// Messages up to this size are indexed inline; larger ones on a blocking
+/// thread, so parsing a megabyte of MIME does not hold a runtime thread.
+const INLINE_INDEX_LIMIT: usize = 64 * 1024;
+
+pub(crate) struct SqliteMessageWriter {
+    inner: Arc<Inner>,
+    /// Created with the first full chunk; small messages never need one
+    /// before delivery.
+    blob: Option<BlobId>,
+    next_seq: u32,
+    pending: Vec<u8>,
+    head: Vec<u8>,
+    size: u64,
+    finished: bool,
+}
+
+impl SqliteMessageWriter {
+    pub(crate) fn new(inner: Arc<Inner>) -> Self {
+        SqliteMessageWriter {
+            inner,
+            blob: None,
+            next_seq: 0,
+            pending: Vec::new(),
+            head: Vec::new(),
+            size: 0,
+            finished: false,
+        }
+    }
+
+    async fn flush_chunk(&mut self) -> Result<()> {
+        let data: Vec<u8> = self.pending.drain(..CHUNK_SIZE).collect();
+        let blob = self.blob;
+        let seq = self.next_seq;
+        // Not durable: the delivery that completes this blob fsyncs the log,
+        // and a crash before it leaves an incomplete blob that recovery drops.
+        let id = self
+            .inner
+            .writer
+            .exec(false, move |c| {
+                let id = match blob {
+                    Some(id) => id,
+                    None => new_blob(c)?,
+                };
+                insert_chunk(c, id, seq, &data)?;
+                Ok(id)
+            })
+            .await?;
+        self.blob = Some(id);
+        self.next_seq += 1;
+        Ok(())
+    }
+}
+
+fn new_blob(c: &Connection) -> Result<BlobId> {
+    c.execute("INSERT INTO blobs (created) VALUES (?1)", [now()])?;
+    Ok(c.last_insert_rowid())
+}
+
+fn insert_chunk(c: &Connection, blob: BlobId, seq: u32, data: &[u8]) -> Result<()> {
+    c.prepare_cached("INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?1, ?2, ?3)")?
+        .execute(params![blob, seq, data])?;
+    Ok(())
+}
+
+#[async_trait]
+impl MessageWriter for SqliteMessageWriter {
+    async fn write(&mut self, data: &[u8]) -> Result<()> {
+        self.size += data.len() as u64;
+        if self.head.len() < INDEX_WINDOW {
+            let room = INDEX_WINDOW - self.head.len();
+            self.head.extend_from_slice(&data[..room.min(data.len())]);
+        }
+        self.pending.extend_from_slice(data);
+        while self.pending.len() >= CHUNK_SIZE {
+            self.flush_chunk().await?;
+        }
+        Ok(())
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    async fn deliver(mut self: Box<Self>, delivery: Delivery) -> Result<DeliveryReceipt> {
+        if delivery.mailboxes.is_empty() && delivery.remote.is_empty() {
+            return Err(StoreError::Invalid("a delivery needs at least one recipient".into()));
+        }
+        let head = std::mem::take(&mut self.head);
+        let index = if head.len() <= INLINE_INDEX_LIMIT {
+            index_message(&head)
+        } else {
+            tokio::task::spawn_blocking(move || index_message(&head))
+                .await
+                .map_err(|_| StoreError::Closed)?
+        };
+        let blob = self.blob;
+        let seq = self.next_seq;
+        let last = std::mem::take(&mut self.pending);
+        let size = self.size;
+        self.finished = true;
+        let result = self
+            .inner
+            .writer
+            .exec(true, move |c| commit_delivery(c, blob, seq, &last, size, &index, &delivery))
+            .await;
+        if result.is_err() {
+            if let Some(blob) = self.blob {
+                self.inner.writer.exec_detached(move |c| discard(c, blob));
+            }
+        }
+        result
+    }
+
+    async fn abort(mut self: Box<Self>) {
+        self.finished = true;
+        if let Some(blob) = self.blob {
+            let _ = self.inner.writer.exec(false, move |c| discard(c, blob)).await;
+        }
+    }
+}
+
+impl Drop for SqliteMessageWriter {
+    fn drop(&mut self) {
+        // A connection that dies mid-DATA drops its writer: free the chunks
+        // already written.
+        if !self.finished {
+            if let Some(blob) = self.blob {
+                self.inner.writer.exec_detached(move |c| discard(c, blob));
+            }
+        }
+    }
+}
+
+fn discard(c: &Connection, blob: BlobId) -> Result<()> {
+    c.execute("DELETE FROM blob_chunks WHERE blob_id = ?1", [blob])?;
+    c.execute("DELETE FROM blobs WHERE id = ?1 AND complete = 0", [blob])?;
+    Ok(())
+}
+
+fn commit_delivery(
+    c: &Connection,
+    blob: Option<BlobId>,
+    seq: u32,
+    last: &[u8],
+    size: u64,
+    index: &MessageIndex,
+    delivery: &Delivery,
+) -> Result<DeliveryReceipt> {
+    let blob = match blob {
+        Some(id) => id,
+        None => new_blob(c)?,
+    };
+    if !last.is_empty() {
+        insert_chunk(c, blob, seq, last)?;
+    }
+    let h = &index.headers;
+    c.prepare_cached(
+        "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,
+         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8 WHERE id = ?1",
+    )?
+    .execute(params![
+        blob,
+        size as i64,
+        h.from,
+        h.to,
+        h.cc,
+        h.subject,
+        h.date,
+        h.message_id
+    ])?;
+    let addresses = [h.from.as_str(), h.to.as_str(), h.cc.as_str()].join(" ");
+    c.prepare_cached("INSERT INTO fts (rowid, subject, addresses, body) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![blob, h.subject, addresses, index.body_text])?;
+    let date = delivery.internal_date.unwrap_or_else(now);
+    let mut entries = Vec::with_capacity(delivery.mailboxes.len());
+    for &mailbox in &delivery.mailboxes {
+        let (uid, modseq): (u32, i64) = c
+            .prepare_cached(
+                "UPDATE mailboxes SET uid_next = uid_next + 1, highest_modseq = highest_modseq + 1
+                 WHERE id = ?1 RETURNING uid_next - 1, highest_modseq",
+            )?
+            .query_row([mailbox], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        c.prepare_cached(
+            "INSERT INTO messages (mailbox_id, uid, blob_id, size, internal_date, modseq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![mailbox, uid, blob, size as i64, date, modseq])?;
+        entries.push((mailbox, uid));
+    }
+    for recipient in &delivery.remote {
+        c.prepare_cached(
+            "INSERT INTO queue (blob_id, sender, recipient, next_attempt, created)
+             VALUES (?1, ?2, ?3, ?4, ?4)",
+        )?
+        .execute(params![blob, delivery.sender, recipient, now()])?;
+    }
+    Ok(DeliveryReceipt {
+        blob,
+        entries,
+        size,
+    })
+}

@@ -1,0 +1,150 @@
+//! The single writer thread and its group commit.
+//!
+//! SQLite has one writer at a time. Every change goes through this thread
+//! as a job; the thread takes all jobs waiting in its queue, runs each in a
+//! savepoint of one transaction and commits once, so N concurrent
+//! deliveries share one fsync (group commit). A job's caller hears back only
+//! after that commit, so an acknowledged delivery is on disk.
+
+use std::sync::mpsc;
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use crate::error::{Result, StoreError};
+
+/// Most jobs folded into one transaction.
+const MAX_BATCH: usize = 512;
+
+type Run = Box<dyn FnOnce(&Connection) -> Box<dyn FnOnce(Option<&str>) + Send> + Send>;
+
+struct Job {
+    /// Needs an fsync before its caller is answered.
+    durable: bool,
+    run: Run,
+}
+
+/// Handle to the writer thread.
+#[derive(Clone)]
+pub(crate) struct Writer {
+    tx: mpsc::Sender<Job>,
+}
+
+impl Writer {
+    /// Starts the writer thread on `conn`. With `group_commit` off, every
+    /// job gets its own transaction (and its own fsync when durable).
+    pub(crate) fn start(conn: Connection, group_commit: bool) -> Writer {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || run(conn, rx, if group_commit { MAX_BATCH } else { 1 }))
+            .expect("spawn store writer thread");
+        Writer { tx }
+    }
+
+    /// Runs `f` in the writer thread and returns its result once the
+    /// transaction holding it has committed — durably if `durable`.
+    pub(crate) async fn exec<R, F>(&self, durable: bool, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        self.submit(durable, f, reply)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Like [`Writer::exec`], but nobody waits for the answer (used from
+    /// `Drop`, which cannot await).
+    pub(crate) fn exec_detached<F>(&self, f: F)
+    where
+        F: FnOnce(&Connection) -> Result<()> + Send + 'static,
+    {
+        let (reply, _) = oneshot::channel();
+        let _ = self.submit(false, f, reply);
+    }
+
+    fn submit<R, F>(&self, durable: bool, f: F, reply: oneshot::Sender<Result<R>>) -> Result<()>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+    {
+        let run: Run = Box::new(move |conn: &Connection| {
+            let outcome = in_savepoint(conn, f);
+            Box::new(move |commit_error: Option<&str>| {
+                let answer = match (outcome, commit_error) {
+                    (Ok(value), None) => Ok(value),
+                    (Err(e), _) => Err(e),
+                    (Ok(_), Some(e)) => Err(StoreError::Invalid(format!("commit failed: {e}"))),
+                };
+                let _ = reply.send(answer);
+            })
+        });
+        self.tx
+            .send(Job { durable, run })
+            .map_err(|_| StoreError::Closed)
+    }
+}
+
+/// Runs one job in a savepoint so a failing job leaves the others of its
+/// batch untouched.
+fn in_savepoint<R>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+    conn.execute_batch("SAVEPOINT job")?;
+    match f(conn) {
+        Ok(value) => {
+            conn.execute_batch("RELEASE job")?;
+            Ok(value)
+        }
+        Err(e) => {
+            conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+            Err(e)
+        }
+    }
+}
+
+fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize) {
+    let mut synchronous_full = None;
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        // WAL with synchronous=FULL fsyncs the log at commit; NORMAL does
+        // not. Pieces of a large message being streamed in need no fsync of
+        // their own: the delivery that completes them is durable, and its
+        // fsync covers every earlier frame of the log.
+        let durable = batch.iter().any(|j| j.durable);
+        if synchronous_full != Some(durable) {
+            let mode = if durable { "FULL" } else { "NORMAL" };
+            if let Err(e) = conn.pragma_update(None, "synchronous", mode) {
+                tracing::error!(error = %e, "cannot set synchronous mode");
+            } else {
+                synchronous_full = Some(durable);
+            }
+        }
+        let mut done = Vec::with_capacity(batch.len());
+        let begin = conn.execute_batch("BEGIN IMMEDIATE");
+        if let Err(e) = begin {
+            // Dropping the jobs tells their callers the store failed them.
+            tracing::error!(error = %e, jobs = batch.len(), "store transaction could not start");
+            continue;
+        }
+        for job in batch {
+            done.push((job.run)(&conn));
+        }
+        let commit = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
+        if commit.is_err() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        let err = commit.as_ref().err().map(String::as_str);
+        if let Some(e) = err {
+            tracing::error!(error = %e, "store commit failed");
+        }
+        for finish in done {
+            finish(err);
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The SQLite back end against its promises: single-copy blobs with
+//! reference counts, indexes filled at delivery, streaming large messages,
+//! crash leftovers cleaned, directory edits.
+
+use std::sync::Arc;
+
+use rusqlite::Connection;
+use store::{Delivery, SqliteOptions, SqliteStore, Store, StoreError, CHUNK_SIZE};
+
+async fn open() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    store.add_domain("Example.ORG").await.unwrap();
+    (dir, store)
+}
+
+fn count(store: &SqliteStore, sql: &str) -> i64 {
+    let c = Connection::open(store.path()).unwrap();
+    c.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+async fn inbox(store: &SqliteStore, address: &str) -> i64 {
+    let d = store.load_directory().await.unwrap();
+    d.account(address).unwrap().inbox
+}
+
+const MAIL: &[u8] = b"From: Alice <alice@example.org>\r\nTo: team@example.org\r\n\
+Subject: quarterly zebra report\r\nMessage-ID: <q1@example.org>\r\n\r\nThe zebra numbers are in.\r\n";
+
+#[tokio::test]
+async fn one_blob_for_many_recipients_freed_with_the_last_reference() {
+    let (_dir, store) = open().await;
+    let mut boxes = Vec::new();
+    for i in 0..15 {
+        let a = format!("user{i}@example.org");
+        store.add_account(&a, "pw").await.unwrap();
+        boxes.push(inbox(&store, &a).await);
+    }
+    let mut w = store.message_writer();
+    w.write(MAIL).await.unwrap();
+    let receipt = w
+        .deliver(Delivery {
+            mailboxes: boxes.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(receipt.entries.len(), 15);
+    assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 1);
+    assert_eq!(count(&store, "SELECT count(*) FROM messages"), 15);
+    assert_eq!(count(&store, "SELECT refcount FROM blobs"), 15);
+
+    // Indexed header columns and the full-text index were filled once.
+    let h = store.headers(receipt.blob).await.unwrap().unwrap();
+    assert_eq!(h.subject, "quarterly zebra report");
+    assert_eq!(h.message_id, "q1@example.org");
+    assert_eq!(count(&store, "SELECT count(*) FROM fts WHERE fts MATCH 'zebra'"), 1);
+
+    // Deleting from one mailbox leaves the others intact.
+    store.expunge(boxes[0], &[1]).await.unwrap();
+    assert!(store.list_messages(boxes[0]).await.unwrap().is_empty());
+    let other = store.list_messages(boxes[1]).await.unwrap();
+    assert_eq!(other.len(), 1);
+    let chunk = store.read_chunk(other[0].blob, 0).await.unwrap().unwrap();
+    assert_eq!(chunk, MAIL);
+    assert_eq!(count(&store, "SELECT refcount FROM blobs"), 14);
+
+    // The last reference takes the blob, its chunks and its index entry.
+    for b in &boxes[1..] {
+        store.expunge(*b, &[1]).await.unwrap();
+    }
+    assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 0);
+    assert_eq!(count(&store, "SELECT count(*) FROM blob_chunks"), 0);
+    assert_eq!(count(&store, "SELECT count(*) FROM fts WHERE fts MATCH 'zebra'"), 0);
+}
+
+#[tokio::test]
+async fn large_messages_stream_in_chunks_and_read_back_whole() {
+    let (_dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    let mut w = store.message_writer();
+    w.write(b"Subject: big\r\n\r\n").await.unwrap();
+    let line = [b'x'; 998];
+    let mut expected = b"Subject: big\r\n\r\n".to_vec();
+    for _ in 0..3000 {
+        w.write(&line).await.unwrap();
+        w.write(b"\r\n").await.unwrap();
+        expected.extend_from_slice(&line);
+        expected.extend_from_slice(b"\r\n");
+    }
+    let receipt = w
+        .deliver(Delivery {
+            mailboxes: vec![mbox],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(receipt.size, expected.len() as u64);
+    let mut back = Vec::new();
+    let mut seq = 0;
+    while let Some(chunk) = store.read_chunk(receipt.blob, seq).await.unwrap() {
+        assert!(chunk.len() <= CHUNK_SIZE);
+        back.extend_from_slice(&chunk);
+        seq += 1;
+    }
+    assert!(seq > 1);
+    assert_eq!(back, expected);
+}
+
+#[tokio::test]
+async fn aborted_and_crashed_writes_leave_nothing() {
+    let (dir, store) = open().await;
+    let mut w = store.message_writer();
+    w.write(&vec![b'a'; CHUNK_SIZE * 2 + 10]).await.unwrap();
+    w.abort().await;
+    assert_eq!(count(&store, "SELECT count(*) FROM blob_chunks"), 0);
+
+    // A writer dropped mid-message (the process dying is the same as far
+    // as the database is concerned) leaves an incomplete blob at worst;
+    // recovery removes it.
+    let mut w = store.message_writer();
+    w.write(&vec![b'a'; CHUNK_SIZE + 10]).await.unwrap();
+    std::mem::forget(w);
+    assert_eq!(count(&store, "SELECT count(*) FROM blobs WHERE complete = 0"), 1);
+    let reopened = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    assert_eq!(reopened.recover().await.unwrap(), 1);
+    assert_eq!(count(&store, "SELECT count(*) FROM blob_chunks"), 0);
+}
+
+#[tokio::test]
+async fn removing_an_account_releases_its_references() {
+    let (_dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    store.add_account("b@example.org", "pw").await.unwrap();
+    let (a, b) = (inbox(&store, "a@example.org").await, inbox(&store, "b@example.org").await);
+    let mut w = store.message_writer();
+    w.write(MAIL).await.unwrap();
+    w.deliver(Delivery {
+        mailboxes: vec![a, b],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    store.remove_account("a@example.org").await.unwrap();
+    assert_eq!(count(&store, "SELECT refcount FROM blobs"), 1);
+    store.remove_account("B@example.org").await.unwrap();
+    assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 0);
+}
+
+#[tokio::test]
+async fn directory_edits_are_checked_and_bump_the_serial() {
+    let (_dir, store) = open().await;
+    let s0 = store.directory_serial().await.unwrap();
+    assert!(matches!(
+        store.add_account("x@nowhere.test", "pw").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(store.add_domain("example.org").await, Err(StoreError::Exists(_))));
+    assert!(matches!(store.add_domain("bad domain").await, Err(StoreError::Invalid(_))));
+    store.add_account("x@example.org", "pw").await.unwrap();
+    assert!(matches!(
+        store.add_account("X@example.org", "pw").await,
+        Err(StoreError::Exists(_))
+    ));
+    assert!(matches!(store.remove_domain("example.org").await, Err(StoreError::Invalid(_))));
+    store
+        .add_alias("team@example.org", &["x@example.org".into(), "far@remote.test".into()])
+        .await
+        .unwrap();
+    assert!(store.directory_serial().await.unwrap() > s0);
+    assert_eq!(store.list_accounts().await.unwrap(), vec!["x@example.org"]);
+    assert_eq!(store.list_aliases().await.unwrap()[0].targets.len(), 2);
+    let mailboxes: Vec<String> = {
+        let c = Connection::open(store.path()).unwrap();
+        let mut st = c.prepare("SELECT name FROM mailboxes ORDER BY id").unwrap();
+        st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    assert_eq!(mailboxes, ["INBOX", "Sent", "Drafts", "Trash", "Junk", "Archive"]);
+}
+
+#[tokio::test]
+async fn concurrent_deliveries_all_land_with_distinct_uids() {
+    let (_dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    let store = Arc::new(store);
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            let mut w = store.message_writer();
+            w.write(MAIL).await.unwrap();
+            w.deliver(Delivery {
+                mailboxes: vec![mbox],
+                remote: vec!["far@remote.test".into()],
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .entries[0]
+                .1
+        }));
+    }
+    let mut uids = Vec::new();
+    for t in tasks {
+        uids.push(t.await.unwrap());
+    }
+    uids.sort();
+    assert_eq!(uids, (1..=50).collect::<Vec<u32>>());
+    assert_eq!(store.queued().await.unwrap().len(), 50);
+    assert_eq!(count(&store, "SELECT min(refcount) FROM blobs"), 2);
+}
