@@ -63,7 +63,12 @@ impl Authenticator {
     }
 
     /// Checks `address`/`password` for a client at `ip`.
-    pub async fn login(&self, ip: IpAddr, address: &str, password: &str) -> Result<AccountEntry, AuthFailure> {
+    pub async fn login(
+        &self,
+        ip: IpAddr,
+        address: &str,
+        password: &str,
+    ) -> Result<AccountEntry, AuthFailure> {
         let account = self.directory.get().account(address).cloned();
         let digest = self.digest(password);
         let cached = account.as_ref().is_some_and(|a| {
@@ -90,10 +95,10 @@ impl Authenticator {
         match account {
             Some(account) if ok => {
                 self.failures.lock().expect("auth lock").remove(&ip);
-                self.verified
-                    .lock()
-                    .expect("auth cache lock")
-                    .insert(account.address.clone(), (account.password_hash.clone(), digest));
+                self.verified.lock().expect("auth cache lock").insert(
+                    account.address.clone(),
+                    (account.password_hash.clone(), digest),
+                );
                 Ok(account)
             }
             _ => {

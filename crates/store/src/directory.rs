@@ -55,7 +55,11 @@ pub fn normalize_address(address: &str) -> Option<String> {
         return None;
     }
     let domain = domain.trim_end_matches('.');
-    Some(format!("{}@{}", local.to_lowercase(), domain.to_lowercase()))
+    Some(format!(
+        "{}@{}",
+        local.to_lowercase(),
+        domain.to_lowercase()
+    ))
 }
 
 /// Aliases may point at aliases; this bounds the chain (and breaks loops).
@@ -218,10 +222,22 @@ mod tests {
                 },
             ],
             [
-                ("team@example.org".to_string(), "alice@example.org".to_string()),
-                ("team@example.org".to_string(), "Bob@Example.org".to_string()),
-                ("team@example.org".to_string(), "carol@remote.test".to_string()),
-                ("loop@example.org".to_string(), "loop@example.org".to_string()),
+                (
+                    "team@example.org".to_string(),
+                    "alice@example.org".to_string(),
+                ),
+                (
+                    "team@example.org".to_string(),
+                    "Bob@Example.org".to_string(),
+                ),
+                (
+                    "team@example.org".to_string(),
+                    "carol@remote.test".to_string(),
+                ),
+                (
+                    "loop@example.org".to_string(),
+                    "loop@example.org".to_string(),
+                ),
             ],
         )
     }

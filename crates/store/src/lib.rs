@@ -22,9 +22,8 @@ pub use directory::{normalize_address, Directory, Resolution};
 pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
-    AccountId, AliasEntry, BlobId, Delivery, DeliveryReceipt, MailboxId, MailboxInfo,
-    MessageEntry, QueuedRecipient, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED,
-    FLAG_SEEN,
+    AccountId, AliasEntry, BlobId, Delivery, DeliveryReceipt, MailboxId, MailboxInfo, MessageEntry,
+    QueuedRecipient, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
 pub use sqlite::{SqliteOptions, SqliteStore};

@@ -54,7 +54,10 @@ async fn one_blob_for_many_recipients_freed_with_the_last_reference() {
     let h = store.headers(receipt.blob).await.unwrap().unwrap();
     assert_eq!(h.subject, "quarterly zebra report");
     assert_eq!(h.message_id, "q1@example.org");
-    assert_eq!(count(&store, "SELECT count(*) FROM fts WHERE fts MATCH 'zebra'"), 1);
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM fts WHERE fts MATCH 'zebra'"),
+        1
+    );
 
     // Deleting from one mailbox leaves the others intact.
     store.expunge(boxes[0], &[1]).await.unwrap();
@@ -71,7 +74,10 @@ async fn one_blob_for_many_recipients_freed_with_the_last_reference() {
     }
     assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 0);
     assert_eq!(count(&store, "SELECT count(*) FROM blob_chunks"), 0);
-    assert_eq!(count(&store, "SELECT count(*) FROM fts WHERE fts MATCH 'zebra'"), 0);
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM fts WHERE fts MATCH 'zebra'"),
+        0
+    );
 }
 
 #[tokio::test]
@@ -122,7 +128,10 @@ async fn aborted_and_crashed_writes_leave_nothing() {
     let mut w = store.message_writer();
     w.write(&vec![b'a'; CHUNK_SIZE + 10]).await.unwrap();
     std::mem::forget(w);
-    assert_eq!(count(&store, "SELECT count(*) FROM blobs WHERE complete = 0"), 1);
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM blobs WHERE complete = 0"),
+        1
+    );
     let reopened = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
     assert_eq!(reopened.recover().await.unwrap(), 1);
     assert_eq!(count(&store, "SELECT count(*) FROM blob_chunks"), 0);
@@ -133,7 +142,10 @@ async fn removing_an_account_releases_its_references() {
     let (_dir, store) = open().await;
     store.add_account("a@example.org", "pw").await.unwrap();
     store.add_account("b@example.org", "pw").await.unwrap();
-    let (a, b) = (inbox(&store, "a@example.org").await, inbox(&store, "b@example.org").await);
+    let (a, b) = (
+        inbox(&store, "a@example.org").await,
+        inbox(&store, "b@example.org").await,
+    );
     let mut w = store.message_writer();
     w.write(MAIL).await.unwrap();
     w.deliver(Delivery {
@@ -156,16 +168,28 @@ async fn directory_edits_are_checked_and_bump_the_serial() {
         store.add_account("x@nowhere.test", "pw").await,
         Err(StoreError::NotFound(_))
     ));
-    assert!(matches!(store.add_domain("example.org").await, Err(StoreError::Exists(_))));
-    assert!(matches!(store.add_domain("bad domain").await, Err(StoreError::Invalid(_))));
+    assert!(matches!(
+        store.add_domain("example.org").await,
+        Err(StoreError::Exists(_))
+    ));
+    assert!(matches!(
+        store.add_domain("bad domain").await,
+        Err(StoreError::Invalid(_))
+    ));
     store.add_account("x@example.org", "pw").await.unwrap();
     assert!(matches!(
         store.add_account("X@example.org", "pw").await,
         Err(StoreError::Exists(_))
     ));
-    assert!(matches!(store.remove_domain("example.org").await, Err(StoreError::Invalid(_))));
+    assert!(matches!(
+        store.remove_domain("example.org").await,
+        Err(StoreError::Invalid(_))
+    ));
     store
-        .add_alias("team@example.org", &["x@example.org".into(), "far@remote.test".into()])
+        .add_alias(
+            "team@example.org",
+            &["x@example.org".into(), "far@remote.test".into()],
+        )
         .await
         .unwrap();
     assert!(store.directory_serial().await.unwrap() > s0);
@@ -174,9 +198,15 @@ async fn directory_edits_are_checked_and_bump_the_serial() {
     let mailboxes: Vec<String> = {
         let c = Connection::open(store.path()).unwrap();
         let mut st = c.prepare("SELECT name FROM mailboxes ORDER BY id").unwrap();
-        st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
     };
-    assert_eq!(mailboxes, ["INBOX", "Sent", "Drafts", "Trash", "Junk", "Archive"]);
+    assert_eq!(
+        mailboxes,
+        ["INBOX", "Sent", "Drafts", "Trash", "Junk", "Archive"]
+    );
 }
 
 #[tokio::test]

@@ -97,7 +97,9 @@ impl MessageWriter for SqliteMessageWriter {
 
     async fn deliver(mut self: Box<Self>, delivery: Delivery) -> Result<DeliveryReceipt> {
         if delivery.mailboxes.is_empty() && delivery.remote.is_empty() {
-            return Err(StoreError::Invalid("a delivery needs at least one recipient".into()));
+            return Err(StoreError::Invalid(
+                "a delivery needs at least one recipient".into(),
+            ));
         }
         let head = std::mem::take(&mut self.head);
         let index = if head.len() <= INLINE_INDEX_LIMIT {
@@ -115,7 +117,9 @@ impl MessageWriter for SqliteMessageWriter {
         let result = self
             .inner
             .writer
-            .exec(true, move |c| commit_delivery(c, blob, seq, &last, size, &index, &delivery))
+            .exec(true, move |c| {
+                commit_delivery(c, blob, seq, &last, size, &index, &delivery)
+            })
             .await;
         if result.is_err() {
             if let Some(blob) = self.blob {
@@ -128,7 +132,11 @@ impl MessageWriter for SqliteMessageWriter {
     async fn abort(mut self: Box<Self>) {
         self.finished = true;
         if let Some(blob) = self.blob {
-            let _ = self.inner.writer.exec(false, move |c| discard(c, blob)).await;
+            let _ = self
+                .inner
+                .writer
+                .exec(false, move |c| discard(c, blob))
+                .await;
         }
     }
 }

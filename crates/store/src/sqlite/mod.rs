@@ -17,7 +17,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::directory::{normalize_address, AccountEntry, Directory};
 use crate::error::{Result, StoreError};
 use crate::index::IndexedHeaders;
-use crate::model::{AccountId, AliasEntry, BlobId, MailboxId, MailboxInfo, MessageEntry, QueuedRecipient, Uid};
+use crate::model::{
+    AccountId, AliasEntry, BlobId, MailboxId, MailboxInfo, MessageEntry, QueuedRecipient, Uid,
+};
 use crate::password::hash_password;
 use crate::{MessageWriter, Store};
 
@@ -101,13 +103,18 @@ fn valid_domain(name: &str) -> Result<String> {
     if ok {
         Ok(name)
     } else {
-        Err(StoreError::Invalid(format!("not a valid domain name: {name:?}")))
+        Err(StoreError::Invalid(format!(
+            "not a valid domain name: {name:?}"
+        )))
     }
 }
 
 fn valid_address(address: &str) -> Result<String> {
     let normal = normalize_address(address)
-        .filter(|a| !a.chars().any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>'))
+        .filter(|a| {
+            !a.chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>')
+        })
         .ok_or_else(|| StoreError::Invalid(format!("not a valid address: {address:?}")))?;
     let (_, domain) = normal.rsplit_once('@').expect("normalised");
     valid_domain(domain)?;
@@ -236,11 +243,16 @@ impl Store for SqliteStore {
         let name = valid_domain(name)?;
         self.write(move |c| {
             let id: Option<i64> = c
-                .query_row("SELECT id FROM domains WHERE name = ?1", [&name], |r| r.get(0))
+                .query_row("SELECT id FROM domains WHERE name = ?1", [&name], |r| {
+                    r.get(0)
+                })
                 .optional()?;
             let id = id.ok_or_else(|| StoreError::NotFound(format!("domain {name}")))?;
-            let accounts: i64 =
-                c.query_row("SELECT count(*) FROM accounts WHERE domain_id = ?1", [id], |r| r.get(0))?;
+            let accounts: i64 = c.query_row(
+                "SELECT count(*) FROM accounts WHERE domain_id = ?1",
+                [id],
+                |r| r.get(0),
+            )?;
             if accounts > 0 {
                 return Err(StoreError::Invalid(format!(
                     "domain {name} still has {accounts} account(s); remove them first"
@@ -352,15 +364,21 @@ impl Store for SqliteStore {
             .map(|t| valid_address(t))
             .collect::<Result<Vec<_>>>()?;
         if targets.is_empty() {
-            return Err(StoreError::Invalid("an alias needs at least one target".into()));
+            return Err(StoreError::Invalid(
+                "an alias needs at least one target".into(),
+            ));
         }
         self.write(move |c| {
             let domain = address.rsplit_once('@').expect("normalised").1;
             let local: Option<i64> = c
-                .query_row("SELECT id FROM domains WHERE name = ?1", [domain], |r| r.get(0))
+                .query_row("SELECT id FROM domains WHERE name = ?1", [domain], |r| {
+                    r.get(0)
+                })
                 .optional()?;
             if local.is_none() {
-                return Err(StoreError::NotFound(format!("domain {domain} (add it first)")));
+                return Err(StoreError::NotFound(format!(
+                    "domain {domain} (add it first)"
+                )));
             }
             for t in &targets {
                 c.execute(
@@ -395,9 +413,11 @@ impl Store for SqliteStore {
     async fn list_aliases(&self) -> Result<Vec<AliasEntry>> {
         let rows = self
             .read(|c| {
-                Ok(c.prepare("SELECT address, target FROM aliases ORDER BY address, target")?
-                    .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?)
+                Ok(
+                    c.prepare("SELECT address, target FROM aliases ORDER BY address, target")?
+                        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+                        .collect::<rusqlite::Result<Vec<_>>>()?,
+                )
             })
             .await?;
         let mut out: Vec<AliasEntry> = Vec::new();
@@ -468,9 +488,11 @@ impl Store for SqliteStore {
 
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
         self.read(move |c| {
-            Ok(c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")?
-                .query_row(params![blob, seq], |r| r.get(0))
-                .optional()?)
+            Ok(
+                c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")?
+                    .query_row(params![blob, seq], |r| r.get(0))
+                    .optional()?,
+            )
         })
         .await
     }
@@ -522,7 +544,10 @@ impl Store for SqliteStore {
 
     async fn queued(&self) -> Result<Vec<QueuedRecipient>> {
         self.read(|c| {
-            Ok(c.prepare("SELECT id, blob_id, sender, recipient, attempts FROM queue ORDER BY id")?
+            Ok(
+                c.prepare(
+                    "SELECT id, blob_id, sender, recipient, attempts FROM queue ORDER BY id",
+                )?
                 .query_map([], |r| {
                     Ok(QueuedRecipient {
                         id: r.get(0)?,
@@ -532,7 +557,8 @@ impl Store for SqliteStore {
                         attempts: r.get(4)?,
                     })
                 })?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+            )
         })
         .await
     }

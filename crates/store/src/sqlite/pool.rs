@@ -38,7 +38,11 @@ impl ReadPool {
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R> + Send + 'static,
     {
-        let _permit = self.permits.acquire().await.map_err(|_| StoreError::Closed)?;
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Closed)?;
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
             let conn = pool

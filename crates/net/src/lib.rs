@@ -1,0 +1,25 @@
+//! Connection plumbing the protocol servers (SMTP, POP3, IMAP) share: a
+//! bounded input buffer that reads lines, a stream that can switch to TLS
+//! in the middle of a session, per-client connection limits and shutdown.
+#![forbid(unsafe_code)]
+
+mod input;
+mod limit;
+mod stream;
+
+pub use input::{Input, LineError};
+pub use limit::{ConnGuard, ConnLimiter};
+pub use stream::{Io, Stream};
+pub use tokio_rustls::TlsAcceptor;
+pub use tokio_util::sync::CancellationToken;
+pub use tokio_util::task::TaskTracker;
+
+/// What every server needs to stop gracefully: a signal to stop accepting
+/// and idle sessions, and a tracker to wait for sessions still working.
+#[derive(Clone, Default)]
+pub struct Shutdown {
+    /// Cancelled when the server should stop.
+    pub token: CancellationToken,
+    /// Every session task is spawned on this, so shutdown can wait for them.
+    pub tracker: TaskTracker,
+}

@@ -1,0 +1,94 @@
+//! The POP3 listeners: `pop3` (plain, with STLS) and `pop3s` (implicit TLS,
+//! RFC 8314).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use net::{ConnLimiter, Shutdown, Stream, TlsAcceptor};
+use store::{Authenticator, Store};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tracing::Instrument;
+
+use crate::config::Pop3Config;
+use crate::lock::MailboxLocks;
+use crate::session::Session;
+
+/// What every POP3 session shares.
+pub struct Context {
+    /// Our host name, in the greeting.
+    pub hostname: String,
+    /// Limits and timeouts.
+    pub config: Pop3Config,
+    /// The mail.
+    pub store: Arc<dyn Store>,
+    /// Login checks and penalties.
+    pub auth: Arc<Authenticator>,
+    /// TLS for STLS and pop3s.
+    pub tls: Option<TlsAcceptor>,
+    /// One session per maildrop.
+    pub locks: Arc<MailboxLocks>,
+    /// Connections per client address.
+    pub limiter: Arc<ConnLimiter>,
+    /// Stop signal and session tracker.
+    pub shutdown: Shutdown,
+}
+
+/// Accepts POP3 connections until shutdown; with `implicit_tls` every
+/// connection starts with a TLS handshake (port 995).
+pub async fn serve(listener: TcpListener, ctx: Arc<Context>, implicit_tls: bool) {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = ctx.shutdown.token.cancelled() => break,
+        };
+        let (mut socket, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, "pop3 accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = socket.set_nodelay(true);
+        let Some(guard) = ctx.limiter.try_acquire(peer.ip()) else {
+            if !implicit_tls {
+                ctx.shutdown.tracker.spawn(async move {
+                    let _ = socket
+                        .write_all(b"-ERR [SYS/TEMP] Too many connections from your address\r\n")
+                        .await;
+                });
+            }
+            continue;
+        };
+        let ctx = Arc::clone(&ctx);
+        let span = tracing::info_span!("pop3", client = %peer, tls = implicit_tls);
+        ctx.shutdown.tracker.clone().spawn(
+            async move {
+                let _guard = guard;
+                if let Some(stream) = open(socket, &ctx, implicit_tls).await {
+                    Session::new(&ctx, stream, peer, implicit_tls).run().await;
+                }
+            }
+            .instrument(span),
+        );
+    }
+}
+
+async fn open(socket: TcpStream, ctx: &Context, implicit_tls: bool) -> Option<Stream> {
+    if !implicit_tls {
+        return Some(Box::new(socket));
+    }
+    let acceptor = ctx.tls.clone()?;
+    let timeout = Duration::from_secs(ctx.config.idle_timeout_secs.min(60));
+    match tokio::time::timeout(timeout, acceptor.accept(socket)).await {
+        Ok(Ok(tls)) => Some(Box::new(tls)),
+        _ => None,
+    }
+}
+
+/// Whether a client may send a password over this connection.
+pub(crate) fn plaintext_ok(config: &Pop3Config, peer: SocketAddr, tls: bool) -> bool {
+    tls || config.allow_plaintext_auth || peer.ip().is_loopback()
+}

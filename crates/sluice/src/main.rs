@@ -1,0 +1,73 @@
+//! `sluice`: the command line. `serve` runs the mail server; the other
+//! commands manage domains, users and aliases in the same data directory,
+//! also while a server runs there.
+#![forbid(unsafe_code)]
+
+mod admin;
+mod config;
+mod serve;
+mod tls;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// A mail server in one program.
+#[derive(Parser)]
+#[command(name = "sluice", version, about)]
+struct Cli {
+    /// Configuration file (TOML); without it, the local trial defaults.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Data directory; overrides `data_dir` of the configuration.
+    #[arg(long, global = true)]
+    data: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the mail server.
+    Serve,
+    /// Manage local domains.
+    Domain {
+        #[command(subcommand)]
+        action: admin::DomainAction,
+    },
+    /// Manage accounts.
+    User {
+        #[command(subcommand)]
+        action: admin::UserAction,
+    },
+    /// Manage aliases (an address delivered to other local or remote ones).
+    Alias {
+        #[command(subcommand)]
+        action: admin::AliasAction,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = config::load(cli.config.as_deref(), cli.data.as_deref()).and_then(|config| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async move {
+            match cli.command {
+                Command::Serve => serve::run(config).await,
+                Command::Domain { action } => admin::domain(&config, action).await,
+                Command::User { action } => admin::user(&config, action).await,
+                Command::Alias { action } => admin::alias(&config, action).await,
+            }
+        })
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sluice: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

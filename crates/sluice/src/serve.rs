@@ -1,0 +1,150 @@
+//! `sluice serve`: opens the store, binds every configured listener and
+//! runs until SIGTERM or Ctrl-C, then stops accepting, lets sessions in the
+//! middle of a transaction finish, and exits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use net::{ConnLimiter, Shutdown};
+use store::{Authenticator, DirectoryWatch, SqliteOptions, SqliteStore, Store};
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+
+/// How often the directory is checked for edits made by the command line.
+const DIRECTORY_POLL: Duration = Duration::from_millis(500);
+/// How long sessions get to finish after a stop signal.
+const GRACE: Duration = Duration::from_secs(30);
+
+fn init_logging(config: &Config) {
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log.level.clone());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}
+
+/// Only one server may own a data directory; the lock dies with the
+/// process, so a crash never leaves it stale.
+fn lock_data_dir(config: &Config) -> anyhow::Result<std::fs::File> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("cannot create {}", config.data_dir.display()))?;
+    let path = config.data_dir.join("sluice.lock");
+    let file = std::fs::File::create(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.try_lock().map_err(|_| {
+        anyhow::anyhow!(
+            "another sluice server is running on {}",
+            config.data_dir.display()
+        )
+    })?;
+    Ok(file)
+}
+
+async fn bind(
+    name: &str,
+    config_addrs: Vec<std::net::SocketAddr>,
+) -> anyhow::Result<Vec<TcpListener>> {
+    let mut out = Vec::new();
+    for addr in config_addrs {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listen.{name}: cannot listen on {addr}"))?;
+        tracing::info!(listener = %name, addr = %listener.local_addr()?, "listening");
+        out.push(listener);
+    }
+    Ok(out)
+}
+
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    init_logging(&config);
+    let _lock = lock_data_dir(&config)?;
+    let sqlite = SqliteStore::open(
+        &config.data_dir,
+        SqliteOptions {
+            group_commit: config.store.group_commit,
+            readers: config.store.readers,
+        },
+    )
+    .with_context(|| format!("cannot open the store in {}", config.data_dir.display()))?;
+    let dropped = sqlite.recover().await?;
+    if dropped > 0 {
+        tracing::warn!(
+            dropped,
+            "removed messages left incomplete by an interrupted run"
+        );
+    }
+    let store: Arc<dyn Store> = Arc::new(sqlite);
+    let directory = DirectoryWatch::start(Arc::clone(&store), DIRECTORY_POLL).await?;
+    let tls = crate::tls::acceptor(&config)?;
+    let shutdown = Shutdown::default();
+
+    let smtp_listeners = bind("smtp", config.listen.smtp.list()).await?;
+    let pop3_listeners = bind("pop3", config.listen.pop3.list()).await?;
+    let pop3s_listeners = bind("pop3s", config.listen.pop3s.list()).await?;
+
+    let smtp_ctx = Arc::new(smtp::Context {
+        hostname: config.hostname.clone(),
+        config: config.smtp.clone(),
+        store: Arc::clone(&store),
+        directory: Arc::clone(&directory),
+        tls: Some(tls.clone()),
+        limiter: ConnLimiter::new(config.smtp.max_connections_per_ip),
+        shutdown: shutdown.clone(),
+    });
+    let pop3_ctx = Arc::new(pop3::Context {
+        hostname: config.hostname.clone(),
+        config: config.pop3.clone(),
+        store: Arc::clone(&store),
+        auth: Arc::new(Authenticator::new(
+            Arc::clone(&directory),
+            Duration::from_secs(config.pop3.auth_failure_delay_secs),
+        )),
+        tls: Some(tls.clone()),
+        locks: Arc::default(),
+        limiter: ConnLimiter::new(config.pop3.max_connections_per_ip),
+        shutdown: shutdown.clone(),
+    });
+    let mut accept_loops = tokio::task::JoinSet::new();
+    for l in smtp_listeners {
+        accept_loops.spawn(smtp::serve(l, Arc::clone(&smtp_ctx)));
+    }
+    for l in pop3_listeners {
+        accept_loops.spawn(pop3::serve(l, Arc::clone(&pop3_ctx), false));
+    }
+    for l in pop3s_listeners {
+        accept_loops.spawn(pop3::serve(l, Arc::clone(&pop3_ctx), true));
+    }
+    tracing::info!(hostname = %config.hostname, data = %config.data_dir.display(), "sluice started");
+
+    stop_signal().await?;
+    tracing::info!("stopping: no new connections, waiting for sessions to finish");
+    shutdown.token.cancel();
+    while accept_loops.join_next().await.is_some() {}
+    shutdown.tracker.close();
+    if tokio::time::timeout(GRACE, shutdown.tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            sessions = shutdown.tracker.len(),
+            "sessions still open after the grace period"
+        );
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn stop_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! The server's TLS identity: the configured certificate, or a self-signed
+//! one generated into the data directory at first start so STARTTLS works
+//! out of the box.
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context as _};
+use tokio_rustls::TlsAcceptor;
+
+use crate::config::Config;
+
+/// Paths of the certificate and key in use, generating them if needed.
+fn identity(config: &Config) -> anyhow::Result<(PathBuf, PathBuf)> {
+    if let (Some(cert), Some(key)) = (&config.tls.cert, &config.tls.key) {
+        return Ok((cert.clone(), key.clone()));
+    }
+    let dir = config.data_dir.join("tls");
+    let cert = dir.join("cert.pem");
+    let key = dir.join("key.pem");
+    if cert.exists() && key.exists() {
+        return Ok((cert, key));
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let generated = rcgen::generate_simple_self_signed(vec![config.hostname.clone()])
+        .context("cannot generate a self-signed certificate")?;
+    write_private(&key, generated.key_pair.serialize_pem().as_bytes())?;
+    std::fs::write(&cert, generated.cert.pem())
+        .with_context(|| format!("cannot write {}", cert.display()))?;
+    tracing::info!(cert = %cert.display(), "generated a self-signed certificate");
+    Ok((cert, key))
+}
+
+fn write_private(path: &Path, data: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    f.write_all(data)?;
+    Ok(())
+}
+
+/// Builds the TLS acceptor every listener shares.
+pub fn acceptor(config: &Config) -> anyhow::Result<TlsAcceptor> {
+    let (cert_path, key_path) = identity(config)?;
+    let certs = rustls_pemfile::certs(&mut BufReader::new(
+        std::fs::File::open(&cert_path)
+            .with_context(|| format!("cannot open {}", cert_path.display()))?,
+    ))
+    .collect::<Result<Vec<_>, _>>()
+    .with_context(|| format!("bad certificate file {}", cert_path.display()))?;
+    if certs.is_empty() {
+        return Err(anyhow!("no certificate in {}", cert_path.display()));
+    }
+    let key = rustls_pemfile::private_key(&mut BufReader::new(
+        std::fs::File::open(&key_path)
+            .with_context(|| format!("cannot open {}", key_path.display()))?,
+    ))
+    .with_context(|| format!("bad key file {}", key_path.display()))?
+    .ok_or_else(|| anyhow!("no private key in {}", key_path.display()))?;
+    let server = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .context("certificate and key do not match")?;
+    Ok(TlsAcceptor::from(Arc::new(server)))
+}

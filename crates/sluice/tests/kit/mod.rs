@@ -1,0 +1,329 @@
+//! The test kit: starts a real `sluice serve` on 127.0.0.1 with a temp
+//! data dir and free ports, adds users through the real command line, and
+//! runs independent clients (Python's smtplib/poplib, swaks) against it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const DOMAIN: &str = "example.org";
+pub const PASSWORD: &str = "correct horse";
+
+/// A running server and its data directory.
+pub struct Server {
+    pub dir: tempfile::TempDir,
+    extra: String,
+    child: Option<Child>,
+    log: Arc<Mutex<String>>,
+    pub smtp: SocketAddr,
+    pub pop3: SocketAddr,
+    pub pop3s: SocketAddr,
+}
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_sluice")
+}
+
+impl Server {
+    /// A server with the default settings and domain `example.org`.
+    pub fn start() -> Server {
+        Server::start_with("")
+    }
+
+    /// A server whose config gets `extra` appended (more sections).
+    pub fn start_with(extra: &str) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let unset: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let mut server = Server {
+            dir,
+            extra: extra.to_string(),
+            child: None,
+            log: Arc::default(),
+            smtp: unset,
+            pop3: unset,
+            pop3s: unset,
+        };
+        server.write_config();
+        server.spawn();
+        server.cli_ok(&["domain", "add", DOMAIN]);
+        server
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("sluice.toml")
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn write_config(&self) {
+        let text = format!(
+            "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\npop3s = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n{}\n",
+            self.data_dir(),
+            self.extra
+        );
+        std::fs::write(self.config_path(), text).unwrap();
+    }
+
+    fn spawn(&mut self) {
+        let mut child = Command::new(bin())
+            .args(["serve", "--config"])
+            .arg(self.config_path())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sluice");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::clone(&self.log);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if line.contains("listening") || line.contains("sluice started") {
+                    let _ = tx.send(line.clone());
+                }
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("sluice did not start:\n{}", self.log()));
+            if line.contains("sluice started") {
+                break;
+            }
+            let field = |name: &str| {
+                let start = line.find(name).unwrap() + name.len();
+                line[start..].split_whitespace().next().unwrap().to_string()
+            };
+            let addr: SocketAddr = field("addr=").parse().unwrap();
+            match field("listener=").as_str() {
+                "smtp" => self.smtp = addr,
+                "pop3" => self.pop3 = addr,
+                "pop3s" => self.pop3s = addr,
+                other => panic!("unexpected listener {other}"),
+            }
+        }
+    }
+
+    /// Everything the server logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Runs `sluice ARGS` on this server's config, with `stdin` piped in.
+    pub fn cli(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = Command::new(bin())
+            .arg("--config")
+            .arg(self.config_path())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs a command that must succeed; returns its stdout.
+    pub fn cli_ok(&self, args: &[&str]) -> String {
+        let out = self.cli(args, "");
+        assert!(
+            out.status.success(),
+            "sluice {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Adds `local@example.org` with [`PASSWORD`]; returns the address.
+    pub fn add_user(&self, local: &str) -> String {
+        let address = format!("{local}@{DOMAIN}");
+        let out = self.cli(
+            &["user", "add", &address, "--password-stdin"],
+            &format!("{PASSWORD}\n"),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The server picks up directory edits by polling; wait until it has.
+        assert!(
+            wait_until(Duration::from_secs(5), || self.rcpt_accepted(&address)),
+            "server did not see the new user {address}"
+        );
+        address
+    }
+
+    /// Whether the SMTP server accepts `address` as a recipient now.
+    pub fn rcpt_accepted(&self, address: &str) -> bool {
+        use std::io::Read;
+        let Ok(mut s) = std::net::TcpStream::connect(self.smtp) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let cmds = format!("HELO probe\r\nMAIL FROM:<>\r\nRCPT TO:<{address}>\r\nQUIT\r\n");
+        if s.write_all(cmds.as_bytes()).is_err() {
+            return false;
+        }
+        let mut replies = String::new();
+        let _ = s.read_to_string(&mut replies);
+        replies.lines().nth(3).is_some_and(|l| l.starts_with("250"))
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("running");
+        signal(child.id(), "TERM");
+        child.wait().unwrap()
+    }
+
+    /// Waits for the server to exit (after a signal sent elsewhere).
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        self.child.take().expect("running").wait().unwrap()
+    }
+
+    /// Kills the server without warning (SIGKILL).
+    pub fn kill9(&mut self) {
+        let mut child = self.child.take().expect("running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// Starts the server again on the same data (new ports).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop it first");
+        self.spawn();
+    }
+
+    /// A read-only view of the database, for checking what was stored.
+    pub fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open_with_flags(
+            self.data_dir().join("sluice.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap()
+    }
+
+    /// The single integer a query returns.
+    pub fn count(&self, sql: &str) -> i64 {
+        self.db().query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    fn status_kb(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    /// Resident memory now, in KiB.
+    pub fn rss_kb(&self) -> u64 {
+        self.status_kb("VmRSS:")
+    }
+
+    /// Peak resident memory so far, in KiB.
+    pub fn peak_rss_kb(&self) -> u64 {
+        self.status_kb("VmHWM:")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn signal(pid: u32, name: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// Runs a Python 3 snippet with `args` (as sys.argv[1:]); returns stdout.
+/// A failing snippet fails the test with its stderr.
+pub fn python(code: &str, args: &[&str]) -> String {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        out.status.success(),
+        "python failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Starts a Python 3 snippet with piped stdin and stdout, for clients
+/// that must stay connected while the test looks at the server.
+pub fn python_spawn(code: &str, args: &[&str]) -> Child {
+    Command::new("python3")
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 must be installed")
+}
+
+/// Runs swaks (must be installed: .ci/run does it); returns its transcript.
+pub fn swaks(args: &[&str]) -> Output {
+    Command::new("swaks")
+        .args(args)
+        .output()
+        .expect("swaks must be installed")
+}
+
+/// Polls `f` until it holds or `limit` passes.
+pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    f()
+}
+
+pub fn addr_arg(a: SocketAddr) -> String {
+    a.to_string()
+}
+
+pub fn path_arg(p: &Path) -> String {
+    p.display().to_string()
+}

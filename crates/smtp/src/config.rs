@@ -1,0 +1,43 @@
+//! The `[smtp]` section of the configuration.
+
+use serde::Deserialize;
+
+/// Limits and timeouts of the SMTP server. Every field has a default; the
+/// example config lists them all.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmtpConfig {
+    /// Largest message accepted, in bytes (advertised with SIZE, RFC 1870).
+    pub max_message_size: u64,
+    /// Recipients per message; RFC 5321 §4.5.3.1.8 asks for at least 100.
+    pub max_recipients: usize,
+    /// Longest command line, in bytes, including CRLF (RFC 5321
+    /// §4.5.3.1.4 sets 512; extensions make real commands longer).
+    pub max_line_length: usize,
+    /// Error replies after which the connection is closed.
+    pub max_errors: u32,
+    /// Commands allowed outside a mail transaction (NOOP, RSET, VRFY, HELP,
+    /// EHLO...) before the connection is closed.
+    pub max_junk_commands: u32,
+    /// Concurrent connections from one client address.
+    pub max_connections_per_ip: usize,
+    /// Seconds to wait for a command (RFC 5321 §4.5.3.2.7: 5 minutes).
+    pub command_timeout_secs: u64,
+    /// Seconds to wait for each block of message data (§4.5.3.2.5: 3 min).
+    pub data_timeout_secs: u64,
+}
+
+impl Default for SmtpConfig {
+    fn default() -> Self {
+        SmtpConfig {
+            max_message_size: 64 * 1024 * 1024,
+            max_recipients: 100,
+            max_line_length: 2048,
+            max_errors: 20,
+            max_junk_commands: 100,
+            max_connections_per_ip: 50,
+            command_timeout_secs: 300,
+            data_timeout_secs: 180,
+        }
+    }
+}

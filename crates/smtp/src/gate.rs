@@ -1,0 +1,619 @@
+//! One SMTP session: the pre-trust gate (greeting, EHLO, MAIL, RCPT and
+//! the rest of RFC 5321's commands) and, once a recipient is accepted, the
+//! hand-over to the data stage.
+//!
+//! Before the first accepted RCPT a session holds only this struct and a
+//! fixed line buffer: no message buffer, no store writer, no transaction.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use net::{Input, LineError, Stream};
+use smtp_proto::{Request, MAIL_BODY_7BIT, MAIL_BODY_8BITMIME, MAIL_SMTPUTF8};
+use store::{MailboxId, MessageWriter, Resolution};
+use tokio::io::AsyncWriteExt;
+
+use crate::data::{self, DataEnd};
+use crate::received::{queue_id, Trace};
+use crate::reply::{write_multiline, Reply};
+use crate::server::Context;
+
+/// Input buffer of a trusted session in the data stage.
+const DATA_BUFFER: usize = 64 * 1024;
+
+/// The envelope being built by MAIL and RCPT.
+struct Envelope {
+    sender: String,
+    utf8: bool,
+    /// Accepted recipients as given (for logs and the trace field).
+    recipients: Vec<String>,
+    mailboxes: Vec<MailboxId>,
+    remote: Vec<String>,
+    started: Instant,
+}
+
+/// What to do after a command.
+enum Next {
+    Continue,
+    Close,
+}
+
+pub(crate) struct Session<'a> {
+    ctx: &'a Context,
+    stream: Stream,
+    peer: SocketAddr,
+    input: Input,
+    out: Vec<u8>,
+    helo: Option<String>,
+    esmtp: bool,
+    tls: bool,
+    envelope: Option<Envelope>,
+    /// A BDAT transfer in progress (RFC 3030).
+    bdat: Option<Box<dyn MessageWriter>>,
+    bdat_too_big: bool,
+    errors: u32,
+    junk: u32,
+}
+
+impl<'a> Session<'a> {
+    pub(crate) fn new(ctx: &'a Context, stream: Stream, peer: SocketAddr) -> Session<'a> {
+        Session {
+            ctx,
+            stream,
+            peer,
+            input: Input::new(ctx.config.max_line_length),
+            out: Vec::new(),
+            helo: None,
+            esmtp: false,
+            tls: false,
+            envelope: None,
+            bdat: None,
+            bdat_too_big: false,
+            errors: 0,
+            junk: 0,
+        }
+    }
+
+    fn reply(&mut self, r: Reply) -> Next {
+        if r.is_error() {
+            self.errors += 1;
+        }
+        r.write(&mut self.out, self.esmtp);
+        if r.closes() {
+            return Next::Close;
+        }
+        if self.errors >= self.ctx.config.max_errors {
+            Reply::new(421, "4.7.0", "Too many errors, closing connection")
+                .write(&mut self.out, self.esmtp);
+            return Next::Close;
+        }
+        Next::Continue
+    }
+
+    async fn flush(&mut self) -> bool {
+        if self.out.is_empty() {
+            return true;
+        }
+        let ok =
+            self.stream.write_all(&self.out).await.is_ok() && self.stream.flush().await.is_ok();
+        self.out.clear();
+        if self.out.capacity() > 4096 {
+            self.out.shrink_to(512);
+        }
+        ok
+    }
+
+    pub(crate) async fn run(&mut self) {
+        let greeting = format!("{} ESMTP Sluice", self.ctx.hostname);
+        Reply::new(220, "", greeting).write(&mut self.out, false);
+        loop {
+            // RFC 2920: replies to pipelined commands may wait until the
+            // client's batch is consumed; flush before blocking for input.
+            if !self.input.buffered().contains(&b'\n') && !self.flush().await {
+                break;
+            }
+            let timeout = Duration::from_secs(self.ctx.config.command_timeout_secs);
+            let line = tokio::select! {
+                r = tokio::time::timeout(timeout, self.input.read_line(&mut self.stream)) => match r {
+                    Ok(Ok(line)) => Ok(line.to_vec()),
+                    Ok(Err(e)) => Err(e),
+                    Err(_) => {
+                        self.reply(Reply::new(421, "4.4.2", format!("{} Timeout, closing connection", self.ctx.hostname)));
+                        break;
+                    }
+                },
+                _ = self.ctx.shutdown.token.cancelled() => {
+                    self.reply(Reply::new(421, "4.3.2", format!("{} Service shutting down", self.ctx.hostname)));
+                    break;
+                }
+            };
+            let next = match line {
+                Ok(line) => self.command(&line).await,
+                Err(LineError::TooLong) => self.reply(Reply::new(500, "5.5.2", "Line too long")),
+                Err(LineError::Closed | LineError::Io(_)) => break,
+            };
+            if matches!(next, Next::Close) {
+                break;
+            }
+        }
+        self.flush().await;
+        let _ = self.stream.shutdown().await;
+    }
+
+    /// Counts a command that does not move a mail transaction forward.
+    fn junk(&mut self) -> Option<Next> {
+        self.junk += 1;
+        (self.junk > self.ctx.config.max_junk_commands).then(|| {
+            self.reply(Reply::new(
+                421,
+                "4.7.0",
+                "Too many commands without a mail transaction",
+            ))
+        })
+    }
+
+    async fn command(&mut self, line: &[u8]) -> Next {
+        let request = Request::parse(&mut line.iter());
+        let request = match request {
+            Ok(r) => r,
+            Err(e) => return self.syntax_error(e),
+        };
+        match request {
+            Request::Ehlo { host } => self.hello(&host, true),
+            Request::Helo { host } => self.hello(&host, false),
+            Request::Lhlo { .. } => self.reply(Reply::new(500, "5.5.1", "LHLO is for LMTP")),
+            Request::Mail { from } => self.mail(from),
+            Request::Rcpt { to } => self.rcpt(&to.address),
+            Request::Data => self.data().await,
+            Request::Bdat {
+                chunk_size,
+                is_last,
+            } => self.bdat(chunk_size, is_last).await,
+            Request::Rset => {
+                self.reset().await;
+                if let Some(n) = self.junk() {
+                    return n;
+                }
+                self.reply(Reply::new(250, "2.0.0", "Reset OK"))
+            }
+            Request::Noop { .. } => {
+                if let Some(n) = self.junk() {
+                    return n;
+                }
+                self.reply(Reply::new(250, "2.0.0", "OK"))
+            }
+            Request::Vrfy { .. } => {
+                if let Some(n) = self.junk() {
+                    return n;
+                }
+                // RFC 5321 §3.5.3: VRFY disabled, without lying.
+                self.reply(Reply::new(
+                    252,
+                    "2.5.2",
+                    "Cannot VRFY user, but will accept message and attempt delivery",
+                ))
+            }
+            Request::Expn { .. } => self.reply(Reply::new(502, "5.5.1", "EXPN not available")),
+            Request::Help { .. } => {
+                if let Some(n) = self.junk() {
+                    return n;
+                }
+                self.reply(Reply::new(214, "2.0.0", "See RFC 5321"))
+            }
+            Request::StartTls => self.starttls().await,
+            Request::Quit => self.reply(Reply::new(
+                221,
+                "2.0.0",
+                format!("{} Bye", self.ctx.hostname),
+            )),
+            Request::Auth { .. } => {
+                self.reply(Reply::new(503, "5.5.1", "AUTH not available on this port"))
+            }
+            Request::Etrn { .. } | Request::Atrn { .. } | Request::Burl { .. } => {
+                self.reply(Reply::new(502, "5.5.1", "Command not implemented"))
+            }
+        }
+    }
+
+    fn syntax_error(&mut self, e: smtp_proto::Error) -> Next {
+        use smtp_proto::Error as E;
+        let r = match e {
+            E::UnknownCommand => Reply::new(500, "5.5.2", "Command unrecognized"),
+            E::InvalidSenderAddress => Reply::new(553, "5.1.7", "Sender address is not valid"),
+            E::InvalidRecipientAddress => {
+                Reply::new(553, "5.1.3", "Recipient address is not valid")
+            }
+            E::SyntaxError { syntax } => Reply::new(501, "5.5.4", format!("Syntax: {syntax}")),
+            E::InvalidParameter { param } => {
+                Reply::new(501, "5.5.4", format!("Invalid parameter {param}"))
+            }
+            E::UnsupportedParameter { param } => {
+                Reply::new(555, "5.5.4", format!("Unsupported parameter {param}"))
+            }
+            _ => Reply::new(500, "5.5.2", "Syntax error"),
+        };
+        self.reply(r)
+    }
+
+    fn hello(&mut self, host: &str, esmtp: bool) -> Next {
+        if let Some(n) = self.junk() {
+            return n;
+        }
+        if host.is_empty() || host.len() > 255 {
+            return self.reply(Reply::new(501, "5.5.4", "Syntax: EHLO hostname"));
+        }
+        // RFC 5321 §4.1.4: EHLO resets the transaction.
+        self.envelope = None;
+        self.bdat = None;
+        self.helo = Some(host.to_string());
+        self.esmtp = esmtp;
+        if !esmtp {
+            return self.reply(Reply::new(250, "", self.ctx.hostname.clone()));
+        }
+        let mut lines = vec![
+            format!("{} Hello {}", self.ctx.hostname, self.peer.ip()),
+            "PIPELINING".into(),
+            "8BITMIME".into(),
+            "SMTPUTF8".into(),
+            "ENHANCEDSTATUSCODES".into(),
+            format!("SIZE {}", self.ctx.config.max_message_size),
+            "CHUNKING".into(),
+        ];
+        if self.ctx.tls.is_some() && !self.tls {
+            lines.push("STARTTLS".into());
+        }
+        write_multiline(&mut self.out, 250, &lines);
+        Next::Continue
+    }
+
+    fn mail(&mut self, from: smtp_proto::MailFrom<std::borrow::Cow<'_, str>>) -> Next {
+        if self.helo.is_none() {
+            return self.reply(Reply::new(503, "5.5.1", "Say EHLO first"));
+        }
+        if self.envelope.is_some() {
+            return self.reply(Reply::new(503, "5.5.1", "Nested MAIL command"));
+        }
+        if from.flags & !(MAIL_BODY_7BIT | MAIL_BODY_8BITMIME | MAIL_SMTPUTF8) != 0
+            || from.trans_id.is_some()
+            || from.env_id.is_some()
+            || from.auth.is_some()
+        {
+            return self.reply(Reply::new(555, "5.5.4", "Unsupported MAIL parameter"));
+        }
+        let max = self.ctx.config.max_message_size;
+        if from.size as u64 > max {
+            return self.reply(Reply::new(
+                552,
+                "5.3.4",
+                format!("Message size exceeds fixed limit of {max} bytes"),
+            ));
+        }
+        let utf8 = from.flags & MAIL_SMTPUTF8 != 0;
+        if !utf8 && !from.address.is_ascii() {
+            return self.reply(Reply::new(
+                553,
+                "5.6.7",
+                "Non-ASCII address requires SMTPUTF8",
+            ));
+        }
+        self.envelope = Some(Envelope {
+            sender: from.address.to_string(),
+            utf8,
+            recipients: Vec::new(),
+            mailboxes: Vec::new(),
+            remote: Vec::new(),
+            started: Instant::now(),
+        });
+        self.reply(Reply::new(250, "2.1.0", "Sender OK"))
+    }
+
+    fn rcpt(&mut self, address: &str) -> Next {
+        let Some(env) = self.envelope.as_ref() else {
+            return self.reply(Reply::new(503, "5.5.1", "Need MAIL before RCPT"));
+        };
+        if env.recipients.len() >= self.ctx.config.max_recipients {
+            return self.reply(Reply::new(452, "4.5.3", "Too many recipients"));
+        }
+        if !env.utf8 && !address.is_ascii() {
+            return self.reply(Reply::new(
+                553,
+                "5.6.7",
+                "Non-ASCII address requires SMTPUTF8",
+            ));
+        }
+        let resolution = self.ctx.directory.get().resolve(address);
+        match resolution {
+            Resolution::Deliver { mailboxes, remote } => {
+                let env = self.envelope.as_mut().expect("checked above");
+                for m in mailboxes {
+                    if !env.mailboxes.contains(&m) {
+                        env.mailboxes.push(m);
+                    }
+                }
+                for r in remote {
+                    if !env.remote.contains(&r) {
+                        env.remote.push(r);
+                    }
+                }
+                env.recipients.push(address.to_string());
+                self.reply(Reply::new(250, "2.1.5", "Recipient OK"))
+            }
+            Resolution::UnknownUser => {
+                tracing::info!(rcpt = %address, "recipient refused: unknown user");
+                self.reply(Reply::new(
+                    550,
+                    "5.1.1",
+                    format!("<{address}>: Recipient address rejected: User unknown"),
+                ))
+            }
+            Resolution::NotLocal => {
+                tracing::info!(rcpt = %address, "recipient refused: relay denied");
+                self.reply(Reply::new(
+                    550,
+                    "5.7.1",
+                    format!("<{address}>: Relay access denied"),
+                ))
+            }
+        }
+    }
+
+    async fn reset(&mut self) {
+        self.envelope = None;
+        self.bdat_too_big = false;
+        if let Some(w) = self.bdat.take() {
+            w.abort().await;
+        }
+        self.shrink_input();
+    }
+
+    /// Back to the gate's small buffer once a transaction is over.
+    fn shrink_input(&mut self) {
+        if self.input.capacity() > self.ctx.config.max_line_length
+            && self.input.buffered().len() <= self.ctx.config.max_line_length
+        {
+            self.input.set_capacity(self.ctx.config.max_line_length);
+        }
+    }
+
+    /// Why DATA or BDAT cannot start now, if it cannot.
+    fn envelope_problem(&self) -> Option<Reply> {
+        match &self.envelope {
+            None => Some(Reply::new(503, "5.5.1", "Need MAIL first")),
+            Some(e) if e.recipients.is_empty() => {
+                Some(Reply::new(554, "5.5.1", "No valid recipients"))
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// Starts the message: the trust point. The store writer and the larger
+    /// buffer exist from here on.
+    async fn open_message(
+        &mut self,
+        id: &str,
+    ) -> Result<Box<dyn MessageWriter>, store::StoreError> {
+        self.input.set_capacity(DATA_BUFFER);
+        let env = self.envelope.as_ref().expect("trusted envelope");
+        let trace = Trace {
+            helo: self.helo.as_deref().unwrap_or_default(),
+            ip: self.peer.ip(),
+            hostname: &self.ctx.hostname,
+            esmtp: self.esmtp,
+            tls: self.tls,
+            utf8: env.utf8,
+            queue_id: id,
+            sender: &env.sender,
+            single_recipient: (env.recipients.len() == 1).then(|| env.recipients[0].as_str()),
+        };
+        let mut writer = self.ctx.store.message_writer();
+        writer.write(trace.header().as_bytes()).await?;
+        Ok(writer)
+    }
+
+    async fn data(&mut self) -> Next {
+        if self.bdat.is_some() {
+            return self.reply(Reply::new(
+                503,
+                "5.5.1",
+                "DATA not allowed during BDAT transfer",
+            ));
+        }
+        if let Some(problem) = self.envelope_problem() {
+            return self.reply(problem);
+        }
+        let id = queue_id();
+        let mut writer = match self.open_message(&id).await {
+            Ok(w) => w,
+            Err(e) => return self.local_error(&id, e),
+        };
+        self.reply(Reply::new(354, "", "End data with <CR><LF>.<CR><LF>"));
+        if !self.flush().await {
+            return Next::Close;
+        }
+        let header_size = writer.size();
+        let max = self.ctx.config.max_message_size;
+        let timeout = Duration::from_secs(self.ctx.config.data_timeout_secs);
+        let end = data::receive_dot_stuffed(
+            &mut self.input,
+            &mut self.stream,
+            writer.as_mut(),
+            max + header_size,
+            timeout,
+        )
+        .await;
+        self.finish(id, writer, end).await
+    }
+
+    async fn bdat(&mut self, size: usize, last: bool) -> Next {
+        let timeout = Duration::from_secs(self.ctx.config.data_timeout_secs);
+        if let Some(problem) = self.envelope_problem() {
+            // RFC 3030 §2: the chunk is sent anyway; read it past.
+            if data::skip_exact(&mut self.input, &mut self.stream, size as u64, timeout)
+                .await
+                .is_err()
+            {
+                return Next::Close;
+            }
+            return self.reply(problem);
+        }
+        let id = queue_id();
+        if self.bdat.is_none() {
+            match self.open_message(&id).await {
+                Ok(w) => self.bdat = Some(w),
+                Err(e) => return self.local_error(&id, e),
+            }
+        }
+        let mut writer = self.bdat.take().expect("opened above");
+        let max = self.ctx.config.max_message_size;
+        let end = if self.bdat_too_big {
+            data::skip_exact(&mut self.input, &mut self.stream, size as u64, timeout)
+                .await
+                .map(|_| DataEnd::TooBig)
+                .unwrap_or_else(|e| e)
+        } else {
+            data::receive_exact(
+                &mut self.input,
+                &mut self.stream,
+                writer.as_mut(),
+                size as u64,
+                max + 4096,
+                timeout,
+            )
+            .await
+        };
+        match end {
+            DataEnd::Complete if !last => {
+                self.bdat = Some(writer);
+                self.reply(Reply::new(250, "2.0.0", format!("{size} octets received")))
+            }
+            DataEnd::TooBig if !last => {
+                // Keep reading chunks until LAST, then refuse once.
+                self.bdat_too_big = true;
+                self.bdat = Some(writer);
+                self.reply(Reply::new(250, "2.0.0", format!("{size} octets received")))
+            }
+            end => {
+                self.bdat_too_big = false;
+                self.finish(id, writer, end).await
+            }
+        }
+    }
+
+    fn local_error(&mut self, id: &str, e: store::StoreError) -> Next {
+        tracing::error!(queue_id = %id, error = %e, "store failed");
+        self.envelope = None;
+        self.reply(Reply::new(
+            451,
+            "4.3.0",
+            "Local error in processing, try again later",
+        ))
+    }
+
+    /// Ends a transaction after its data: deliver durably, then reply.
+    async fn finish(&mut self, id: String, writer: Box<dyn MessageWriter>, end: DataEnd) -> Next {
+        let env = self.envelope.take().expect("trusted envelope");
+        let size = writer.size();
+        let verdict: &str;
+        let next = match end {
+            DataEnd::Complete => {
+                let delivery = store::Delivery {
+                    sender: env.sender.clone(),
+                    mailboxes: env.mailboxes.clone(),
+                    remote: env.remote.clone(),
+                    internal_date: None,
+                };
+                match writer.deliver(delivery).await {
+                    Ok(_) => {
+                        verdict = "accepted";
+                        self.reply(Reply::new(250, "2.0.0", format!("OK queued as {id}")))
+                    }
+                    Err(e) => {
+                        verdict = "store-error";
+                        tracing::error!(queue_id = %id, error = %e, "delivery failed");
+                        self.reply(Reply::new(
+                            451,
+                            "4.3.0",
+                            "Local error in processing, try again later",
+                        ))
+                    }
+                }
+            }
+            DataEnd::TooBig => {
+                writer.abort().await;
+                verdict = "too-big";
+                let max = self.ctx.config.max_message_size;
+                self.reply(Reply::new(
+                    552,
+                    "5.3.4",
+                    format!("Message size exceeds fixed limit of {max} bytes"),
+                ))
+            }
+            DataEnd::Timeout => {
+                writer.abort().await;
+                verdict = "timeout";
+                self.reply(Reply::new(
+                    421,
+                    "4.4.2",
+                    format!("{} Timeout during data transfer", self.ctx.hostname),
+                ))
+            }
+            DataEnd::Closed => {
+                writer.abort().await;
+                verdict = "connection-lost";
+                Next::Close
+            }
+        };
+        tracing::info!(
+            client = %self.peer.ip(),
+            helo = self.helo.as_deref().unwrap_or_default(),
+            queue_id = %id,
+            from = %env.sender,
+            rcpts = %env.recipients.join(","),
+            size,
+            tls = self.tls,
+            verdict = %verdict,
+            ms = env.started.elapsed().as_millis() as u64,
+            "smtp transaction"
+        );
+        self.junk = 0;
+        self.shrink_input();
+        next
+    }
+
+    async fn starttls(&mut self) -> Next {
+        let Some(acceptor) = self.ctx.tls.clone() else {
+            return self.reply(Reply::new(502, "5.5.1", "STARTTLS not available"));
+        };
+        if self.tls {
+            return self.reply(Reply::new(503, "5.5.1", "TLS already active"));
+        }
+        self.reply(Reply::new(220, "2.0.0", "Ready to start TLS"));
+        if !self.flush().await {
+            return Next::Close;
+        }
+        // RFC 3207 §4.2: discard anything pipelined after STARTTLS, and
+        // forget what the client said before it.
+        self.input.clear();
+        self.helo = None;
+        self.envelope = None;
+        self.esmtp = false;
+        let plain = std::mem::replace(&mut self.stream, Box::new(tokio::io::empty()));
+        let handshake = tokio::time::timeout(
+            Duration::from_secs(self.ctx.config.command_timeout_secs),
+            acceptor.accept(plain),
+        )
+        .await;
+        match handshake {
+            Ok(Ok(tls)) => {
+                self.stream = Box::new(tls);
+                self.tls = true;
+                Next::Continue
+            }
+            Ok(Err(e)) => {
+                tracing::info!(error = %e, "TLS handshake failed");
+                Next::Close
+            }
+            Err(_) => Next::Close,
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! Sluice's SMTP server (RFC 5321).
+//!
+//! A connection starts in the [gate](gate): a small task with a fixed line
+//! buffer that runs greeting, EHLO, MAIL and RCPT against the in-memory
+//! directory. Only a connection that names a valid local recipient is
+//! trusted with more: the [data stage](data) that streams the message into
+//! the store, replying `250` once the delivery is durable.
+#![forbid(unsafe_code)]
+
+mod config;
+mod data;
+mod gate;
+mod received;
+mod reply;
+mod server;
+
+pub use config::SmtpConfig;
+pub use data::DotUnstuffer;
+pub use server::{serve, Context};
