@@ -110,10 +110,8 @@ impl Input {
                     return Err(LineError::TooLong);
                 }
                 let line_start = self.start;
+                // Offsets are reset lazily (in fill) so the slice stays valid.
                 self.start = line_end;
-                if self.start == self.end {
-                    // Keep the slice valid: reset offsets lazily in fill().
-                }
                 return Ok(&self.buf[line_start..line_end]);
             }
             scanned = self.end - self.start;
