@@ -9,7 +9,7 @@ mod stream;
 
 pub use input::{Input, LineError};
 pub use limit::{ConnGuard, ConnLimiter};
-pub use stream::{Io, Stream};
+pub use stream::{send, Io, Stream};
 pub use tokio_rustls::TlsAcceptor;
 pub use tokio_util::sync::CancellationToken;
 pub use tokio_util::task::TaskTracker;

@@ -85,8 +85,8 @@ impl<'a> Session<'a> {
         if self.out.is_empty() {
             return true;
         }
-        let ok =
-            self.stream.write_all(&self.out).await.is_ok() && self.stream.flush().await.is_ok();
+        let timeout = Duration::from_secs(self.ctx.config.idle_timeout_secs);
+        let ok = net::send(&mut self.stream, &self.out, timeout).await;
         self.out.clear();
         if self.out.capacity() > 64 * 1024 {
             self.out.shrink_to(1024);

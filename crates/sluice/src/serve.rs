@@ -61,6 +61,12 @@ async fn bind(
 
 pub async fn run(config: Config) -> anyhow::Result<()> {
     init_logging(&config);
+    // Every connection is a file descriptor: lift the soft limit to the
+    // hard one, as a server holding thousands of connections must.
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(n) => tracing::debug!(limit = n, "open file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
+    }
     let _lock = lock_data_dir(&config)?;
     let sqlite = SqliteStore::open(
         &config.data_dir,

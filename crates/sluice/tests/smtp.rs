@@ -526,6 +526,31 @@ print(reply()[:9])
 }
 
 #[test]
+fn commands_without_a_transaction_are_limited() {
+    let server = Server::start_with("[smtp]\nmax_junk_commands = 3\n");
+    let out = raw(
+        &server,
+        r#"
+s.sendall(b"EHLO c\r\n"); print(reply()[:3])
+for _ in range(3):
+    s.sendall(b"NOOP\r\n"); print(reply()[:9])
+print(reply())
+"#,
+    );
+    assert_eq!(
+        out,
+        [
+            "220",
+            "250",
+            "250 2.0.0",
+            "250 2.0.0",
+            "421 4.7.0",
+            "closed"
+        ]
+    );
+}
+
+#[test]
 fn sigterm_lets_a_transaction_in_flight_finish_and_exits_zero() {
     let mut server = Server::start();
     let user = server.add_user("inflight");

@@ -32,6 +32,16 @@ struct Envelope {
     started: Instant,
 }
 
+/// A message arriving in BDAT chunks.
+struct Bdat {
+    id: String,
+    writer: Box<dyn MessageWriter>,
+    /// Bytes the writer may hold: the size limit plus our trace fields.
+    limit: u64,
+    /// Over the limit: later chunks are read and dropped until LAST.
+    too_big: bool,
+}
+
 /// What to do after a command.
 enum Next {
     Continue,
@@ -49,8 +59,7 @@ pub(crate) struct Session<'a> {
     tls: bool,
     envelope: Option<Envelope>,
     /// A BDAT transfer in progress (RFC 3030).
-    bdat: Option<Box<dyn MessageWriter>>,
-    bdat_too_big: bool,
+    bdat: Option<Bdat>,
     errors: u32,
     junk: u32,
 }
@@ -68,7 +77,6 @@ impl<'a> Session<'a> {
             tls: false,
             envelope: None,
             bdat: None,
-            bdat_too_big: false,
             errors: 0,
             junk: 0,
         }
@@ -94,8 +102,8 @@ impl<'a> Session<'a> {
         if self.out.is_empty() {
             return true;
         }
-        let ok =
-            self.stream.write_all(&self.out).await.is_ok() && self.stream.flush().await.is_ok();
+        let timeout = Duration::from_secs(self.ctx.config.command_timeout_secs);
+        let ok = net::send(&mut self.stream, &self.out, timeout).await;
         self.out.clear();
         if self.out.capacity() > 4096 {
             self.out.shrink_to(512);
@@ -359,9 +367,8 @@ impl<'a> Session<'a> {
 
     async fn reset(&mut self) {
         self.envelope = None;
-        self.bdat_too_big = false;
-        if let Some(w) = self.bdat.take() {
-            w.abort().await;
+        if let Some(b) = self.bdat.take() {
+            b.writer.abort().await;
         }
         self.shrink_input();
     }
@@ -456,16 +463,22 @@ impl<'a> Session<'a> {
             }
             return self.reply(problem);
         }
-        let id = queue_id();
-        if self.bdat.is_none() {
-            match self.open_message(&id).await {
-                Ok(w) => self.bdat = Some(w),
-                Err(e) => return self.local_error(&id, e),
+        let mut bdat = match self.bdat.take() {
+            Some(b) => b,
+            None => {
+                let id = queue_id();
+                match self.open_message(&id).await {
+                    Ok(writer) => Bdat {
+                        limit: self.ctx.config.max_message_size + writer.size(),
+                        id,
+                        writer,
+                        too_big: false,
+                    },
+                    Err(e) => return self.local_error(&id, e),
+                }
             }
-        }
-        let mut writer = self.bdat.take().expect("opened above");
-        let max = self.ctx.config.max_message_size;
-        let end = if self.bdat_too_big {
+        };
+        let end = if bdat.too_big {
             data::skip_exact(&mut self.input, &mut self.stream, size as u64, timeout)
                 .await
                 .map(|_| DataEnd::TooBig)
@@ -474,28 +487,22 @@ impl<'a> Session<'a> {
             data::receive_exact(
                 &mut self.input,
                 &mut self.stream,
-                writer.as_mut(),
+                bdat.writer.as_mut(),
                 size as u64,
-                max + 4096,
+                bdat.limit,
                 timeout,
             )
             .await
         };
         match end {
-            DataEnd::Complete if !last => {
-                self.bdat = Some(writer);
+            DataEnd::Complete | DataEnd::TooBig if !last => {
+                // Past the limit, keep reading chunks until LAST, then
+                // refuse once.
+                bdat.too_big |= end == DataEnd::TooBig;
+                self.bdat = Some(bdat);
                 self.reply(Reply::new(250, "2.0.0", format!("{size} octets received")))
             }
-            DataEnd::TooBig if !last => {
-                // Keep reading chunks until LAST, then refuse once.
-                self.bdat_too_big = true;
-                self.bdat = Some(writer);
-                self.reply(Reply::new(250, "2.0.0", format!("{size} octets received")))
-            }
-            end => {
-                self.bdat_too_big = false;
-                self.finish(id, writer, end).await
-            }
+            end => self.finish(bdat.id, bdat.writer, end).await,
         }
     }
 

@@ -8,6 +8,7 @@ use net::{ConnLimiter, Shutdown, TlsAcceptor};
 use store::{DirectoryWatch, Store};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
+use tracing::Instrument;
 
 use crate::config::SmtpConfig;
 use crate::gate::Session;
@@ -66,9 +67,8 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {
 
 async fn session(socket: tokio::net::TcpStream, peer: SocketAddr, ctx: Arc<Context>) {
     let span = tracing::info_span!("smtp", client = %peer);
-    let _e = span.enter();
-    drop(_e);
-    let mut session = Session::new(&ctx, Box::new(socket), peer);
-    use tracing::Instrument;
-    session.run().instrument(span).await;
+    Session::new(&ctx, Box::new(socket), peer)
+        .run()
+        .instrument(span)
+        .await;
 }
