@@ -83,7 +83,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             "removed messages left incomplete by an interrupted run"
         );
     }
-    let store: Arc<dyn Store> = Arc::new(sqlite);
+    let store: Arc<dyn Store> = Arc::new(sqlite.clone());
     let directory = DirectoryWatch::start(Arc::clone(&store), DIRECTORY_POLL).await?;
     let tls = crate::tls::acceptor(&config)?;
     let shutdown = Shutdown::default();
@@ -140,7 +140,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             "sessions still open after the grace period"
         );
     }
-    tracing::info!("stopped");
+    let w = sqlite.writer_stats();
+    tracing::info!(
+        jobs = w.jobs,
+        transactions = w.transactions,
+        durable_commits = w.durable_commits,
+        "stopped"
+    );
     Ok(())
 }
 

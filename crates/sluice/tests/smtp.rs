@@ -21,6 +21,39 @@ fn send(server: &Server, rcpts: &[String], subject: &str) -> String {
     python(SEND, &[&server.smtp.to_string(), &rcpts.join(","), subject])
 }
 
+/// A raw SMTP connection for protocol details: `s` is the socket, `f` its
+/// reader, `reply()` returns the last line of the next reply (or
+/// "closed"), `reply_lines()` all its lines. The greeting is read already.
+const RAW: &str = r#"
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+s.settimeout(30)
+f = s.makefile("rb")
+def reply_lines():
+    lines = []
+    while True:
+        l = f.readline().decode()
+        if not l:
+            return lines + ["closed"]
+        lines.append(l.strip())
+        if l[3] == " ":
+            return lines
+def reply():
+    return reply_lines()[-1]
+assert reply().startswith("220")
+"#;
+
+/// Runs `script` after [`RAW`] against the server's SMTP port, with
+/// `args` as sys.argv[2:]; returns the lines it printed.
+fn raw(server: &Server, script: &str, args: &[&str]) -> Vec<String> {
+    let code = format!("{RAW}\n{script}");
+    let mut argv = vec![server.smtp.to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    python(&code, &argv).lines().map(str::to_string).collect()
+}
+
 #[test]
 fn one_and_fifteen_recipients_share_one_blob_each() {
     let server = Server::start();
@@ -90,35 +123,20 @@ s.quit()
 fn pipelined_commands_get_their_replies_in_order() {
     let server = Server::start();
     let user = server.add_user("pipe");
-    let out = python(
+    let out = raw(
+        &server,
         r#"
-import socket, sys
-host, port = sys.argv[1].rsplit(":", 1)
-s = socket.create_connection((host, int(port)))
-f = s.makefile("rb")
-def reply():
-    lines = []
-    while True:
-        l = f.readline().decode()
-        lines.append(l.strip())
-        if l[3] == " ":
-            return lines
-reply()
 s.sendall(("EHLO c.test\r\nMAIL FROM:<a@remote.test>\r\nRCPT TO:<%s>\r\nRCPT TO:<ghost@example.org>\r\nDATA\r\n" % sys.argv[2]).encode())
-ehlo = reply()
-assert "250-PIPELINING" in ehlo, ehlo
+assert "250-PIPELINING" in reply_lines()
 for _ in range(4):
-    print(reply()[-1][:3])
+    print(reply()[:3])
 s.sendall(b"Subject: piped\r\n\r\n..leading dot\r\n.\r\nNOOP\r\nQUIT\r\n")
 for _ in range(3):
-    print(reply()[-1][:3])
+    print(reply()[:3])
 "#,
-        &[&server.smtp.to_string(), &user],
+        &[&user],
     );
-    assert_eq!(
-        out.split_whitespace().collect::<Vec<_>>(),
-        ["250", "250", "550", "354", "250", "250", "221"]
-    );
+    assert_eq!(out, ["250", "250", "550", "354", "250", "250", "221"]);
     let data: Vec<u8> = server
         .db()
         .query_row("SELECT data FROM blob_chunks", [], |r| r.get(0))
@@ -134,20 +152,11 @@ for _ in range(3):
 fn bdat_chunks_are_stored_byte_for_byte() {
     let server = Server::start();
     let user = server.add_user("chunky");
-    let out = python(
+    let out = raw(
+        &server,
         r#"
-import socket, sys
-host, port = sys.argv[1].rsplit(":", 1)
-s = socket.create_connection((host, int(port)))
-f = s.makefile("rb")
-def reply():
-    while True:
-        l = f.readline().decode()
-        if l[3] == " ":
-            return l.strip()
-reply()
 s.sendall(b"EHLO c.test\r\n")
-assert "CHUNKING" in reply() or True
+assert "250-CHUNKING" in reply_lines()
 part1 = b"Subject: chunked\r\n\r\n.not stuffed\r\n"
 part2 = b"second part\r\n"
 s.sendall(b"MAIL FROM:<a@remote.test>\r\nRCPT TO:<" + sys.argv[2].encode() + b">\r\n")
@@ -158,10 +167,10 @@ s.sendall(b"BDAT 5 LAST\r\nhello")
 print(reply())
 s.sendall(b"QUIT\r\n"); print(reply())
 "#,
-        &[&server.smtp.to_string(), &user],
+        &[&user],
     );
-    let codes: Vec<&str> = out.lines().map(|l| &l[..3]).collect();
-    assert_eq!(codes, ["250", "250", "250", "250", "503", "221"], "{out}");
+    let codes: Vec<&str> = out.iter().map(|l| &l[..3]).collect();
+    assert_eq!(codes, ["250", "250", "250", "250", "503", "221"], "{out:?}");
     let data: Vec<u8> = server
         .db()
         .query_row("SELECT data FROM blob_chunks", [], |r| r.get(0))
@@ -276,42 +285,38 @@ fn swaks_plain_delivery_to_an_alias_and_plus_address() {
 fn oversize_messages_are_refused_and_nothing_is_stored() {
     let server = Server::start_with("[smtp]\nmax_message_size = 100000\n");
     let user = server.add_user("small");
+    // smtplib announces SIZE=..., refused before any data is sent.
     let out = python(
         r#"
-import smtplib, socket, sys
+import smtplib, sys
 host, port = sys.argv[1].rsplit(":", 1)
 big = "Subject: big\r\n\r\n" + ("x" * 998 + "\r\n") * 300
-# smtplib announces SIZE=..., refused before any data is sent.
 with smtplib.SMTP(host, int(port)) as s:
     try:
         s.sendmail("a@remote.test", [sys.argv[2]], big)
     except smtplib.SMTPSenderRefused as e:
         print(e.smtp_code, e.smtp_error.decode()[:5])
-# A client that does not announce it is refused at the end of DATA.
-s = socket.create_connection((host, int(port)))
-f = s.makefile("rb")
-def reply():
-    while True:
-        l = f.readline().decode()
-        if l[3] == " ":
-            return l.strip()
-reply()
+"#,
+        &[&server.smtp.to_string(), &user],
+    );
+    assert_eq!(out.trim(), "552 5.3.4");
+    // A client that does not announce it is refused at the end of DATA, or
+    // of the last BDAT chunk.
+    let out = raw(
+        &server,
+        r#"
+big = b"Subject: big\r\n\r\n" + (b"x" * 998 + b"\r\n") * 300
 s.sendall(b"EHLO c\r\nMAIL FROM:<a@remote.test>\r\nRCPT TO:<" + sys.argv[2].encode() + b">\r\nDATA\r\n")
 for _ in range(4): reply()
-s.sendall(big.encode() + b".\r\n")
+s.sendall(big + b".\r\n")
 print(reply()[:9])
 s.sendall(b"MAIL FROM:<a@remote.test>\r\nRCPT TO:<" + sys.argv[2].encode() + b">\r\nBDAT 150000 LAST\r\n" + b"y" * 150000)
 reply(); reply()
 print(reply()[:9])
-s.sendall(b"QUIT\r\n"); reply()
 "#,
-        &[&server.smtp.to_string(), &user],
+        &[&user],
     );
-    assert_eq!(
-        out.lines().collect::<Vec<_>>(),
-        ["552 5.3.4", "552 5.3.4", "552 5.3.4"],
-        "{out}"
-    );
+    assert_eq!(out, ["552 5.3.4", "552 5.3.4"]);
     assert_eq!(server.count("SELECT count(*) FROM blobs"), 0);
     assert_eq!(server.count("SELECT count(*) FROM blob_chunks"), 0);
     assert!(server.log().contains("verdict=too-big"));
@@ -322,18 +327,10 @@ fn a_fifty_megabyte_message_goes_through_with_flat_memory() {
     let server = Server::start();
     let user = server.add_user("big");
     let before = server.peak_rss_kb();
-    let out = python(
+    let out = raw(
+        &server,
         r#"
-import hashlib, socket, sys
-host, port = sys.argv[1].rsplit(":", 1)
-s = socket.create_connection((host, int(port)))
-f = s.makefile("rb")
-def reply():
-    while True:
-        l = f.readline().decode()
-        if l[3] == " ":
-            return l.strip()
-reply()
+import hashlib
 s.sendall(b"EHLO c\r\nMAIL FROM:<a@remote.test> SIZE=50000000\r\nRCPT TO:<" + sys.argv[2].encode() + b">\r\nDATA\r\n")
 for _ in range(4): reply()
 h = hashlib.sha256()
@@ -347,11 +344,10 @@ s.sendall(b".\r\n")
 print(reply()[:3])
 print(h.hexdigest())
 "#,
-        &[&server.smtp.to_string(), &user],
+        &[&user],
     );
-    let mut lines = out.lines();
-    assert_eq!(lines.next(), Some("250"));
-    let sent_digest = lines.next().unwrap().to_string();
+    assert_eq!(out[0], "250");
+    let sent_digest = out[1].clone();
     let growth_mb = (server.peak_rss_kb().saturating_sub(before)) / 1024;
     // The message is 50 MB; the server's peak grew by a small fraction.
     assert!(
@@ -451,31 +447,6 @@ fn users_added_by_the_cli_are_live_within_two_seconds() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown.test"));
 }
 
-/// Reads replies on a raw connection (helper for the limit tests).
-const RAW: &str = r#"
-import socket, sys
-host, port = sys.argv[1].rsplit(":", 1)
-s = socket.create_connection((host, int(port)))
-s.settimeout(20)
-f = s.makefile("rb")
-def reply():
-    while True:
-        l = f.readline().decode()
-        if not l:
-            return "closed"
-        if l[3] == " ":
-            return l.strip()
-print(reply()[:3])
-"#;
-
-fn raw(server: &Server, script: &str) -> Vec<String> {
-    let code = format!("{RAW}\n{script}");
-    python(&code, &[&server.smtp.to_string()])
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 #[test]
 fn limits_have_clear_replies() {
     let server = Server::start_with(
@@ -495,11 +466,11 @@ s.sendall(b"NOOP " + b"x" * 600 + b"\r\n"); print(reply()[:9])
 s.sendall(b"BOGUS\r\n"); print(reply()[:9])
 s.sendall(b"BOGUS\r\n"); print(reply()[:9]); print(reply()[:9])
 "#,
+        &[],
     );
     assert_eq!(
         out,
         [
-            "220",
             "250 2.1.5",
             "250 2.1.5",
             "250 2.1.5",
@@ -521,8 +492,9 @@ u = socket.create_connection((host, int(port)))
 print(u.makefile("rb").readline().decode()[:9])
 print(reply()[:9])
 "#,
+        &[],
     );
-    assert_eq!(out, ["220", "421 4.7.0", "421 4.4.2"]);
+    assert_eq!(out, ["421 4.7.0", "421 4.4.2"]);
 }
 
 #[test]
@@ -536,17 +508,11 @@ for _ in range(3):
     s.sendall(b"NOOP\r\n"); print(reply()[:9])
 print(reply())
 "#,
+        &[],
     );
     assert_eq!(
         out,
-        [
-            "220",
-            "250",
-            "250 2.0.0",
-            "250 2.0.0",
-            "421 4.7.0",
-            "closed"
-        ]
+        ["250", "250 2.0.0", "250 2.0.0", "421 4.7.0", "closed"]
     );
 }
 

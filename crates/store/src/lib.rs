@@ -26,7 +26,7 @@ pub use model::{
     QueuedRecipient, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
-pub use sqlite::{SqliteOptions, SqliteStore};
+pub use sqlite::{SqliteOptions, SqliteStore, WriterStats};
 pub use watch::DirectoryWatch;
 
 use async_trait::async_trait;

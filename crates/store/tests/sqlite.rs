@@ -215,6 +215,7 @@ async fn concurrent_deliveries_all_land_with_distinct_uids() {
     store.add_account("a@example.org", "pw").await.unwrap();
     let mbox = inbox(&store, "a@example.org").await;
     let store = Arc::new(store);
+    let before = store.writer_stats();
     let mut tasks = Vec::new();
     for _ in 0..50 {
         let store = Arc::clone(&store);
@@ -240,4 +241,12 @@ async fn concurrent_deliveries_all_land_with_distinct_uids() {
     assert_eq!(uids, (1..=50).collect::<Vec<u32>>());
     assert_eq!(store.queued().await.unwrap().len(), 50);
     assert_eq!(count(&store, "SELECT min(refcount) FROM blobs"), 2);
+    // Group commit: the 50 deliveries, submitted at once, needed fewer
+    // durable commits than deliveries.
+    let after = store.writer_stats();
+    assert_eq!(after.jobs - before.jobs, 50);
+    assert!(
+        after.durable_commits - before.durable_commits < 50,
+        "{before:?} -> {after:?}"
+    );
 }

@@ -25,6 +25,7 @@ use crate::{MessageWriter, Store};
 
 use pool::ReadPool;
 use writer::Writer;
+pub use writer::WriterStats;
 
 /// Mailboxes every new account gets, with their RFC 6154 special use.
 const DEFAULT_MAILBOXES: &[(&str, Option<&str>)] = &[
@@ -140,6 +141,11 @@ impl SqliteStore {
                 path,
             }),
         })
+    }
+
+    /// How many changes and transactions the writer has committed.
+    pub fn writer_stats(&self) -> WriterStats {
+        self.inner.writer.stats()
     }
 
     /// Path of the database file.

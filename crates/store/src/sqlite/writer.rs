@@ -6,7 +6,8 @@
 //! deliveries share one fsync (group commit). A job's caller hears back only
 //! after that commit, so an acknowledged delivery is on disk.
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -24,10 +25,31 @@ struct Job {
     run: Run,
 }
 
+/// What the writer has done so far: with group commit, `jobs` grows
+/// faster than `transactions`.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    jobs: AtomicU64,
+    transactions: AtomicU64,
+    durable_commits: AtomicU64,
+}
+
+/// A snapshot of the writer's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriterStats {
+    /// Changes run (deliveries, expunges, directory edits, message pieces).
+    pub jobs: u64,
+    /// Transactions committed.
+    pub transactions: u64,
+    /// Of those, the ones synced to disk before their callers heard back.
+    pub durable_commits: u64,
+}
+
 /// Handle to the writer thread.
 #[derive(Clone)]
 pub(crate) struct Writer {
     tx: mpsc::Sender<Job>,
+    counters: Arc<Counters>,
 }
 
 impl Writer {
@@ -35,11 +57,22 @@ impl Writer {
     /// job gets its own transaction (and its own fsync when durable).
     pub(crate) fn start(conn: Connection, group_commit: bool) -> Writer {
         let (tx, rx) = mpsc::channel::<Job>();
+        let counters = Arc::new(Counters::default());
+        let c = Arc::clone(&counters);
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || run(conn, rx, if group_commit { MAX_BATCH } else { 1 }))
+            .spawn(move || run(conn, rx, if group_commit { MAX_BATCH } else { 1 }, &c))
             .expect("spawn store writer thread");
-        Writer { tx }
+        Writer { tx, counters }
+    }
+
+    /// The counters so far.
+    pub(crate) fn stats(&self) -> WriterStats {
+        WriterStats {
+            jobs: self.counters.jobs.load(Ordering::Relaxed),
+            transactions: self.counters.transactions.load(Ordering::Relaxed),
+            durable_commits: self.counters.durable_commits.load(Ordering::Relaxed),
+        }
     }
 
     /// Runs `f` in the writer thread and returns its result once the
@@ -102,7 +135,7 @@ fn in_savepoint<R>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<R>) 
     }
 }
 
-fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize) {
+fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize, counters: &Counters) {
     let mut synchronous_full = None;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -140,6 +173,15 @@ fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize) {
             let _ = conn.execute_batch("ROLLBACK");
         }
         let err = commit.as_ref().err().map(String::as_str);
+        if err.is_none() {
+            counters
+                .jobs
+                .fetch_add(done.len() as u64, Ordering::Relaxed);
+            counters.transactions.fetch_add(1, Ordering::Relaxed);
+            if durable {
+                counters.durable_commits.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         if let Some(e) = err {
             tracing::error!(error = %e, "store commit failed");
         }
