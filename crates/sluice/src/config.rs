@@ -25,6 +25,10 @@ pub struct Config {
     pub smtp: smtp::SmtpConfig,
     /// POP3 limits.
     pub pop3: pop3::Pop3Config,
+    /// Content scanning of incoming mail.
+    pub scan: ScanConfig,
+    /// DNS blocklists checked in the SMTP gate.
+    pub dnsbl: DnsblConfig,
     /// Logging.
     pub log: LogConfig,
 }
@@ -103,6 +107,154 @@ impl Default for StoreConfig {
     }
 }
 
+/// `[scan]`: the built-in streaming scanner in the SMTP data stage.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScanConfig {
+    /// Scan incoming mail at all.
+    pub enabled: bool,
+    /// Directories of ClamAV signature files (`.ndb`, `.hdb`, `.hsb`,
+    /// `.cvd`, `.cld`); the EICAR test signature is always loaded.
+    pub databases: Vec<PathBuf>,
+    /// What to do when a signature matches.
+    pub on_infected: smtp::Action,
+    /// What to do when a limit (nesting, size, ratio, entries, parts) stops
+    /// the scan before the end.
+    pub on_limit: smtp::Action,
+    /// What to do with encrypted archive entries, which cannot be scanned.
+    pub on_encrypted: smtp::Action,
+    /// Deepest archive nesting scanned.
+    pub max_depth: usize,
+    /// Decompressed bytes per message, all archives together.
+    pub max_unpacked_bytes: u64,
+    /// Largest expansion ratio of one compressed stream (zip bombs).
+    pub max_ratio: u64,
+    /// Archive entries per message.
+    pub max_entries: u64,
+    /// MIME parts per message.
+    pub max_parts: u64,
+    /// Deepest MIME nesting.
+    pub max_mime_depth: usize,
+}
+
+impl Default for ScanConfig {
+    fn default() -> Self {
+        let limits = scan::Limits::default();
+        ScanConfig {
+            enabled: true,
+            databases: Vec::new(),
+            on_infected: smtp::Action::Reject,
+            on_limit: smtp::Action::Reject,
+            on_encrypted: smtp::Action::Reject,
+            max_depth: limits.max_depth,
+            max_unpacked_bytes: limits.max_unpacked_bytes,
+            max_ratio: limits.max_ratio,
+            max_entries: limits.max_entries,
+            max_parts: limits.max_parts,
+            max_mime_depth: limits.max_mime_depth,
+        }
+    }
+}
+
+impl ScanConfig {
+    /// The scanner's limits from this section.
+    pub fn limits(&self) -> scan::Limits {
+        scan::Limits {
+            max_depth: self.max_depth,
+            max_unpacked_bytes: self.max_unpacked_bytes,
+            max_ratio: self.max_ratio,
+            max_entries: self.max_entries,
+            max_parts: self.max_parts,
+            max_mime_depth: self.max_mime_depth,
+            encrypted: match self.on_encrypted {
+                smtp::Action::Reject => scan::EncryptedPolicy::Reject,
+                smtp::Action::Accept => scan::EncryptedPolicy::Allow,
+            },
+            ..scan::Limits::default()
+        }
+    }
+}
+
+/// `[dnsbl]`: blocklists checked when a client connects.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DnsblConfig {
+    /// The DNS server to ask (a resolver, or a `sluice dnsbl serve`).
+    pub resolver: Option<SocketAddr>,
+    /// Zones to check; none means no DNSBL checks.
+    pub zones: Vec<ZoneConfig>,
+    /// A client whose summed zone weights reach this is refused.
+    pub threshold: f64,
+    /// Milliseconds all lookups of one client may take together; past it
+    /// the connection proceeds as if not listed.
+    pub budget_ms: u64,
+    /// Longest time an answer is cached, whatever its TTL.
+    pub ttl_cap_secs: u64,
+    /// Refuse listed clients at connect (554 greeting) rather than at
+    /// their first recipient.
+    pub reject_at_connect: bool,
+    /// Client addresses or ranges never checked (`192.0.2.0/24`).
+    pub allow: Vec<String>,
+}
+
+impl Default for DnsblConfig {
+    fn default() -> Self {
+        DnsblConfig {
+            resolver: None,
+            zones: Vec::new(),
+            threshold: 1.0,
+            budget_ms: 2000,
+            ttl_cap_secs: 3600,
+            reject_at_connect: false,
+            allow: Vec::new(),
+        }
+    }
+}
+
+/// One `[[dnsbl.zones]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneConfig {
+    /// The zone, e.g. `zen.example.org`.
+    pub name: String,
+    /// What a listing adds to the score.
+    #[serde(default = "one")]
+    pub weight: f64,
+    /// `classic` (RFC 5782, one query per address) or `bitmap` (one AAAA
+    /// query per /25; only for servers that implement it, such as
+    /// `sluice dnsbl serve`).
+    #[serde(default)]
+    pub mode: ZoneMode,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// How a zone is queried.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ZoneMode {
+    /// One A (and TXT) query per address.
+    #[default]
+    Classic,
+    /// One AAAA query per /25.
+    Bitmap,
+}
+
+impl DnsblConfig {
+    /// The allow list, parsed.
+    pub fn allow_list(&self) -> anyhow::Result<Vec<smtp::IpNet>> {
+        self.allow
+            .iter()
+            .map(|a| {
+                a.parse()
+                    .map_err(|e| anyhow::anyhow!("key `dnsbl.allow`: {e}"))
+            })
+            .collect()
+    }
+}
+
 /// `[log]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -134,6 +286,8 @@ impl Default for Config {
             store: StoreConfig::default(),
             smtp: smtp::SmtpConfig::default(),
             pop3: pop3::Pop3Config::default(),
+            scan: ScanConfig::default(),
+            dnsbl: DnsblConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -193,6 +347,25 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     if c.store.readers == 0 {
         bail!("key `store.readers`: must be at least 1");
     }
+    if !c.dnsbl.zones.is_empty() && c.dnsbl.resolver.is_none() {
+        bail!("key `dnsbl.resolver`: needed when `dnsbl.zones` are set");
+    }
+    for z in &c.dnsbl.zones {
+        if z.name.is_empty()
+            || z.name.contains(char::is_whitespace)
+            || !z.weight.is_finite()
+            || z.weight <= 0.0
+        {
+            bail!(
+                "key `dnsbl.zones`: zone {:?} needs a DNS name and a positive weight",
+                z.name
+            );
+        }
+    }
+    if !c.dnsbl.threshold.is_finite() || c.dnsbl.threshold <= 0.0 {
+        bail!("key `dnsbl.threshold`: must be positive");
+    }
+    c.dnsbl.allow_list()?;
     tracing_subscriber::EnvFilter::try_new(&c.log.level)
         .map_err(|e| anyhow::anyhow!("key `log.level`: {e}"))?;
     Ok(())

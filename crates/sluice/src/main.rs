@@ -5,6 +5,8 @@
 
 mod admin;
 mod config;
+mod dnsbl_server;
+mod scan_files;
 mod serve;
 mod tls;
 
@@ -46,10 +48,27 @@ enum Command {
         #[command(subcommand)]
         action: admin::AliasAction,
     },
+    /// Scan files or mail messages for viruses (exit 0 clean, 1 found, 2 error).
+    Scan(scan_files::ScanArgs),
+    /// DNS blocklist tools.
+    Dnsbl {
+        #[command(subcommand)]
+        command: dnsbl_server::DnsblCommand,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Scan(args) = cli.command {
+        // Limits come from the config's [scan] section when one is given.
+        return match config::load(cli.config.as_deref(), cli.data.as_deref()) {
+            Ok(config) => ExitCode::from(scan_files::run(args, config.scan.limits())),
+            Err(e) => {
+                eprintln!("sluice: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let result = config::load(cli.config.as_deref(), cli.data.as_deref()).and_then(|config| {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -60,6 +79,8 @@ fn main() -> ExitCode {
                 Command::Domain { action } => admin::domain(&config, action).await,
                 Command::User { action } => admin::user(&config, action).await,
                 Command::Alias { action } => admin::alias(&config, action).await,
+                Command::Dnsbl { command } => dnsbl_server::run(command).await,
+                Command::Scan(_) => unreachable!("handled above"),
             }
         })
     });

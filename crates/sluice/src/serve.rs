@@ -92,6 +92,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let pop3_listeners = bind("pop3", config.listen.pop3.list()).await?;
     let pop3s_listeners = bind("pop3s", config.listen.pop3s.list()).await?;
 
+    let content = content_policy(&config)?;
+    let blocklist = blocklist_policy(&config)?;
     let smtp_ctx = Arc::new(smtp::Context {
         hostname: config.hostname.clone(),
         config: config.smtp.clone(),
@@ -100,6 +102,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tls: Some(tls.clone()),
         limiter: ConnLimiter::new(config.smtp.max_connections_per_ip),
         shutdown: shutdown.clone(),
+        content,
+        blocklist,
     });
     let pop3_ctx = Arc::new(pop3::Context {
         hostname: config.hostname.clone(),
@@ -148,6 +152,52 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         "stopped"
     );
     Ok(())
+}
+
+/// The scanner of the data stage, with its signatures loaded.
+fn content_policy(config: &Config) -> anyhow::Result<Option<smtp::ContentPolicy>> {
+    if !config.scan.enabled {
+        return Ok(None);
+    }
+    let (db, report) =
+        scan::Database::load_dirs(&config.scan.databases).context("key `scan.databases`")?;
+    tracing::info!(
+        body = db.body_signatures(),
+        hashes = db.hash_signatures(),
+        report = %report,
+        "scan signatures loaded"
+    );
+    Ok(Some(smtp::ContentPolicy {
+        scanner: scan::Scanner::new(Arc::new(db), config.scan.limits()),
+        on_infected: config.scan.on_infected,
+        on_limit: config.scan.on_limit,
+        on_encrypted: config.scan.on_encrypted,
+    }))
+}
+
+/// The DNSBL client of the gate, if zones are configured.
+fn blocklist_policy(config: &Config) -> anyhow::Result<Option<smtp::BlocklistPolicy>> {
+    let c = &config.dnsbl;
+    let Some(resolver) = c.resolver.filter(|_| !c.zones.is_empty()) else {
+        return Ok(None);
+    };
+    let zones = c
+        .zones
+        .iter()
+        .map(|z| match z.mode {
+            crate::config::ZoneMode::Classic => dnsbl::Zone::classic(&z.name, z.weight),
+            crate::config::ZoneMode::Bitmap => dnsbl::Zone::bitmap(&z.name, z.weight),
+        })
+        .collect();
+    let mut client = dnsbl::ClientConfig::new(resolver, zones);
+    client.threshold = c.threshold;
+    client.budget = Duration::from_millis(c.budget_ms);
+    client.ttl_cap = Duration::from_secs(c.ttl_cap_secs);
+    Ok(Some(smtp::BlocklistPolicy {
+        client: dnsbl::Client::new(client).context("key `dnsbl`")?,
+        allow: c.allow_list()?,
+        reject_at_connect: c.reject_at_connect,
+    }))
 }
 
 async fn stop_signal() -> anyhow::Result<()> {

@@ -30,19 +30,33 @@ async fn more(input: &mut Input, stream: &mut Stream, timeout: Duration) -> Resu
     }
 }
 
-/// Receives a DATA body up to the end-of-data marker into `writer`. Once
-/// more than `max` bytes were written the rest is read and dropped, so the
-/// session can still answer `552` in step.
+/// Feeds a piece of the message to the scanner; true once it found
+/// something, after which there is no point storing more.
+fn scan_piece(scan: &mut Option<&mut scan::Session>, piece: &[u8]) -> bool {
+    match scan {
+        Some(session) => {
+            session.feed(piece);
+            session.infected().is_some()
+        }
+        None => false,
+    }
+}
+
+/// Receives a DATA body up to the end-of-data marker into `writer`, and
+/// into `scan` if given. Once more than `max` bytes were written the rest
+/// is read and dropped, so the session can still answer `552` in step.
 pub(crate) async fn receive_dot_stuffed(
     input: &mut Input,
     stream: &mut Stream,
     writer: &mut dyn MessageWriter,
+    mut scan: Option<&mut scan::Session>,
     max: u64,
     timeout: Duration,
 ) -> DataEnd {
     let mut unstuffer = DotUnstuffer::default();
     let mut out = Vec::with_capacity(input.capacity());
     let mut too_big = false;
+    let mut infected = false;
     loop {
         if input.buffered().is_empty() {
             if let Err(end) = more(input, stream, timeout).await {
@@ -51,7 +65,8 @@ pub(crate) async fn receive_dot_stuffed(
         }
         let (used, done) = unstuffer.feed(input.buffered(), &mut out);
         input.consume(used);
-        if !too_big {
+        if !too_big && !infected {
+            infected = scan_piece(&mut scan, &out);
             if writer.size() + out.len() as u64 > max {
                 too_big = true;
             } else if writer.write(&out).await.is_err() {
@@ -69,17 +84,20 @@ pub(crate) async fn receive_dot_stuffed(
     }
 }
 
-/// Receives exactly `count` bytes (one BDAT chunk) into `writer`.
+/// Receives exactly `count` bytes (one BDAT chunk) into `writer`, and
+/// into `scan` if given.
 pub(crate) async fn receive_exact(
     input: &mut Input,
     stream: &mut Stream,
     writer: &mut dyn MessageWriter,
+    mut scan: Option<&mut scan::Session>,
     count: u64,
     max: u64,
     timeout: Duration,
 ) -> DataEnd {
     let mut left = count;
     let mut too_big = false;
+    let mut infected = false;
     while left > 0 {
         if input.buffered().is_empty() {
             if let Err(end) = more(input, stream, timeout).await {
@@ -87,7 +105,8 @@ pub(crate) async fn receive_exact(
             }
         }
         let n = (input.buffered().len() as u64).min(left) as usize;
-        if !too_big {
+        if !too_big && !infected {
+            infected = scan_piece(&mut scan, &input.buffered()[..n]);
             if writer.size() + n as u64 > max {
                 too_big = true;
             } else if writer.write(&input.buffered()[..n]).await.is_err() {

@@ -40,6 +40,18 @@ struct Bdat {
     limit: u64,
     /// Over the limit: later chunks are read and dropped until LAST.
     too_big: bool,
+    /// The content scan, fed chunk by chunk.
+    scan: Option<scan::Session>,
+}
+
+/// Where the DNSBL check of this connection stands.
+enum Blocklist {
+    /// Not checked (off, or the client is on the allow list).
+    Unchecked,
+    /// Lookups running since the connection was accepted.
+    Pending(dnsbl::PendingCheck),
+    /// Decided: the reason if listed.
+    Decided(Option<String>),
 }
 
 /// What to do after a command.
@@ -62,6 +74,7 @@ pub(crate) struct Session<'a> {
     bdat: Option<Bdat>,
     errors: u32,
     junk: u32,
+    blocklist: Blocklist,
 }
 
 impl<'a> Session<'a> {
@@ -79,6 +92,7 @@ impl<'a> Session<'a> {
             bdat: None,
             errors: 0,
             junk: 0,
+            blocklist: Blocklist::Unchecked,
         }
     }
 
@@ -112,6 +126,20 @@ impl<'a> Session<'a> {
     }
 
     pub(crate) async fn run(&mut self) {
+        if let Some(policy) = &self.ctx.blocklist {
+            if policy.applies_to(self.peer.ip()) {
+                // The lookups run while the greeting goes out.
+                self.blocklist = Blocklist::Pending(policy.client.spawn_check(self.peer.ip()));
+                if policy.reject_at_connect {
+                    if let Some(reason) = self.blocklist_verdict().await {
+                        // RFC 5321 §3.1: a 554 greeting refuses the session.
+                        Reply::new(554, "", format!("5.7.1 {reason}")).write(&mut self.out, false);
+                        self.flush().await;
+                        return;
+                    }
+                }
+            }
+        }
         let greeting = format!("{} ESMTP Sluice", self.ctx.hostname);
         Reply::new(220, "", greeting).write(&mut self.out, false);
         loop {
@@ -171,7 +199,7 @@ impl<'a> Session<'a> {
             Request::Helo { host } => self.hello(&host, false),
             Request::Lhlo { .. } => self.reply(Reply::new(500, "5.5.1", "LHLO is for LMTP")),
             Request::Mail { from } => self.mail(from),
-            Request::Rcpt { to } => self.rcpt(&to.address),
+            Request::Rcpt { to } => self.rcpt(&to.address).await,
             Request::Data => self.data().await,
             Request::Bdat {
                 chunk_size,
@@ -315,7 +343,63 @@ impl<'a> Session<'a> {
         self.reply(Reply::new(250, "2.1.0", "Sender OK"))
     }
 
-    fn rcpt(&mut self, address: &str) -> Next {
+    /// Waits for the DNSBL check if it is still running; the listing
+    /// reason if the client is listed.
+    async fn blocklist_verdict(&mut self) -> Option<String> {
+        if let Blocklist::Pending(_) = self.blocklist {
+            let Blocklist::Pending(pending) =
+                std::mem::replace(&mut self.blocklist, Blocklist::Unchecked)
+            else {
+                unreachable!("matched above")
+            };
+            let outcome = pending.outcome().await;
+            let zones: Vec<&str> = outcome.hits.iter().map(|h| h.zone.as_str()).collect();
+            if outcome.listed
+                || !zones.is_empty()
+                || outcome.any_timed_out()
+                || !outcome.failed.is_empty()
+            {
+                tracing::info!(
+                    client = %self.peer.ip(),
+                    listed = outcome.listed,
+                    score = outcome.score,
+                    zones = %zones.join(","),
+                    timed_out = %outcome.timed_out.join(","),
+                    failed = %outcome.failed.join(","),
+                    "dnsbl"
+                );
+            }
+            let reason = outcome.listed.then(|| {
+                outcome.reason().map(str::to_string).unwrap_or_else(|| {
+                    format!(
+                        "Client host [{}] blocked using {}",
+                        self.peer.ip(),
+                        zones.join(", ")
+                    )
+                })
+            });
+            self.blocklist = Blocklist::Decided(reason);
+        }
+        match &self.blocklist {
+            Blocklist::Decided(reason) => reason.clone(),
+            _ => None,
+        }
+    }
+
+    async fn rcpt(&mut self, address: &str) -> Next {
+        if self.envelope.is_none() {
+            return self.reply(Reply::new(503, "5.5.1", "Need MAIL before RCPT"));
+        }
+        // RFC 5321 §4.5.1: postmaster stays reachable, even from listed hosts.
+        let postmaster = address.eq_ignore_ascii_case("postmaster")
+            || address
+                .rsplit_once('@')
+                .is_some_and(|(local, _)| local.eq_ignore_ascii_case("postmaster"));
+        if !postmaster {
+            if let Some(reason) = self.blocklist_verdict().await {
+                return self.reply(Reply::new(554, "5.7.1", reason));
+            }
+        }
         let Some(env) = self.envelope.as_ref() else {
             return self.reply(Reply::new(503, "5.5.1", "Need MAIL before RCPT"));
         };
@@ -440,15 +524,17 @@ impl<'a> Session<'a> {
         let header_size = writer.size();
         let max = self.ctx.config.max_message_size;
         let timeout = Duration::from_secs(self.ctx.config.data_timeout_secs);
+        let mut scan = self.ctx.content.as_ref().map(|c| c.scanner.session());
         let end = data::receive_dot_stuffed(
             &mut self.input,
             &mut self.stream,
             writer.as_mut(),
+            scan.as_mut(),
             max + header_size,
             timeout,
         )
         .await;
-        self.finish(id, writer, end).await
+        self.finish(id, writer, scan, end).await
     }
 
     async fn bdat(&mut self, size: usize, last: bool) -> Next {
@@ -473,6 +559,7 @@ impl<'a> Session<'a> {
                         id,
                         writer,
                         too_big: false,
+                        scan: self.ctx.content.as_ref().map(|c| c.scanner.session()),
                     },
                     Err(e) => return self.local_error(&id, e),
                 }
@@ -488,6 +575,7 @@ impl<'a> Session<'a> {
                 &mut self.input,
                 &mut self.stream,
                 bdat.writer.as_mut(),
+                bdat.scan.as_mut(),
                 size as u64,
                 bdat.limit,
                 timeout,
@@ -502,7 +590,7 @@ impl<'a> Session<'a> {
                 self.bdat = Some(bdat);
                 self.reply(Reply::new(250, "2.0.0", format!("{size} octets received")))
             }
-            end => self.finish(bdat.id, bdat.writer, end).await,
+            end => self.finish(bdat.id, bdat.writer, bdat.scan, end).await,
         }
     }
 
@@ -517,11 +605,30 @@ impl<'a> Session<'a> {
     }
 
     /// Ends a transaction after its data: deliver durably, then reply.
-    async fn finish(&mut self, id: String, writer: Box<dyn MessageWriter>, end: DataEnd) -> Next {
+    async fn finish(
+        &mut self,
+        id: String,
+        writer: Box<dyn MessageWriter>,
+        scan: Option<scan::Session>,
+        end: DataEnd,
+    ) -> Next {
         let env = self.envelope.take().expect("trusted envelope");
         let size = writer.size();
         let verdict: &str;
+        let scanned = match (&end, scan) {
+            (DataEnd::Complete, Some(session)) => Some(session.finish()),
+            _ => None,
+        };
+        let refusal = match (&scanned, &self.ctx.content) {
+            (Some(v), Some(policy)) => policy.judge(v),
+            _ => None,
+        };
         let next = match end {
+            DataEnd::Complete if refusal.is_some() => {
+                writer.abort().await;
+                verdict = "rejected-content";
+                self.reply(refusal.expect("checked"))
+            }
             DataEnd::Complete => {
                 let delivery = store::Delivery {
                     sender: env.sender.clone(),
@@ -579,6 +686,7 @@ impl<'a> Session<'a> {
             size,
             tls = self.tls,
             verdict = %verdict,
+            scan = %scanned.map_or_else(|| "-".to_string(), |v| v.to_string()),
             ms = env.started.elapsed().as_millis() as u64,
             "smtp transaction"
         );

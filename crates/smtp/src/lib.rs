@@ -7,13 +7,17 @@
 //! the store, replying `250` once the delivery is durable.
 #![forbid(unsafe_code)]
 
+mod blocklist;
 mod config;
+mod content;
 mod data;
 mod gate;
 mod received;
 mod reply;
 mod server;
 
+pub use blocklist::{BlocklistPolicy, IpNet};
 pub use config::SmtpConfig;
+pub use content::{Action, ContentPolicy};
 pub use data::DotUnstuffer;
 pub use server::{serve, Context};

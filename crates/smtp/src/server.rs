@@ -10,7 +10,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tracing::Instrument;
 
+use crate::blocklist::BlocklistPolicy;
 use crate::config::SmtpConfig;
+use crate::content::ContentPolicy;
 use crate::gate::Session;
 
 /// Everything an SMTP session needs from the server, shared by all.
@@ -27,6 +29,10 @@ pub struct Context {
     pub tls: Option<TlsAcceptor>,
     /// Connections per client address.
     pub limiter: Arc<ConnLimiter>,
+    /// Content scanning in the data stage, if on.
+    pub content: Option<ContentPolicy>,
+    /// DNSBL checks in the gate, if on.
+    pub blocklist: Option<BlocklistPolicy>,
     /// Stop signal and session tracker.
     pub shutdown: Shutdown,
 }

@@ -1,0 +1,490 @@
+//! The loaded signature database: body signatures behind an index of their literal
+//! anchors ([`crate::anchor`]), and whole-file hash tables; loading from ClamAV database files
+//! (`.ndb`, `.hdb`, `.hsb`, their `.ndu`/`.hdu`/`.hsu` twins, `.ign2`, and `.cvd`/`.cld`
+//! containers), with a report of everything that was not loaded and why.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Read;
+use std::path::Path;
+
+use crate::anchor::AnchorIndex;
+use crate::error::ScanError;
+use crate::signature::{parse_hash, parse_ndb, BodySig, HashKind, HashSig, Offset, Refusal};
+
+/// Name of the built-in EICAR test signature.
+///
+/// A body signature on the 68-byte EICAR test string, anywhere in a file, so the test
+/// file is found with trailing bytes too (which a whole-file hash would miss). ClamAV's
+/// official database reports the same file as `Win.Test.EICAR_HDB-1`.
+pub const EICAR_NAME: &str = "Eicar-Signature";
+
+/// The EICAR anti-virus test string.
+pub const EICAR: &[u8] = b"X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*";
+
+/// What loading signature files did: counts of what was loaded and of everything
+/// refused, by reason, so that nothing is silently ignored.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Files read (database files and members of `.cvd`/`.cld` containers).
+    pub files: usize,
+    /// Body (`.ndb`) signatures loaded, the built-in EICAR one included.
+    pub body_signatures: usize,
+    /// Hash (`.hdb`/`.hsb`) signatures loaded.
+    pub hash_signatures: usize,
+    /// Signatures dropped by name through `.ign2` files.
+    pub ignored: usize,
+    /// Signature lines refused, by reason.
+    pub refused_lines: BTreeMap<String, usize>,
+    /// Files of formats this engine does not read (`.ldb`, `.mdb`, ...), by extension.
+    pub unsupported_files: BTreeMap<String, usize>,
+}
+
+impl LoadReport {
+    fn refuse(&mut self, reason: Refusal) {
+        *self.refused_lines.entry(reason.to_string()).or_default() += 1;
+    }
+
+    /// Total number of refused signature lines.
+    pub fn refused(&self) -> usize {
+        self.refused_lines.values().sum()
+    }
+}
+
+impl std::fmt::Display for LoadReport {
+    /// A summary for the log at start: what was loaded, then each refusal reason and
+    /// each unsupported file type with its count.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} files: {} body and {} hash signatures loaded, {} refused, {} ignored",
+            self.files,
+            self.body_signatures,
+            self.hash_signatures,
+            self.refused(),
+            self.ignored
+        )?;
+        for (reason, n) in &self.refused_lines {
+            write!(f, "; {n} refused ({reason})")?;
+        }
+        for (ext, n) in &self.unsupported_files {
+            write!(f, "; {n} unsupported .{ext} file(s)")?;
+        }
+        Ok(())
+    }
+}
+
+/// One pattern in the automaton: group `group` of body signature `sig`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PatternRef {
+    pub sig: u32,
+    pub group: u16,
+}
+
+/// Entries for one digest: (size, or `None` for any size; index of the name).
+type HashEntries = Vec<(Option<u64>, u32)>;
+
+/// Hash signatures of one digest kind.
+#[derive(Debug, Default)]
+pub(crate) struct HashTable {
+    /// digest → (size or None for any, name index)
+    pub map: HashMap<Box<[u8]>, HashEntries>,
+    /// Largest size any sized entry has; with no any-size entry, bigger files skip this digest.
+    pub max_size: u64,
+    pub any_size: bool,
+}
+
+impl HashTable {
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Whether a file of `size` bytes could match any entry.
+    pub fn wants(&self, size: u64) -> bool {
+        !self.map.is_empty() && (self.any_size || size <= self.max_size)
+    }
+
+    pub fn lookup(&self, digest: &[u8], size: u64) -> Option<u32> {
+        self.map
+            .get(digest)?
+            .iter()
+            .find(|(s, _)| s.is_none_or(|s| s == size))
+            .map(|(_, n)| *n)
+    }
+}
+
+/// A loaded, immutable signature database, shared by all sessions (`Arc<Database>`).
+#[derive(Debug)]
+pub struct Database {
+    pub(crate) sigs: Vec<BodySig>,
+    pub(crate) patterns: Vec<PatternRef>,
+    pub(crate) anchors: AnchorIndex,
+    /// Signatures with an `EOF-n` offset, checked against the tail of each file.
+    pub(crate) eof_sigs: Vec<u32>,
+    /// Some signature has target type 4 (mail): the raw message is matched too.
+    pub(crate) has_mail_sigs: bool,
+    /// Bytes of history the matcher keeps for EOF signatures.
+    pub(crate) eof_window: usize,
+    /// Most bytes any group needs before its anchor.
+    pub(crate) max_before: usize,
+    /// Longest anchor.
+    pub(crate) max_anchor: usize,
+    pub(crate) md5: HashTable,
+    pub(crate) sha1: HashTable,
+    pub(crate) sha256: HashTable,
+    pub(crate) names: Vec<String>,
+}
+
+impl Database {
+    /// A database with only the built-in EICAR signature.
+    pub fn builtin() -> Database {
+        DatabaseBuilder::new()
+            .build()
+            .expect("the built-in database always builds")
+            .0
+    }
+
+    /// Loads every signature file in `dir` (not recursing), plus the built-in EICAR
+    /// signature. Unreadable files are errors; unsupported formats and refused lines
+    /// are counted in the report.
+    pub fn load_dir(dir: impl AsRef<Path>) -> Result<(Database, LoadReport), ScanError> {
+        Self::load_dirs([dir])
+    }
+
+    /// Like [`Database::load_dir`], over several directories into one database.
+    pub fn load_dirs<P: AsRef<Path>>(
+        dirs: impl IntoIterator<Item = P>,
+    ) -> Result<(Database, LoadReport), ScanError> {
+        let mut builder = DatabaseBuilder::new();
+        for dir in dirs {
+            let dir = dir.as_ref();
+            let mut entries: Vec<_> = std::fs::read_dir(dir)
+                .map_err(|e| ScanError::Io(dir.display().to_string(), e))?
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect();
+            entries.sort();
+            for path in entries {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| ScanError::Io(path.display().to_string(), e))?;
+                builder.add_file(&name, &bytes)?;
+            }
+        }
+        builder.build()
+    }
+
+    /// Number of body signatures (the built-in one included).
+    pub fn body_signatures(&self) -> usize {
+        self.sigs.len()
+    }
+
+    /// Number of hash signatures.
+    pub fn hash_signatures(&self) -> usize {
+        self.md5.map.values().map(Vec::len).sum::<usize>()
+            + self.sha1.map.values().map(Vec::len).sum::<usize>()
+            + self.sha256.map.values().map(Vec::len).sum::<usize>()
+    }
+
+    /// Heap bytes used by the anchor index.
+    pub fn anchor_index_bytes(&self) -> usize {
+        self.anchors.memory()
+    }
+
+    pub(crate) fn name(&self, idx: u32) -> &str {
+        &self.names[idx as usize]
+    }
+}
+
+/// Collects signatures from text or files, then builds a [`Database`].
+#[derive(Debug, Default)]
+pub struct DatabaseBuilder {
+    sigs: Vec<BodySig>,
+    hashes: Vec<HashSig>,
+    ignore: HashSet<String>,
+    report: LoadReport,
+    automaton_only: bool,
+}
+
+impl DatabaseBuilder {
+    /// A builder holding only the built-in EICAR signature.
+    pub fn new() -> Self {
+        let hex: String = EICAR.iter().map(|b| format!("{b:02x}")).collect();
+        let mut b = DatabaseBuilder::default();
+        let sig = parse_ndb(&format!("{EICAR_NAME}:0:*:{hex}")).expect("EICAR signature parses");
+        b.sigs.push(sig);
+        b
+    }
+
+    /// Puts every anchor in the Aho-Corasick automaton instead of indexing the long
+    /// ones by 4-gram: slower with many signatures; for measurements and comparison.
+    pub fn automaton_only(&mut self, yes: bool) -> &mut Self {
+        self.automaton_only = yes;
+        self
+    }
+
+    /// Adds `.ndb` text (one signature a line; `#` comments and blank lines skipped).
+    pub fn add_ndb(&mut self, text: &str) -> &mut Self {
+        for line in lines(text) {
+            match parse_ndb(line) {
+                Ok(sig) => self.sigs.push(sig),
+                Err(r) => self.report.refuse(r),
+            }
+        }
+        self
+    }
+
+    /// Adds `.hdb` or `.hsb` text (the digest kind is told by the hash length).
+    pub fn add_hashes(&mut self, text: &str) -> &mut Self {
+        for line in lines(text) {
+            match parse_hash(line) {
+                Ok(h) => self.hashes.push(h),
+                Err(r) => self.report.refuse(r),
+            }
+        }
+        self
+    }
+
+    /// Adds `.ign2` text: signature names to drop.
+    pub fn add_ignore(&mut self, text: &str) -> &mut Self {
+        for line in lines(text) {
+            let name = line.split(':').next().unwrap_or(line).trim();
+            self.ignore.insert(name.to_string());
+        }
+        self
+    }
+
+    /// Adds one database file by its name's extension; `.cvd`/`.cld`/`.cud` containers
+    /// are opened and their members added.
+    pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<&mut Self, ScanError> {
+        let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+        let ext = ext.as_deref().unwrap_or("");
+        let text = || String::from_utf8_lossy(bytes);
+        match ext {
+            "ndb" | "ndu" => {
+                self.report.files += 1;
+                self.add_ndb(&text());
+            }
+            "hdb" | "hdu" | "hsb" | "hsu" => {
+                self.report.files += 1;
+                self.add_hashes(&text());
+            }
+            "ign2" | "ign" => {
+                self.report.files += 1;
+                self.add_ignore(&text());
+            }
+            "cvd" | "cld" | "cud" => {
+                self.add_container(name, bytes)?;
+            }
+            _ => {
+                *self
+                    .report
+                    .unsupported_files
+                    .entry(if ext.is_empty() {
+                        name.to_string()
+                    } else {
+                        ext.to_string()
+                    })
+                    .or_default() += 1;
+            }
+        }
+        Ok(self)
+    }
+
+    /// Opens a `.cvd`/`.cld` container: a 512-byte `ClamAV-VDB:` header, then a tar
+    /// archive, gzip-compressed in `.cvd` files and usually plain in `.cld` files.
+    /// The digital signature in the header is not checked.
+    pub fn add_container(&mut self, name: &str, bytes: &[u8]) -> Result<&mut Self, ScanError> {
+        if bytes.len() < 512 || !bytes.starts_with(b"ClamAV-VDB:") {
+            return Err(ScanError::Container(
+                name.to_string(),
+                "no ClamAV-VDB header".into(),
+            ));
+        }
+        let body = &bytes[512..];
+        let mut tar_bytes = Vec::new();
+        if body.starts_with(&[0x1f, 0x8b]) {
+            flate2::read::GzDecoder::new(body)
+                .read_to_end(&mut tar_bytes)
+                .map_err(|e| ScanError::Container(name.to_string(), e.to_string()))?;
+        } else {
+            tar_bytes.extend_from_slice(body);
+        }
+        let mut archive = tar::Archive::new(tar_bytes.as_slice());
+        let entries = archive
+            .entries()
+            .map_err(|e| ScanError::Container(name.to_string(), e.to_string()))?;
+        for entry in entries {
+            let mut entry =
+                entry.map_err(|e| ScanError::Container(name.to_string(), e.to_string()))?;
+            let member = entry
+                .path()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut data = Vec::new();
+            entry
+                .read_to_end(&mut data)
+                .map_err(|e| ScanError::Container(name.to_string(), e.to_string()))?;
+            if member.ends_with(".cvd") || member.ends_with(".cld") {
+                continue; // no containers inside containers
+            }
+            self.add_file(&member, &data)?;
+        }
+        Ok(self)
+    }
+
+    /// Builds the database and returns it with the load report.
+    pub fn build(&mut self) -> Result<(Database, LoadReport), ScanError> {
+        let mut report = std::mem::take(&mut self.report);
+        let mut names: Vec<String> = Vec::new();
+        let mut name_idx: HashMap<String, u32> = HashMap::new();
+        let mut intern = |n: &str, names: &mut Vec<String>| -> u32 {
+            *name_idx.entry(n.to_string()).or_insert_with(|| {
+                names.push(n.to_string());
+                (names.len() - 1) as u32
+            })
+        };
+        let ignore = &self.ignore;
+        let mut sigs = Vec::new();
+        for s in std::mem::take(&mut self.sigs) {
+            if ignore.contains(&s.name) && s.name != EICAR_NAME {
+                report.ignored += 1;
+                continue;
+            }
+            if let Offset::Eof { back, extra } = s.offset {
+                let g = &s.groups[0];
+                let span = g.before_max + g.anchor.len() + g.after_max;
+                if back as usize + span + extra as usize > crate::signature::MAX_GROUP_SPAN * 2 {
+                    report.refuse("ndb: EOF offset farther from the end than the tail window");
+                    continue;
+                }
+            }
+            sigs.push(s);
+        }
+        let mut patterns = Vec::new();
+        let mut anchors: Vec<&[u8]> = Vec::new();
+        let mut eof_sigs = Vec::new();
+        let mut eof_window = 0usize;
+        let mut max_before = 0usize;
+        let mut max_anchor = 0usize;
+        for (i, s) in sigs.iter().enumerate() {
+            if let Offset::Eof { back, extra } = s.offset {
+                let g = &s.groups[0];
+                let span = g.before_max + g.anchor.len() + g.after_max;
+                eof_window = eof_window.max(back as usize + span + extra as usize);
+                eof_sigs.push(i as u32);
+                continue;
+            }
+            for (g, group) in s.groups.iter().enumerate() {
+                max_before = max_before.max(group.before_max);
+                max_anchor = max_anchor.max(group.anchor.len());
+                patterns.push(PatternRef {
+                    sig: i as u32,
+                    group: g as u16,
+                });
+                anchors.push(&group.anchor);
+            }
+        }
+        let anchors = AnchorIndex::build(&anchors, !self.automaton_only)?;
+        report.body_signatures = sigs.len();
+
+        let mut md5 = HashTable::default();
+        let mut sha1 = HashTable::default();
+        let mut sha256 = HashTable::default();
+        for h in std::mem::take(&mut self.hashes) {
+            if ignore.contains(&h.name) {
+                report.ignored += 1;
+                continue;
+            }
+            let table = match h.kind {
+                HashKind::Md5 => &mut md5,
+                HashKind::Sha1 => &mut sha1,
+                HashKind::Sha256 => &mut sha256,
+            };
+            match h.size {
+                Some(s) => table.max_size = table.max_size.max(s),
+                None => table.any_size = true,
+            }
+            let n = intern(&h.name, &mut names);
+            table
+                .map
+                .entry(h.digest.into_boxed_slice())
+                .or_default()
+                .push((h.size, n));
+            report.hash_signatures += 1;
+        }
+        let has_mail_sigs = sigs.iter().any(|s| s.target == 4);
+        let db = Database {
+            sigs,
+            patterns,
+            anchors,
+            has_mail_sigs,
+            eof_sigs,
+            eof_window,
+            max_before,
+            max_anchor,
+            md5,
+            sha1,
+            sha256,
+            names,
+        };
+        Ok((db, report))
+    }
+}
+
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_counts_refusals_and_unsupported() {
+        let mut b = DatabaseBuilder::new();
+        b.add_ndb("Good:0:*:41424344\nBad:0:EP+0:41424344\n# comment\n");
+        b.add_hashes("44d88612fea8a8f36de82e1278abb02f:68:Eicar-Hash\nzz:1:x\n");
+        b.add_file("main.ldb", b"x").unwrap();
+        let (db, report) = b.build().unwrap();
+        assert_eq!(report.body_signatures, 2);
+        assert_eq!(report.hash_signatures, 1);
+        assert_eq!(report.refused(), 2);
+        assert_eq!(report.unsupported_files.get("ldb"), Some(&1));
+        assert_eq!(db.body_signatures(), 2);
+        assert_eq!(db.hash_signatures(), 1);
+        let text = report.to_string();
+        assert!(text.contains("1 unsupported .ldb"), "{text}");
+    }
+
+    #[test]
+    fn cvd_container() {
+        let mut tar_bytes = Vec::new();
+        {
+            let mut t = tar::Builder::new(&mut tar_bytes);
+            let data = b"InCvd:0:*:5155555a5a5a\n";
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            t.append_data(&mut h, "test.ndb", &data[..]).unwrap();
+            t.finish().unwrap();
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &tar_bytes).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut cvd = b"ClamAV-VDB:test".to_vec();
+        cvd.resize(512, b' ');
+        cvd.extend_from_slice(&gz);
+        let mut b = DatabaseBuilder::new();
+        b.add_file("daily.cvd", &cvd).unwrap();
+        let (_, report) = b.build().unwrap();
+        assert_eq!(report.body_signatures, 2);
+        assert_eq!(report.files, 1);
+    }
+}

@@ -1,0 +1,395 @@
+//! Streaming content-transfer decoders: base64, quoted-printable (RFC 2045 §6.7, §6.8)
+//! and uuencode.
+//!
+//! Each decoder keeps only the few bytes of state that straddle a chunk boundary, so
+//! feeding any chunking of the input gives the same output. All of them are tolerant:
+//! real spam carries broken encodings, and a scanner must decode what a mail client
+//! would still show rather than give up.
+
+/// Marker for bytes outside the base64 alphabet.
+const INVALID: u8 = 0xff;
+
+/// The base64 alphabet (RFC 4648 §4) as a reverse lookup table.
+const B64: [u8; 256] = {
+    let mut t = [INVALID; 256];
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut i = 0;
+    while i < 64 {
+        t[alphabet[i] as usize] = i as u8;
+        i += 1;
+    }
+    // URL-safe variants decode too: some broken mailers use them.
+    t[b'-' as usize] = 62;
+    t[b'_' as usize] = 63;
+    t
+};
+
+/// Streaming base64 decoder that skips whitespace and any byte outside the alphabet
+/// (RFC 2045 §6.8: "all line breaks or other characters not found in Table 1 must be
+/// ignored by decoding software").
+#[derive(Debug, Default, Clone)]
+pub struct Base64Decoder {
+    acc: u32,
+    n: u8,
+}
+
+impl Base64Decoder {
+    /// A decoder at the start of an encoded body.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decodes `input`, appending the bytes it completes to `out`.
+    pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        out.reserve(input.len() / 4 * 3 + 3);
+        let mut i = 0;
+        // Fast path: whole quads of valid characters while no partial quad is pending.
+        while self.n == 0 && i + 4 <= input.len() {
+            let a = B64[input[i] as usize];
+            let b = B64[input[i + 1] as usize];
+            let c = B64[input[i + 2] as usize];
+            let d = B64[input[i + 3] as usize];
+            if (a | b | c | d) & 0x80 != 0 {
+                break;
+            }
+            let v =
+                (u32::from(a) << 18) | (u32::from(b) << 12) | (u32::from(c) << 6) | u32::from(d);
+            out.extend_from_slice(&[(v >> 16) as u8, (v >> 8) as u8, v as u8]);
+            i += 4;
+        }
+        for &byte in &input[i..] {
+            if byte == b'=' {
+                self.flush_partial(out);
+                continue;
+            }
+            let v = B64[byte as usize];
+            if v == INVALID {
+                continue;
+            }
+            self.acc = (self.acc << 6) | u32::from(v);
+            self.n += 1;
+            if self.n == 4 {
+                let v = self.acc;
+                out.extend_from_slice(&[(v >> 16) as u8, (v >> 8) as u8, v as u8]);
+                self.acc = 0;
+                self.n = 0;
+            }
+        }
+    }
+
+    /// Emits what a partial quad holds, as padding would (`=` or end of input).
+    fn flush_partial(&mut self, out: &mut Vec<u8>) {
+        match self.n {
+            2 => out.push((self.acc >> 4) as u8),
+            3 => {
+                let v = self.acc >> 2;
+                out.extend_from_slice(&[(v >> 8) as u8, v as u8]);
+            }
+            _ => {}
+        }
+        self.acc = 0;
+        self.n = 0;
+    }
+
+    /// Ends the body: a truncated final quad still yields its whole bytes.
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        self.flush_partial(out);
+    }
+}
+
+/// State of the quoted-printable decoder between bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum QpState {
+    #[default]
+    Text,
+    /// Saw `=`.
+    Equals,
+    /// Saw `=` and one hex digit.
+    Hex(u8),
+    /// Saw `=` followed by whitespace: a soft line break with trailing blanks, or junk.
+    EqualsBlank,
+    /// Saw `=\r`.
+    EqualsCr,
+}
+
+/// Longest run of trailing blanks held back while waiting to see whether a line ends.
+const QP_MAX_PENDING_BLANKS: usize = 256;
+
+/// Streaming quoted-printable decoder (RFC 2045 §6.7), tolerant of bad escapes (kept
+/// literally) and of bare LF line ends.
+#[derive(Debug, Default, Clone)]
+pub struct QpDecoder {
+    state: QpState,
+    /// Blanks seen and not yet emitted: dropped if the line ends (rule 3), else emitted.
+    blanks: Vec<u8>,
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    }
+}
+
+impl QpDecoder {
+    /// A decoder at the start of an encoded body.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn flush_blanks(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.blanks);
+        self.blanks.clear();
+    }
+
+    /// Decodes `input`, appending decoded bytes to `out`.
+    pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        for &b in input {
+            match self.state {
+                QpState::Text => match b {
+                    b'=' => {
+                        self.flush_blanks(out);
+                        self.state = QpState::Equals;
+                    }
+                    b' ' | b'\t' => {
+                        if self.blanks.len() >= QP_MAX_PENDING_BLANKS {
+                            self.flush_blanks(out);
+                        }
+                        self.blanks.push(b);
+                    }
+                    b'\r' | b'\n' => {
+                        // RFC 2045 §6.7 rule 3: trailing blanks on a line are dropped.
+                        self.blanks.clear();
+                        out.push(b);
+                    }
+                    _ => {
+                        self.flush_blanks(out);
+                        out.push(b);
+                    }
+                },
+                QpState::Equals => match b {
+                    b'\r' => self.state = QpState::EqualsCr,
+                    b'\n' => self.state = QpState::Text,
+                    b' ' | b'\t' => self.state = QpState::EqualsBlank,
+                    _ => match hex_val(b) {
+                        Some(h) => self.state = QpState::Hex(h),
+                        None => {
+                            out.extend_from_slice(&[b'=', b]);
+                            self.state = QpState::Text;
+                        }
+                    },
+                },
+                QpState::Hex(h) => {
+                    match hex_val(b) {
+                        Some(l) => out.push(h << 4 | l),
+                        None => {
+                            // Keep a broken escape as it was written.
+                            let hi = b"0123456789ABCDEF"[h as usize];
+                            out.extend_from_slice(&[b'=', hi]);
+                            self.state = QpState::Text;
+                            self.decode(&[b], out);
+                            continue;
+                        }
+                    }
+                    self.state = QpState::Text;
+                }
+                QpState::EqualsBlank => match b {
+                    b' ' | b'\t' => {}
+                    b'\r' => self.state = QpState::EqualsCr,
+                    b'\n' => self.state = QpState::Text,
+                    _ => {
+                        // `=` then blanks then text: not a soft break; keep the text.
+                        self.state = QpState::Text;
+                        self.decode(&[b], out);
+                    }
+                },
+                QpState::EqualsCr => {
+                    self.state = QpState::Text;
+                    if b != b'\n' {
+                        self.decode(&[b], out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the body: blanks at the very end are trailing blanks and are dropped.
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        if let QpState::Hex(h) = self.state {
+            out.extend_from_slice(&[b'=', b"0123456789ABCDEF"[h as usize]]);
+        }
+        self.blanks.clear();
+        self.state = QpState::Text;
+    }
+}
+
+/// Decodes one uuencoded line (without its line end), appending the bytes to `out`.
+///
+/// The first character gives the byte count; each following group of four characters
+/// gives three bytes. Lines shorter than their count claims are decoded as far as they
+/// go. Returns `false` for the zero-length line that precedes `end`.
+pub fn uudecode_line(line: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some((&first, rest)) = line.split_first() else {
+        return false;
+    };
+    let count = usize::from(first.wrapping_sub(b' ') & 0x3f);
+    if count == 0 {
+        return false;
+    }
+    let sextet = |c: u8| u32::from(c.wrapping_sub(b' ') & 0x3f);
+    let mut produced = 0;
+    for quad in rest.chunks(4) {
+        let mut v = 0u32;
+        for k in 0..4 {
+            v = (v << 6) | quad.get(k).map_or(0, |&c| sextet(c));
+        }
+        for byte in [(v >> 16) as u8, (v >> 8) as u8, v as u8] {
+            if produced < count {
+                out.push(byte);
+                produced += 1;
+            }
+        }
+        if produced >= count {
+            break;
+        }
+    }
+    true
+}
+
+/// If `line` opens a uuencoded block (`begin MODE NAME`), returns the file name.
+pub fn uu_begin(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(b"begin ")?;
+    let sp = rest.iter().position(|&b| b == b' ')?;
+    let (mode, name) = rest.split_at(sp);
+    if !(3..=4).contains(&mode.len()) || !mode.iter().all(|b| (b'0'..=b'7').contains(b)) {
+        return None;
+    }
+    Some(trim(&name[1..]))
+}
+
+/// Trims ASCII whitespace from both ends.
+pub(crate) fn trim(s: &[u8]) -> &[u8] {
+    let start = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &s[start..end]
+}
+
+/// Reference encoders for tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    /// A plain reference encoder for the property tests.
+    pub fn encode_b64(data: &[u8]) -> Vec<u8> {
+        const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = Vec::new();
+        for c in data.chunks(3) {
+            let v = (u32::from(c[0]) << 16)
+                | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+                | u32::from(*c.get(2).unwrap_or(&0));
+            out.push(A[(v >> 18) as usize & 63]);
+            out.push(A[(v >> 12) as usize & 63]);
+            out.push(if c.len() > 1 {
+                A[(v >> 6) as usize & 63]
+            } else {
+                b'='
+            });
+            out.push(if c.len() > 2 {
+                A[v as usize & 63]
+            } else {
+                b'='
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::encode_b64;
+    use super::*;
+    use proptest::prelude::*;
+
+    fn b64(input: &[u8]) -> Vec<u8> {
+        let mut d = Base64Decoder::new();
+        let mut out = Vec::new();
+        d.decode(input, &mut out);
+        d.finish(&mut out);
+        out
+    }
+
+    fn qp(input: &[u8]) -> Vec<u8> {
+        let mut d = QpDecoder::new();
+        let mut out = Vec::new();
+        d.decode(input, &mut out);
+        d.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn base64_basic_and_garbage() {
+        assert_eq!(b64(b"aGVsbG8="), b"hello");
+        assert_eq!(b64(b"aGVs\r\nbG8=\r\n"), b"hello");
+        assert_eq!(b64(b"a G\tV*s!bG8"), b"hello");
+        assert_eq!(b64(b"aGVsbA=="), b"hell");
+    }
+
+    #[test]
+    fn qp_rules() {
+        assert_eq!(qp(b"a=3Db"), b"a=b");
+        assert_eq!(qp(b"soft=\r\nbreak"), b"softbreak");
+        assert_eq!(qp(b"soft=\nbreak"), b"softbreak");
+        assert_eq!(qp(b"trail   \r\nx"), b"trail\r\nx");
+        assert_eq!(qp(b"bad=ZZ"), b"bad=ZZ");
+        assert_eq!(qp(b"bad=4"), b"bad=4");
+        assert_eq!(qp(b"sp=  \r\nx"), b"spx");
+        assert_eq!(qp(b"a b"), b"a b");
+    }
+
+    #[test]
+    fn uu_lines() {
+        let mut out = Vec::new();
+        assert!(uudecode_line(b"#0V%T", &mut out));
+        assert_eq!(out, b"Cat");
+        assert!(!uudecode_line(b"`", &mut out));
+        assert_eq!(uu_begin(b"begin 644 cat.txt"), Some(&b"cat.txt"[..]));
+        assert_eq!(uu_begin(b"begin here"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn base64_any_chunking(data in proptest::collection::vec(any::<u8>(), 0..300), cut in 0usize..400) {
+            let enc = encode_b64(&data);
+            let cut = cut.min(enc.len());
+            let mut d = Base64Decoder::new();
+            let mut out = Vec::new();
+            d.decode(&enc[..cut], &mut out);
+            d.decode(&enc[cut..], &mut out);
+            d.finish(&mut out);
+            prop_assert_eq!(out, data);
+        }
+
+        #[test]
+        fn qp_any_chunking(data in proptest::collection::vec(any::<u8>(), 0..300), cut in 0usize..1000) {
+            // Encode everything as =XX with soft breaks: the decoder must undo it at any cut.
+            let mut enc = Vec::new();
+            for (i, b) in data.iter().enumerate() {
+                if i > 0 && i % 20 == 0 { enc.extend_from_slice(b"=\r\n"); }
+                enc.extend_from_slice(format!("={b:02X}").as_bytes());
+            }
+            let cut = cut.min(enc.len());
+            let mut d = QpDecoder::new();
+            let mut out = Vec::new();
+            d.decode(&enc[..cut], &mut out);
+            d.decode(&enc[cut..], &mut out);
+            d.finish(&mut out);
+            prop_assert_eq!(out, data);
+        }
+    }
+}

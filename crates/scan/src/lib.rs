@@ -1,0 +1,47 @@
+//! Sluice's streaming content-scanning pipeline.
+//!
+//! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
+//! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
+//! decompression (gzip, zip, tar, bzip2, xz, recursively) and signature matching
+//! (ClamAV `.ndb`, `.hdb`, `.hsb`, in `.cvd`/`.cld` containers too) are interleaved on
+//! each chunk, in memory bounded by [`Limits`] rather than by the message, with no temp
+//! files and no I/O of its own (the optional [`clamd`] client aside). The session's
+//! [`Verdict`] comes at the end.
+//!
+//! What is scanned: every leaf MIME part and uuencoded block, decoded, as a file; every
+//! file inside an archive, recursively; the archive bytes themselves; and, for
+//! target-type-4 (mail) signatures only, the raw message. Unlike ClamAV, target-0
+//! signatures are not run over the raw message (its header lines and encoded text),
+//! which keeps one pass per byte of decoded content.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use scan::{Database, Limits, Scanner, Verdict};
+//!
+//! let scanner = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+//! let mut session = scanner.session();
+//! session.feed(b"Subject: test\r\n\r\n");
+//! session.feed(scan::EICAR);
+//! assert_eq!(session.finish(), Verdict::Infected { name: scan::EICAR_NAME.into() });
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod anchor;
+pub mod clamd;
+mod database;
+pub mod decode;
+mod error;
+pub mod filetype;
+mod matcher;
+pub mod mime;
+mod pipeline;
+mod session;
+mod signature;
+mod unpack;
+mod verdict;
+
+pub use database::{Database, DatabaseBuilder, LoadReport, EICAR, EICAR_NAME};
+pub use error::ScanError;
+pub use session::{Scanner, Session};
+pub use verdict::{EncryptedPolicy, LimitKind, Limits, Stats, Verdict};

@@ -1,0 +1,413 @@
+//! Streaming body-signature matching for one file.
+//!
+//! The anchor index ([`crate::anchor`]) is run over each block as it arrives and its
+//! state is carried from one fed chunk to the next (the automaton's state id, the
+//! position of the next 4-gram), so an anchor split across chunks is found without
+//! rescanning anything. Each anchor hit becomes a candidate that is verified (wildcards, gaps,
+//! alternatives on both sides of the anchor) once enough bytes after it have arrived;
+//! a sliding window keeps just the bytes that pending and future candidates can still
+//! need, which the database bounds (see [`crate::signature::MAX_GROUP_SPAN`]).
+//! Candidates are verified in the order their anchors were seen, which is what lets
+//! the groups of a signature split by `*` be matched in order, greedily.
+
+use std::collections::{HashMap, VecDeque};
+
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::Anchored;
+
+use crate::anchor::gram_maybe;
+use crate::database::Database;
+use crate::filetype::FileType;
+use crate::signature::{match_backward, match_forward, Offset};
+
+/// Bytes stepped through the automaton between two looks at the pending candidates.
+const BLOCK: usize = 64 * 1024;
+
+/// Most candidates waiting for their trailing bytes at once; beyond this new anchor
+/// hits are dropped (and counted), which only pathological input reaches.
+const MAX_PENDING: usize = 1 << 16;
+
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    pattern: u32,
+    anchor_start: u64,
+    ready: u64,
+}
+
+/// Matching state of one file being scanned.
+#[derive(Debug)]
+pub(crate) struct BodyMatcher {
+    state: StateID,
+    /// Next file position whose 4-gram has not been looked up.
+    next_gram: u64,
+    /// File bytes `buf_start .. buf_start + buf.len()`.
+    buf: Vec<u8>,
+    buf_start: u64,
+    pending: VecDeque<Candidate>,
+    /// Candidates found in the current block, before they join `pending`.
+    fresh: Vec<Candidate>,
+    /// Multi-group signatures: next group wanted and where it may start.
+    progress: HashMap<u32, (u16, u64)>,
+    /// Anchor hits dropped because too many candidates were pending.
+    pub dropped: u64,
+}
+
+impl BodyMatcher {
+    pub fn new(db: &Database) -> Self {
+        let state = db.anchors.automaton.as_ref().map_or(StateID::ZERO, |a| {
+            a.start_state(Anchored::No)
+                .expect("unanchored search is supported")
+        });
+        Self {
+            state,
+            next_gram: 0,
+            buf: Vec::new(),
+            buf_start: 0,
+            pending: VecDeque::new(),
+            fresh: Vec::new(),
+            progress: HashMap::new(),
+            dropped: 0,
+        }
+    }
+
+    fn pos(&self) -> u64 {
+        self.buf_start + self.buf.len() as u64
+    }
+
+    /// Scans the next bytes of the file; returns the index of a matched signature.
+    pub fn feed(&mut self, db: &Database, ft: FileType, data: &[u8]) -> Option<u32> {
+        for block in data.chunks(BLOCK) {
+            let base = self.pos();
+            self.buf.extend_from_slice(block);
+            self.step(db, block, base);
+            if let Some(sig) = self.verify_ready(db, ft, false) {
+                return Some(sig);
+            }
+            self.trim(db);
+        }
+        None
+    }
+
+    fn candidate(&mut self, db: &Database, pid: u32, anchor_start: u64) {
+        let pr = db.patterns[pid as usize];
+        let g = &db.sigs[pr.sig as usize].groups[pr.group as usize];
+        self.fresh.push(Candidate {
+            pattern: pid,
+            anchor_start,
+            ready: anchor_start + (g.anchor.len() + g.after_max) as u64,
+        });
+    }
+
+    /// Finds the anchors that end in (automaton) or start before the last three bytes
+    /// of (4-grams) the new block, and queues them in anchor order.
+    fn step(&mut self, db: &Database, block: &[u8], base: u64) {
+        let idx = &db.anchors;
+        if let Some(aut) = idx.automaton.as_ref() {
+            let mut sid = self.state;
+            for (i, &b) in block.iter().enumerate() {
+                sid = aut.next_state(Anchored::No, sid, b);
+                if aut.is_special(sid) && aut.is_match(sid) {
+                    let end = base + i as u64 + 1;
+                    for k in 0..aut.match_len(sid) {
+                        let pid = idx.automaton_patterns[aut.match_pattern(sid, k).as_usize()];
+                        let len = db.sigs[db.patterns[pid as usize].sig as usize].groups
+                            [db.patterns[pid as usize].group as usize]
+                            .anchor
+                            .len();
+                        self.candidate(db, pid, end - len as u64);
+                    }
+                }
+            }
+            self.state = sid;
+        }
+        if !idx.gram_bits.is_empty() {
+            let end = self.pos().saturating_sub(3);
+            let from = self.next_gram.max(self.buf_start);
+            if from < end {
+                let lo = (from - self.buf_start) as usize;
+                let hi = (end - self.buf_start) as usize;
+                let bits = &idx.gram_bits;
+                for (i, w) in self.buf[lo..hi + 3].windows(4).enumerate() {
+                    let g = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    if gram_maybe(bits, g) {
+                        if let Some(pids) = idx.grams.get(&g) {
+                            let at = from + i as u64;
+                            for &pid in pids {
+                                let pr = db.patterns[pid as usize];
+                                let g = &db.sigs[pr.sig as usize].groups[pr.group as usize];
+                                self.fresh.push(Candidate {
+                                    pattern: pid,
+                                    anchor_start: at,
+                                    ready: at + (g.anchor.len() + g.after_max) as u64,
+                                });
+                            }
+                        }
+                    }
+                }
+                self.next_gram = end;
+            }
+        }
+        if self.fresh.is_empty() {
+            return;
+        }
+        // Both sources together: keep the queue in anchor order (see the module doc).
+        self.fresh.sort_by_key(|c| c.anchor_start);
+        for c in self.fresh.drain(..) {
+            if self.pending.len() >= MAX_PENDING {
+                self.dropped += 1;
+            } else {
+                self.pending.push_back(c);
+            }
+        }
+    }
+
+    /// Verifies candidates in anchor order while the oldest has all its bytes
+    /// (or all of them, at the end of the file).
+    fn verify_ready(&mut self, db: &Database, ft: FileType, eof: bool) -> Option<u32> {
+        let pos = self.pos();
+        while let Some(c) = self.pending.front().copied() {
+            if !eof && c.ready > pos {
+                break;
+            }
+            self.pending.pop_front();
+            if let Some(sig) = self.verify(db, ft, c, eof.then_some(pos)) {
+                return Some(sig);
+            }
+        }
+        None
+    }
+
+    fn verify(
+        &mut self,
+        db: &Database,
+        ft: FileType,
+        c: Candidate,
+        size: Option<u64>,
+    ) -> Option<u32> {
+        let pr = db.patterns[c.pattern as usize];
+        let sig = &db.sigs[pr.sig as usize];
+        if !ft.matches_target(sig.target) {
+            return None;
+        }
+        let g = pr.group;
+        let multi = sig.groups.len() > 1;
+        let (next, min_start) = if multi {
+            self.progress.get(&pr.sig).copied().unwrap_or((0, 0))
+        } else {
+            (0, 0)
+        };
+        if g != next {
+            return None;
+        }
+        let group = &sig.groups[g as usize];
+        let rel = c.anchor_start.checked_sub(self.buf_start)? as usize;
+        if self.buf.get(rel..rel + group.anchor.len()) != Some(group.anchor.as_slice()) {
+            return None; // a 4-gram hit whose anchor goes on differently
+        }
+        let end = match_forward(&group.after, &self.buf, rel + group.anchor.len())?;
+        let buf_start = self.buf_start;
+        let offset = sig.offset;
+        let mut accept = |s: usize| {
+            let start = buf_start + s as u64;
+            if g == 0 {
+                offset.allows(start, size)
+            } else {
+                start >= min_start
+            }
+        };
+        match_backward(&group.before, &self.buf, rel, &mut accept)?;
+        if !multi {
+            return Some(pr.sig);
+        }
+        let done = g as usize + 1 == sig.groups.len();
+        if done {
+            self.progress.remove(&pr.sig);
+            return Some(pr.sig);
+        }
+        let gap = sig.groups[g as usize + 1].min_gap as u64;
+        self.progress
+            .insert(pr.sig, (g + 1, buf_start + end as u64 + gap));
+        None
+    }
+
+    /// Drops window bytes that no pending or future candidate can need.
+    fn trim(&mut self, db: &Database) {
+        let pos = self.pos();
+        // An anchor that straddles the next block starts up to its length back, and
+        // its group reaches `max_before` further back still.
+        let keep = ((db.max_before + db.max_anchor).max(db.eof_window).max(4)) as u64;
+        let mut keep_from = pos.saturating_sub(keep);
+        if let Some(c) = self.pending.front() {
+            let g = {
+                let pr = db.patterns[c.pattern as usize];
+                &db.sigs[pr.sig as usize].groups[pr.group as usize]
+            };
+            keep_from = keep_from.min(c.anchor_start.saturating_sub(g.before_max as u64));
+        }
+        let drop = keep_from.saturating_sub(self.buf_start) as usize;
+        if drop > 0 && (drop >= self.buf.len() / 2 || drop >= BLOCK) {
+            self.buf.drain(..drop);
+            self.buf_start += drop as u64;
+        }
+    }
+
+    /// Ends the file: verifies what is pending with the bytes there are, then the
+    /// signatures anchored at the end of the file.
+    pub fn finish(&mut self, db: &Database, ft: FileType) -> Option<u32> {
+        if let Some(sig) = self.verify_ready(db, ft, true) {
+            return Some(sig);
+        }
+        let size = self.pos();
+        for &si in &db.eof_sigs {
+            let sig = &db.sigs[si as usize];
+            if !ft.matches_target(sig.target) {
+                continue;
+            }
+            let Offset::Eof { back, extra } = sig.offset else {
+                continue;
+            };
+            let Some(first) = size.checked_sub(back) else {
+                continue;
+            };
+            let g = &sig.groups[0];
+            // Anchors can only sit between the earliest start and the latest end.
+            let from = first.max(self.buf_start);
+            let to = (first + extra + (g.before_max + g.anchor.len()) as u64).min(size);
+            if from >= to {
+                continue;
+            }
+            let lo = (from - self.buf_start) as usize;
+            let hi = (to - self.buf_start) as usize;
+            let region = &self.buf[lo..hi];
+            for i in memchr::memmem::find_iter(region, &g.anchor) {
+                let rel = lo + i;
+                if match_forward(&g.after, &self.buf, rel + g.anchor.len()).is_none() {
+                    continue;
+                }
+                let buf_start = self.buf_start;
+                let mut accept = |s: usize| sig.offset.allows(buf_start + s as u64, Some(size));
+                if match_backward(&g.before, &self.buf, rel, &mut accept).is_some() {
+                    return Some(si);
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::database::DatabaseBuilder;
+
+    fn db(ndb: &str) -> Database {
+        DatabaseBuilder::new().add_ndb(ndb).build().unwrap().0
+    }
+
+    fn both(ndb: &str) -> [Database; 2] {
+        [false, true].map(|only| {
+            DatabaseBuilder::new()
+                .automaton_only(only)
+                .add_ndb(ndb)
+                .build()
+                .unwrap()
+                .0
+        })
+    }
+
+    fn scan(db: &Database, chunks: &[&[u8]]) -> Option<String> {
+        let mut m = BodyMatcher::new(db);
+        for c in chunks {
+            if let Some(s) = m.feed(db, FileType::Other, c) {
+                return Some(db.sigs[s as usize].name.clone());
+            }
+        }
+        m.finish(db, FileType::Other)
+            .map(|s| db.sigs[s as usize].name.clone())
+    }
+
+    #[test]
+    fn split_anywhere() {
+        for d in both("T:0:*:414243??45{2-4}46(47|4849)\nL:0:*:6c6f6e67616e63686f72??21") {
+            let hay = b"xxxxABCDEzzzFHIyyyy";
+            for cut in 0..hay.len() {
+                let (a, b) = hay.split_at(cut);
+                assert_eq!(scan(&d, &[a, b]).as_deref(), Some("T"), "cut {cut}");
+            }
+            assert_eq!(scan(&d, &[b"xxABCDEzFHI"]), None);
+            let hay = b"..longanchor?!..";
+            for cut in 0..hay.len() {
+                let (a, b) = hay.split_at(cut);
+                assert_eq!(scan(&d, &[a, b]).as_deref(), Some("L"), "cut {cut}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any chunking gives the same answer as one chunk, with both anchor indexes,
+        /// and a planted signature is always found.
+        #[test]
+        fn chunking_never_changes_the_answer(
+            hay in proptest::collection::vec(proptest::sample::select(b"abcd".to_vec()), 0..400),
+            plant in proptest::option::of(0usize..400),
+            sizes in proptest::collection::vec(1usize..50, 1..5),
+        ) {
+            let sigs = "P:0:*:6162636461{1-3}6364*646464\nQ:0:*:6361(6161|6262)62??63\nR:0:EOF-5:61626364";
+            let mut hay = hay;
+            if let Some(at) = plant {
+                let at = at.min(hay.len());
+                hay.splice(at..at, b"abcdaXcd-ddd".iter().copied());
+            }
+            let mut answers = Vec::new();
+            for d in both(sigs) {
+                let mut chunks = Vec::new();
+                let mut rest = hay.as_slice();
+                let mut i = 0;
+                while !rest.is_empty() {
+                    let n = sizes[i % sizes.len()].min(rest.len());
+                    chunks.push(&rest[..n]);
+                    rest = &rest[n..];
+                    i += 1;
+                }
+                let whole = scan(&d, &[&hay]);
+                proptest::prop_assert_eq!(&scan(&d, &chunks), &whole);
+                if plant.is_some() {
+                    proptest::prop_assert!(whole.is_some());
+                }
+                answers.push(whole.is_some());
+            }
+            proptest::prop_assert_eq!(answers[0], answers[1]);
+        }
+    }
+
+    #[test]
+    fn star_groups_in_order() {
+        let d = db("S:0:*:41414141*42424242{3-}43434343");
+        assert_eq!(scan(&d, &[b"AAAA..BBBB...CCCC"]).as_deref(), Some("S"));
+        assert_eq!(scan(&d, &[b"AAAA..BBBB..CCCC"]), None);
+        assert_eq!(scan(&d, &[b"BBBB..AAAA...CCCC"]), None);
+        let long = [b"AAAA".as_slice(), &vec![b'.'; 300_000], b"BBBB...CCCC"].concat();
+        assert_eq!(scan(&d, &[&long]).as_deref(), Some("S"));
+    }
+
+    #[test]
+    fn offsets() {
+        let d = db("A:0:4:41424344\nE:0:EOF-6:45464748");
+        assert_eq!(scan(&d, &[b"....ABCD"]).as_deref(), Some("A"));
+        assert_eq!(scan(&d, &[b".....ABCD"]), None);
+        assert_eq!(scan(&d, &[b"xxxEFGH..", b"zzEFGHzz"]).as_deref(), Some("E"));
+        assert_eq!(scan(&d, &[b"xxxEFGH..", b"zzEFGHz"]), None);
+    }
+
+    #[test]
+    fn eicar_one_byte_at_a_time() {
+        let d = Database::builtin();
+        let mut m = BodyMatcher::new(&d);
+        let mut hit = None;
+        for b in crate::database::EICAR {
+            hit = hit.or(m.feed(&d, FileType::Other, &[*b]));
+        }
+        hit = hit.or(m.finish(&d, FileType::Other));
+        assert!(hit.is_some());
+    }
+}

@@ -1,0 +1,301 @@
+//! The face of the pipeline: a [`Scanner`] holds the shared database and the limits and
+//! opens one [`Session`] per message (or per raw file); the session is fed bytes as
+//! they arrive and gives a [`Verdict`] at the end.
+
+use std::sync::Arc;
+
+use crate::database::Database;
+use crate::filetype::FileType;
+use crate::matcher::BodyMatcher;
+use crate::mime::{MimeLimits, MimeParser, MimeSink, PartInfo, PartKind};
+use crate::pipeline::{Ctx, FileNode, Findings};
+use crate::verdict::{EncryptedPolicy, LimitKind, Limits, Stats, Verdict};
+
+/// Scans messages and files against one signature database with one set of limits.
+/// Cheap to clone; share one across connections.
+#[derive(Debug, Clone)]
+pub struct Scanner {
+    db: Arc<Database>,
+    limits: Limits,
+}
+
+impl Scanner {
+    /// A scanner over `db` with `limits`.
+    pub fn new(db: Arc<Database>, limits: Limits) -> Self {
+        Self { db, limits }
+    }
+
+    /// The signature database.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// The limits every session gets.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// A session for one mail message (RFC 5322 text, as after DATA dot-unstuffing).
+    pub fn session(&self) -> Session {
+        let parser = MimeParser::new(MimeLimits {
+            max_header_bytes: self.limits.max_header_bytes,
+            max_depth: self.limits.max_mime_depth,
+        });
+        let raw = self
+            .db
+            .has_mail_sigs
+            .then(|| Box::new(BodyMatcher::new(&self.db)));
+        self.open(Mode::Mail {
+            parser: Box::new(parser),
+            nodes: Vec::new(),
+            raw,
+        })
+    }
+
+    /// A session that treats its input as one file (an attachment, a zip on disk),
+    /// for `sluice scan FILE`.
+    pub fn file_session(&self) -> Session {
+        let mut found = Findings::default();
+        found.stats.files = 1;
+        let mut s = self.open(Mode::File {
+            node: Some(Box::new(FileNode::new(0, &self.db))),
+        });
+        s.found = found;
+        s
+    }
+
+    /// Scans a whole message held in memory.
+    pub fn scan_mail(&self, message: &[u8]) -> Verdict {
+        let mut s = self.session();
+        s.feed(message);
+        s.finish()
+    }
+
+    /// Scans a whole file held in memory.
+    pub fn scan_file(&self, file: &[u8]) -> Verdict {
+        let mut s = self.file_session();
+        s.feed(file);
+        s.finish()
+    }
+
+    fn open(&self, mode: Mode) -> Session {
+        Session {
+            db: Arc::clone(&self.db),
+            limits: self.limits,
+            mode,
+            found: Findings::default(),
+        }
+    }
+}
+
+enum Mode {
+    Mail {
+        parser: Box<MimeParser>,
+        /// One slot per open MIME part; leaf parts hold the file being scanned.
+        nodes: Vec<Option<FileNode>>,
+        /// The raw message, matched against target type 4 (mail) signatures.
+        raw: Option<Box<BodyMatcher>>,
+    },
+    File {
+        node: Option<Box<FileNode>>,
+    },
+}
+
+/// The scan of one message or file, fed as it streams. Its memory is bounded by the
+/// limits and the database, not by the size of what it is fed.
+pub struct Session {
+    db: Arc<Database>,
+    limits: Limits,
+    mode: Mode,
+    found: Findings,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("stats", &self.found.stats)
+            .field("infected", &self.found.infected)
+            .finish_non_exhaustive()
+    }
+}
+
+struct MailSink<'a, 'b> {
+    ctx: Ctx<'a>,
+    nodes: &'b mut Vec<Option<FileNode>>,
+}
+
+impl MimeSink for MailSink<'_, '_> {
+    fn part_start(&mut self, part: &PartInfo) {
+        let stats = &mut self.ctx.found.stats;
+        stats.parts += 1;
+        let leaf = matches!(part.kind, PartKind::Leaf | PartKind::Uuencoded);
+        if stats.parts > self.ctx.limits.max_parts {
+            self.ctx.found.limit(LimitKind::Parts);
+            self.nodes.push(None);
+        } else if leaf {
+            stats.files += 1;
+            self.nodes.push(Some(FileNode::new(0, self.ctx.db)));
+        } else {
+            self.nodes.push(None);
+        }
+    }
+
+    fn body(&mut self, data: &[u8]) {
+        if let Some(Some(node)) = self.nodes.last_mut() {
+            node.feed(data, &mut self.ctx);
+        }
+    }
+
+    fn part_end(&mut self) {
+        if let Some(Some(node)) = self.nodes.pop() {
+            node.finish(&mut self.ctx);
+        }
+    }
+}
+
+impl Session {
+    /// Feeds the next chunk. Once a signature has matched, further input is ignored.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        self.found.stats.input_bytes += chunk.len() as u64;
+        if self.found.infected.is_some() {
+            return;
+        }
+        let ctx = Ctx {
+            db: &self.db,
+            limits: &self.limits,
+            found: &mut self.found,
+        };
+        match &mut self.mode {
+            Mode::Mail { parser, nodes, raw } => {
+                if let Some(m) = raw.as_mut() {
+                    if let Some(sig) = m.feed(ctx.db, FileType::Mail, chunk) {
+                        ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+                        return;
+                    }
+                }
+                let mut sink = MailSink { ctx, nodes };
+                parser.feed(chunk, &mut sink);
+            }
+            Mode::File { node } => {
+                let mut ctx = ctx;
+                if let Some(n) = node.as_mut() {
+                    n.feed(chunk, &mut ctx);
+                }
+            }
+        }
+    }
+
+    /// The name of the signature found so far, if any: a caller may stop feeding.
+    pub fn infected(&self) -> Option<&str> {
+        self.found.infected.as_deref()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &Stats {
+        &self.found.stats
+    }
+
+    /// Ends the input and gives the verdict.
+    pub fn finish(self) -> Verdict {
+        self.finish_with_stats().0
+    }
+
+    /// Ends the input and gives the verdict with the counters of the whole scan.
+    pub fn finish_with_stats(mut self) -> (Verdict, Stats) {
+        let mut ctx = Ctx {
+            db: &self.db,
+            limits: &self.limits,
+            found: &mut self.found,
+        };
+        match &mut self.mode {
+            Mode::Mail { parser, nodes, raw } => {
+                if let (Some(m), None) = (raw.as_mut(), &ctx.found.infected) {
+                    if let Some(sig) = m.finish(ctx.db, FileType::Mail) {
+                        ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+                    }
+                }
+                if ctx.found.infected.is_none() {
+                    let mut sink = MailSink { ctx, nodes };
+                    parser.finish(&mut sink);
+                    ctx = sink.ctx;
+                }
+                ctx.found.stats.dropped_header_bytes = parser.dropped_header_bytes();
+                if parser.depth_capped() {
+                    ctx.found.limit(LimitKind::MimeDepth);
+                }
+            }
+            Mode::File { node } => {
+                if let Some(n) = node.take() {
+                    if ctx.found.infected.is_none() {
+                        n.finish(&mut ctx);
+                    }
+                }
+            }
+        }
+        let f = &self.found;
+        let verdict = if let Some(name) = &f.infected {
+            Verdict::Infected { name: name.clone() }
+        } else if let Some(kind) = f.limit {
+            Verdict::LimitExceeded(kind)
+        } else if f.stats.encrypted_entries > 0 && self.limits.encrypted == EncryptedPolicy::Reject
+        {
+            Verdict::Encrypted
+        } else {
+            Verdict::Clean
+        };
+        (verdict, self.found.stats.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_move_between_threads() {
+        fn send<T: Send>() {}
+        fn send_sync<T: Send + Sync>() {}
+        send::<Session>();
+        send_sync::<Scanner>();
+        send_sync::<Database>();
+    }
+
+    #[test]
+    fn mail_target_signatures_see_the_raw_message() {
+        let mut b = crate::DatabaseBuilder::new();
+        b.add_ndb(
+            "Mail.Test:4:*:582d50687973683a2079657321\nAny.Test:0:*:6e6f7420696e206d61696c21",
+        );
+        let s = Scanner::new(Arc::new(b.build().unwrap().0), Limits::default());
+        let mail = b"X-Physh: yes!\r\nSubject: s\r\n\r\nbody\r\n";
+        for cut in 0..mail.len() {
+            let mut session = s.session();
+            session.feed(&mail[..cut]);
+            session.feed(&mail[cut..]);
+            assert_eq!(
+                session.finish(),
+                Verdict::Infected {
+                    name: "Mail.Test".into()
+                }
+            );
+        }
+        // Target 4 never matches a file, target 0 never the raw mail.
+        assert_eq!(s.scan_file(b"X-Physh: yes!"), Verdict::Clean);
+        assert_eq!(
+            s.scan_mail(b"X-Note: not in mail!\r\n\r\nhi\r\n"),
+            Verdict::Clean
+        );
+    }
+
+    #[test]
+    fn stops_feeding_after_a_find() {
+        let s = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+        let mut session = s.file_session();
+        session.feed(crate::EICAR);
+        session.feed(&[0; 100_000]);
+        assert_eq!(session.infected(), Some(crate::EICAR_NAME));
+        let (v, stats) = session.finish_with_stats();
+        assert!(matches!(v, Verdict::Infected { .. }));
+        assert_eq!(stats.input_bytes, 100_068);
+    }
+}

@@ -1,0 +1,519 @@
+//! ClamAV signature formats: parsing `.ndb` body signatures into patterns the matcher
+//! can anchor, and `.hdb`/`.hsb` whole-file hash signatures.
+//!
+//! `.ndb` lines are `Name:Target:Offset:HexSignature[:MinFLevel[:MaxFLevel]]`.
+//! Supported in the hex signature: bytes, `??`, nibble wildcards `a?`/`?a`, bounded
+//! gaps `{n}`, `{-n}`, `{n-m}`, unbounded gaps `*` and `{n-}`, alternatives
+//! `(aa|bbcc)`. Offsets: `*`, `n`, `n,m`, `EOF-n`, `EOF-n,m`. Target types: 0 (any
+//! file), 1 (PE), 4 (mail: matched on the raw message of a mail session), 5 (images),
+//! 6 (ELF), 9 (Mach-O), 10 (PDF), 11 (Flash), 12 (Java); the others need normalisation
+//! or parsing this engine does not do. Anything else is refused with a reason that the
+//! load report counts.
+
+/// Longest span a group between unbounded gaps may cover: bounds the matcher's window.
+pub const MAX_GROUP_SPAN: usize = 8 * 1024;
+
+/// Longest literal anchor put in the automaton.
+const MAX_ANCHOR: usize = 32;
+
+/// Shortest literal anchor accepted (ClamAV requires two static bytes too).
+const MIN_ANCHOR: usize = 2;
+
+/// One element of a signature group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Elem {
+    /// An exact byte.
+    Byte(u8),
+    /// A byte where only the bits in `mask` must equal `value` (`??` has mask 0).
+    Masked { mask: u8, value: u8 },
+    /// A bounded gap of `min..=max` arbitrary bytes.
+    Gap { min: usize, max: usize },
+    /// One of several literal byte strings.
+    Alt(Vec<Vec<u8>>),
+}
+
+impl Elem {
+    fn max_len(&self) -> usize {
+        match self {
+            Elem::Byte(_) | Elem::Masked { .. } => 1,
+            Elem::Gap { max, .. } => *max,
+            Elem::Alt(alts) => alts.iter().map(Vec::len).max().unwrap_or(0),
+        }
+    }
+}
+
+/// A run of elements with a bounded span, found through its literal anchor.
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    /// The elements before the anchor.
+    pub before: Vec<Elem>,
+    /// The literal anchor searched for by the automaton.
+    pub anchor: Vec<u8>,
+    /// The elements after the anchor.
+    pub after: Vec<Elem>,
+    /// Least number of bytes between the end of the previous group and this one.
+    pub min_gap: usize,
+    /// Most bytes `before` can cover.
+    pub before_max: usize,
+    /// Most bytes `after` can cover.
+    pub after_max: usize,
+}
+
+/// Where a body signature must start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offset {
+    /// Anywhere.
+    Any,
+    /// At `start..=start+extra` from the beginning of the file.
+    Abs { start: u64, extra: u64 },
+    /// At `size-back..=size-back+extra`.
+    Eof { back: u64, extra: u64 },
+}
+
+impl Offset {
+    pub fn allows(self, start: u64, size: Option<u64>) -> bool {
+        match self {
+            Offset::Any => true,
+            Offset::Abs { start: s, extra } => start >= s && start - s <= extra,
+            Offset::Eof { back, extra } => match size {
+                Some(size) if size >= back => {
+                    let s = size - back;
+                    start >= s && start - s <= extra
+                }
+                _ => false,
+            },
+        }
+    }
+}
+
+/// A parsed `.ndb` body signature.
+#[derive(Debug, Clone)]
+pub(crate) struct BodySig {
+    pub name: String,
+    pub target: u8,
+    pub offset: Offset,
+    pub groups: Vec<Group>,
+}
+
+/// Why a signature line was not loaded; the load report counts each reason.
+pub(crate) type Refusal = &'static str;
+
+/// Parses one `.ndb` line.
+pub(crate) fn parse_ndb(line: &str) -> Result<BodySig, Refusal> {
+    let fields: Vec<&str> = line.split(':').collect();
+    if fields.len() < 4 {
+        return Err("ndb: too few fields");
+    }
+    let name = fields[0].to_string();
+    let target: u8 = fields[1].parse().map_err(|_| "ndb: bad target type")?;
+    if !matches!(target, 0 | 1 | 4 | 5 | 6 | 9 | 10 | 11 | 12) {
+        return Err("ndb: target type not supported (2 OLE2, 3 HTML, 7 text, 8 graphics, 13+)");
+    }
+    let offset = parse_offset(fields[2])?;
+    let groups = parse_hex(fields[3])?;
+    if matches!(offset, Offset::Eof { .. }) && groups.len() > 1 {
+        return Err("ndb: EOF offset with unbounded gaps not supported");
+    }
+    Ok(BodySig {
+        name,
+        target,
+        offset,
+        groups,
+    })
+}
+
+fn parse_offset(s: &str) -> Result<Offset, Refusal> {
+    if s == "*" {
+        return Ok(Offset::Any);
+    }
+    let (base, extra) = match s.split_once(',') {
+        Some((b, e)) => (b, e.parse::<u64>().map_err(|_| "ndb: bad offset")?),
+        None => (s, 0),
+    };
+    if let Some(back) = base.strip_prefix("EOF-") {
+        let back = back.parse().map_err(|_| "ndb: bad offset")?;
+        return Ok(Offset::Eof { back, extra });
+    }
+    if let Ok(start) = base.parse::<u64>() {
+        return Ok(Offset::Abs { start, extra });
+    }
+    Err("ndb: offset type not supported (EP, Sx, SL, SE need executable parsing)")
+}
+
+/// Parses a hex signature into groups split at unbounded gaps.
+pub(crate) fn parse_hex(hex: &str) -> Result<Vec<Group>, Refusal> {
+    let b = hex.as_bytes();
+    let mut runs: Vec<(usize, Vec<Elem>)> = Vec::new();
+    let mut cur: Vec<Elem> = Vec::new();
+    let mut min_gap = 0;
+    let mut i = 0;
+    let nib = |c: u8| (c as char).to_digit(16).map(|v| v as u8);
+    while i < b.len() {
+        match b[i] {
+            b'*' => {
+                runs.push((min_gap, std::mem::take(&mut cur)));
+                min_gap = 0;
+                i += 1;
+            }
+            b'{' => {
+                let end = hex[i..].find('}').ok_or("ndb: unclosed {")? + i;
+                let inner = &hex[i + 1..end];
+                let (lo, hi) = match inner.split_once('-') {
+                    Some((lo, hi)) => (lo, Some(hi)),
+                    None => (inner, None),
+                };
+                let lo: usize = if lo.is_empty() {
+                    0
+                } else {
+                    lo.parse().map_err(|_| "ndb: bad gap")?
+                };
+                match hi {
+                    Some("") => {
+                        // {n-}: at least n bytes, no upper bound.
+                        runs.push((min_gap, std::mem::take(&mut cur)));
+                        min_gap = lo;
+                    }
+                    Some(hi) => {
+                        let hi: usize = hi.parse().map_err(|_| "ndb: bad gap")?;
+                        if hi < lo {
+                            return Err("ndb: bad gap");
+                        }
+                        cur.push(Elem::Gap { min: lo, max: hi });
+                    }
+                    None => cur.push(Elem::Gap { min: lo, max: lo }),
+                }
+                i = end + 1;
+            }
+            b'(' => {
+                let end = hex[i..].find(')').ok_or("ndb: unclosed (")? + i;
+                let inner = &hex[i + 1..end];
+                if inner == "B" || inner == "L" || inner.is_empty() {
+                    return Err("ndb: anchors (B)/(L) not supported");
+                }
+                let mut alts = Vec::new();
+                for alt in inner.split('|') {
+                    let ab = alt.as_bytes();
+                    if !ab.len().is_multiple_of(2) || ab.is_empty() {
+                        return Err("ndb: bad alternative");
+                    }
+                    let mut v = Vec::new();
+                    for pair in ab.chunks(2) {
+                        match (nib(pair[0]), nib(pair[1])) {
+                            (Some(h), Some(l)) => v.push(h << 4 | l),
+                            _ => return Err("ndb: wildcards inside alternatives not supported"),
+                        }
+                    }
+                    alts.push(v);
+                }
+                cur.push(Elem::Alt(alts));
+                i = end + 1;
+            }
+            b'!' => return Err("ndb: negated alternatives not supported"),
+            b'[' => return Err("ndb: [n-m] byte ranges not supported"),
+            _ => {
+                if i + 1 >= b.len() {
+                    return Err("ndb: odd hex length");
+                }
+                let (h, l) = (b[i], b[i + 1]);
+                let elem = match (h, l) {
+                    (b'?', b'?') => Elem::Masked { mask: 0, value: 0 },
+                    (b'?', l) => Elem::Masked {
+                        mask: 0x0f,
+                        value: nib(l).ok_or("ndb: bad hex")?,
+                    },
+                    (h, b'?') => Elem::Masked {
+                        mask: 0xf0,
+                        value: nib(h).ok_or("ndb: bad hex")? << 4,
+                    },
+                    (h, l) => match (nib(h), nib(l)) {
+                        (Some(h), Some(l)) => Elem::Byte(h << 4 | l),
+                        _ => return Err("ndb: bad hex"),
+                    },
+                };
+                cur.push(elem);
+                i += 2;
+            }
+        }
+    }
+    runs.push((min_gap, cur));
+    let mut groups = Vec::new();
+    for (min_gap, elems) in runs {
+        if elems.is_empty() {
+            if groups.is_empty() && min_gap == 0 {
+                continue; // a leading `*`
+            }
+            return Err("ndb: empty part between gaps");
+        }
+        groups.push(make_group(min_gap, elems)?);
+    }
+    if groups.is_empty() {
+        return Err("ndb: empty signature");
+    }
+    Ok(groups)
+}
+
+fn make_group(min_gap: usize, elems: Vec<Elem>) -> Result<Group, Refusal> {
+    let span: usize = elems.iter().map(Elem::max_len).sum();
+    if span > MAX_GROUP_SPAN {
+        return Err("ndb: bounded part longer than the matcher's window");
+    }
+    // The longest run of exact bytes is the anchor.
+    let (mut best_start, mut best_len) = (0, 0);
+    let mut i = 0;
+    while i < elems.len() {
+        if matches!(elems[i], Elem::Byte(_)) {
+            let s = i;
+            while i < elems.len() && matches!(elems[i], Elem::Byte(_)) {
+                i += 1;
+            }
+            if i - s > best_len {
+                best_start = s;
+                best_len = i - s;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    if best_len < MIN_ANCHOR {
+        return Err("ndb: no run of two exact bytes to anchor on");
+    }
+    // Long runs: anchor on a prefix, verify the rest.
+    let anchor_len = best_len.min(MAX_ANCHOR);
+    let before = elems[..best_start].to_vec();
+    let anchor: Vec<u8> = elems[best_start..best_start + anchor_len]
+        .iter()
+        .map(|e| match e {
+            Elem::Byte(b) => *b,
+            _ => unreachable!("anchor is made of exact bytes"),
+        })
+        .collect();
+    let after = elems[best_start + anchor_len..].to_vec();
+    Ok(Group {
+        before_max: before.iter().map(Elem::max_len).sum(),
+        after_max: after.iter().map(Elem::max_len).sum(),
+        before,
+        anchor,
+        after,
+        min_gap,
+    })
+}
+
+/// Work allowed for one verification (gaps and alternatives backtrack).
+const VERIFY_BUDGET: usize = 20_000;
+
+/// Matches `elems` forwards from `pos` in `data`; returns the end of the earliest match.
+pub(crate) fn match_forward(elems: &[Elem], data: &[u8], pos: usize) -> Option<usize> {
+    let mut budget = VERIFY_BUDGET;
+    fwd(elems, data, pos, &mut budget)
+}
+
+fn fwd(elems: &[Elem], data: &[u8], mut pos: usize, budget: &mut usize) -> Option<usize> {
+    for (k, e) in elems.iter().enumerate() {
+        if *budget == 0 {
+            return None;
+        }
+        *budget -= 1;
+        match e {
+            Elem::Byte(b) => {
+                if data.get(pos) != Some(b) {
+                    return None;
+                }
+                pos += 1;
+            }
+            Elem::Masked { mask, value } => {
+                if data.get(pos).is_none_or(|&d| d & mask != *value) {
+                    return None;
+                }
+                pos += 1;
+            }
+            Elem::Gap { min, max } => {
+                for g in *min..=*max {
+                    if pos + g > data.len() {
+                        return None;
+                    }
+                    if let Some(end) = fwd(&elems[k + 1..], data, pos + g, budget) {
+                        return Some(end);
+                    }
+                }
+                return None;
+            }
+            Elem::Alt(alts) => {
+                for a in alts {
+                    if data.get(pos..pos + a.len()) == Some(a.as_slice()) {
+                        if let Some(end) = fwd(&elems[k + 1..], data, pos + a.len(), budget) {
+                            return Some(end);
+                        }
+                    }
+                }
+                return None;
+            }
+        }
+    }
+    Some(pos)
+}
+
+/// Matches `elems` backwards so that they end at `end`; returns every start the
+/// predicate accepts, trying the nearest first, and stops at the first accepted.
+pub(crate) fn match_backward(
+    elems: &[Elem],
+    data: &[u8],
+    end: usize,
+    accept: &mut dyn FnMut(usize) -> bool,
+) -> Option<usize> {
+    let mut budget = VERIFY_BUDGET;
+    bwd(elems, data, end, accept, &mut budget)
+}
+
+fn bwd(
+    elems: &[Elem],
+    data: &[u8],
+    mut pos: usize,
+    accept: &mut dyn FnMut(usize) -> bool,
+    budget: &mut usize,
+) -> Option<usize> {
+    for (k, e) in elems.iter().enumerate().rev() {
+        if *budget == 0 {
+            return None;
+        }
+        *budget -= 1;
+        match e {
+            Elem::Byte(b) => {
+                if pos == 0 || data[pos - 1] != *b {
+                    return None;
+                }
+                pos -= 1;
+            }
+            Elem::Masked { mask, value } => {
+                if pos == 0 || data[pos - 1] & mask != *value {
+                    return None;
+                }
+                pos -= 1;
+            }
+            Elem::Gap { min, max } => {
+                for g in *min..=*max {
+                    if g > pos {
+                        return None;
+                    }
+                    if let Some(s) = bwd(&elems[..k], data, pos - g, accept, budget) {
+                        return Some(s);
+                    }
+                }
+                return None;
+            }
+            Elem::Alt(alts) => {
+                for a in alts {
+                    if pos >= a.len() && data[pos - a.len()..pos] == a[..] {
+                        if let Some(s) = bwd(&elems[..k], data, pos - a.len(), accept, budget) {
+                            return Some(s);
+                        }
+                    }
+                }
+                return None;
+            }
+        }
+    }
+    accept(pos).then_some(pos)
+}
+
+/// Which digest a hash signature uses, by its hex length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum HashKind {
+    Md5,
+    Sha1,
+    Sha256,
+}
+
+/// A parsed `.hdb`/`.hsb` line: `Hash:Size:Name[:MinFLevel]` (size `*` = any).
+#[derive(Debug, Clone)]
+pub(crate) struct HashSig {
+    pub kind: HashKind,
+    pub digest: Vec<u8>,
+    pub size: Option<u64>,
+    pub name: String,
+}
+
+/// Parses one `.hdb`/`.hsb` line.
+pub(crate) fn parse_hash(line: &str) -> Result<HashSig, Refusal> {
+    let fields: Vec<&str> = line.split(':').collect();
+    if fields.len() < 3 {
+        return Err("hdb: too few fields");
+    }
+    let hex = fields[0].trim();
+    let kind = match hex.len() {
+        32 => HashKind::Md5,
+        40 => HashKind::Sha1,
+        64 => HashKind::Sha256,
+        _ => return Err("hdb: hash length is not MD5, SHA-1 or SHA-256"),
+    };
+    let digest = decode_hex(hex).ok_or("hdb: bad hex")?;
+    let size = match fields[1] {
+        "*" => None,
+        s => Some(s.parse().map_err(|_| "hdb: bad size")?),
+    };
+    Ok(HashSig {
+        kind,
+        digest,
+        size,
+        name: fields[2].to_string(),
+    })
+}
+
+/// Decodes a hex string.
+pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| {
+            let h = (p[0] as char).to_digit(16)?;
+            let l = (p[1] as char).to_digit(16)?;
+            Some((h * 16 + l) as u8)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(hex: &str, data: &[u8]) -> bool {
+        let groups = parse_hex(hex).unwrap();
+        assert_eq!(groups.len(), 1);
+        let g = &groups[0];
+        (0..data.len()).any(|i| {
+            data[i..].starts_with(&g.anchor)
+                && match_forward(&g.after, data, i + g.anchor.len()).is_some()
+                && match_backward(&g.before, data, i, &mut |_| true).is_some()
+        })
+    }
+
+    #[test]
+    fn hex_elements() {
+        assert!(matches("414243", b"xxABCxx"));
+        assert!(matches("41??4344", b"AzCD"));
+        assert!(matches("4142{2}4344", b"ABxyCD"));
+        assert!(!matches("4142{2}4344", b"ABxCD"));
+        assert!(matches("4142{1-3}4344", b"ABxxxCD"));
+        assert!(matches("4142{-2}4344", b"ABCD"));
+        assert!(matches("4142(43|4445)4647", b"ABDEFG"));
+        assert!(matches("4?4142", b"OAB"));
+        assert!(!matches("4?4142", b"aAB"));
+        assert!(matches("(58|59)??4142", b"Y-AB"));
+    }
+
+    #[test]
+    fn groups_and_refusals() {
+        let g = parse_hex("4142*4344{10-}4546").unwrap();
+        assert_eq!(g.len(), 3);
+        assert_eq!(g[2].min_gap, 10);
+        assert!(parse_hex("41??42").is_err());
+        assert!(parse_ndb("X:0:EP+0:41424344").is_err());
+        assert!(parse_ndb("X:3:*:41424344").is_err());
+        assert!(parse_ndb("X:4:*:41424344").is_ok());
+        assert!(parse_ndb("X:0:EOF-10:41424344").is_ok());
+        assert!(parse_ndb("X:1:0,20:41424344:73").is_ok());
+        assert!(parse_hash("44d88612fea8a8f36de82e1278abb02f:68:Eicar").is_ok());
+        assert!(parse_hash("44d8:68:Eicar").is_err());
+    }
+}

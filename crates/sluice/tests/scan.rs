@@ -1,0 +1,143 @@
+//! Content scanning: `sluice scan` on files, and the SMTP data stage
+//! refusing infected mail before the 250, with Python building the mail
+//! (base64 attachments, zip archives) independently of our code.
+
+mod kit;
+
+use std::process::Command;
+
+use kit::{python, Server};
+
+/// The EICAR test file (split so this source is not itself a test file).
+const EICAR: &str = concat!(
+    r"X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-",
+    "ANTIVIRUS-TEST-FILE!$H+H*"
+);
+
+fn sluice(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn scan_command_reports_like_clamscan() {
+    let dir = tempfile::tempdir().unwrap();
+    let eicar = dir.path().join("eicar.com");
+    std::fs::write(&eicar, EICAR).unwrap();
+    let clean = dir.path().join("clean.txt");
+    std::fs::write(&clean, "nothing to see here\n").unwrap();
+    // A custom body signature in ClamAV's .ndb format, hidden in a gzip file.
+    let db = dir.path().join("db");
+    std::fs::create_dir(&db).unwrap();
+    std::fs::write(
+        db.join("test.ndb"),
+        "Test.Custom-1:0:*:736c7569636554657374{2-4}4d61726b6572\n",
+    )
+    .unwrap();
+    let gz = dir.path().join("marked.gz");
+    python(
+        "import gzip, sys; open(sys.argv[1], 'wb').write(gzip.compress(b'prefix sluiceTest--Marker suffix'))",
+        &[gz.to_str().unwrap()],
+    );
+
+    let (code, out) = sluice(&["scan", eicar.to_str().unwrap(), clean.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("{}: Eicar-Signature FOUND", eicar.display())),
+        "{out}"
+    );
+    assert!(out.contains(&format!("{}: OK", clean.display())), "{out}");
+    assert!(out.contains("Infected files: 1"), "{out}");
+
+    let (code, out) = sluice(&["scan", "--db", db.to_str().unwrap(), gz.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Test.Custom-1 FOUND"), "{out}");
+    let (code, _) = sluice(&["scan", gz.to_str().unwrap()]);
+    assert_eq!(code, 0, "without the database the marker is not a virus");
+
+    let (code, out) = sluice(&["scan", "/nonexistent/file"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("ERROR"), "{out}");
+}
+
+/// Sends a mail with an attachment built by Python's email package and
+/// prints the final reply code; `kind` is `plain`, `eicar` or `zipped`.
+const SEND_ATTACHMENT: &str = r#"
+import io, smtplib, sys, zipfile
+from email.message import EmailMessage
+host, port = sys.argv[1].rsplit(":", 1)
+kind, eicar = sys.argv[3], sys.argv[4].encode()
+msg = EmailMessage()
+msg["From"] = "a@remote.test"; msg["To"] = sys.argv[2]; msg["Subject"] = "attachment " + kind
+msg.set_content("see attached")
+if kind == "eicar":
+    msg.add_attachment(eicar, maintype="application", subtype="octet-stream", filename="eicar.com")
+elif kind == "zipped":
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        inner = io.BytesIO()
+        with zipfile.ZipFile(inner, "w", zipfile.ZIP_DEFLATED) as zz:
+            zz.writestr("eicar.com", eicar)
+        z.writestr("inner.zip", inner.getvalue())
+    msg.add_attachment(buf.getvalue(), maintype="application", subtype="zip", filename="files.zip")
+else:
+    msg.add_attachment(b"harmless bytes" * 100, maintype="application", subtype="octet-stream", filename="data.bin")
+with smtplib.SMTP(host, int(port)) as s:
+    try:
+        s.send_message(msg)
+        print("250")
+    except smtplib.SMTPDataError as e:
+        print(e.smtp_code, e.smtp_error.decode())
+"#;
+
+fn send(server: &Server, to: &str, kind: &str) -> String {
+    python(
+        SEND_ATTACHMENT,
+        &[&server.smtp.to_string(), to, kind, EICAR],
+    )
+    .trim()
+    .to_string()
+}
+
+#[test]
+fn infected_mail_is_refused_before_the_250_and_not_stored() {
+    let server = Server::start();
+    let user = server.add_user("scanned");
+    assert_eq!(send(&server, &user, "plain"), "250");
+    let reply = send(&server, &user, "eicar");
+    assert!(
+        reply.starts_with("554 5.7.1") && reply.contains("Eicar-Signature"),
+        "{reply}"
+    );
+    let reply = send(&server, &user, "zipped");
+    assert!(
+        reply.starts_with("554 5.7.1") && reply.contains("Eicar-Signature"),
+        "{reply}"
+    );
+    assert_eq!(server.count("SELECT count(*) FROM messages"), 1);
+    assert_eq!(server.count("SELECT count(*) FROM blobs"), 1);
+    assert_eq!(server.count("SELECT count(*) FROM blob_chunks"), 1);
+    let log = server.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("verdict=rejected-content"))
+        .expect("a log line for the refused message");
+    assert!(line.contains("scan=infected: Eicar-Signature"), "{line}");
+}
+
+#[test]
+fn the_action_per_verdict_is_configurable() {
+    let server = Server::start_with("[scan]\non_infected = \"accept\"\n");
+    let user = server.add_user("tolerant");
+    assert_eq!(send(&server, &user, "eicar"), "250");
+    assert!(server.log().contains("scan=infected: Eicar-Signature"));
+    let off = Server::start_with("[scan]\nenabled = false\n");
+    let user = off.add_user("unscanned");
+    assert_eq!(send(&off, &user, "eicar"), "250");
+}

@@ -1,0 +1,99 @@
+//! The content scan of the data stage: every message is fed, as it
+//! streams in, to the scanner (`scan` crate); its verdict decides the reply
+//! at the end of DATA, before anything is acknowledged.
+
+use serde::Deserialize;
+
+use crate::reply::Reply;
+
+/// What to do with a message given a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Refuse it with `554 5.7.1` (no bounce: the sender hears it now).
+    Reject,
+    /// Deliver it anyway (the verdict is still logged).
+    Accept,
+}
+
+/// The scanner and what to do with each kind of verdict.
+pub struct ContentPolicy {
+    /// The engine, with its signatures and limits.
+    pub scanner: scan::Scanner,
+    /// A signature matched.
+    pub on_infected: Action,
+    /// A limit against bombs was hit before the whole message was scanned.
+    pub on_limit: Action,
+    /// An encrypted archive entry could not be scanned (only given when the
+    /// scanner's encrypted policy is reject).
+    pub on_encrypted: Action,
+}
+
+impl ContentPolicy {
+    /// The refusal for `verdict`, or `None` if the message goes through.
+    pub(crate) fn judge(&self, verdict: &scan::Verdict) -> Option<Reply> {
+        use scan::Verdict as V;
+        let (action, text) = match verdict {
+            V::Clean => return None,
+            V::Infected { name } => (
+                self.on_infected,
+                format!("Message rejected: virus found ({name})"),
+            ),
+            V::LimitExceeded(kind) => (
+                self.on_limit,
+                format!(
+                    "Message rejected: content could not be scanned ({})",
+                    kind.as_str()
+                ),
+            ),
+            V::Encrypted => (
+                self.on_encrypted,
+                "Message rejected: encrypted archive cannot be scanned".to_string(),
+            ),
+        };
+        (action == Action::Reject).then(|| Reply::new(554, "5.7.1", text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn policy(on_limit: Action) -> ContentPolicy {
+        ContentPolicy {
+            scanner: scan::Scanner::new(
+                Arc::new(scan::Database::builtin()),
+                scan::Limits::default(),
+            ),
+            on_infected: Action::Reject,
+            on_limit,
+            on_encrypted: Action::Accept,
+        }
+    }
+
+    #[test]
+    fn verdicts_map_to_replies() {
+        let p = policy(Action::Accept);
+        assert_eq!(p.judge(&scan::Verdict::Clean), None);
+        let r = p
+            .judge(&scan::Verdict::Infected {
+                name: "Eicar-Signature".into(),
+            })
+            .unwrap();
+        assert_eq!((r.code, r.status), (554, "5.7.1"));
+        assert!(r.text.contains("Eicar-Signature"));
+        assert_eq!(
+            p.judge(&scan::Verdict::LimitExceeded(scan::LimitKind::Ratio)),
+            None
+        );
+        assert_eq!(p.judge(&scan::Verdict::Encrypted), None);
+        let strict = policy(Action::Reject);
+        assert!(strict
+            .judge(&scan::Verdict::LimitExceeded(scan::LimitKind::Ratio))
+            .unwrap()
+            .text
+            .contains("compression-ratio"));
+    }
+}
