@@ -7,14 +7,15 @@
 set -euo pipefail
 secs=${1:-4}
 rounds=${2:-5}
-target=${CARGO_TARGET_DIR:-target}
+target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 dir=$(mktemp -d /tmp/dnsbl-qps.XXXXXX)
 chmod 755 "$dir"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo build --release --examples -q
+cargo build --release -q -p sluice-dnsbl --example replay
+cargo build --release -q -p sluice
 "$target/release/examples/replay" --out "$dir" >"$dir/replay.txt"
 chmod 644 "$dir"/*
 
@@ -28,7 +29,7 @@ wait_up() {
 }
 
 ours=$(free_port)
-"$target/release/examples/serve" "127.0.0.1:$ours" "bl.test=$dir/bl.list" >"$dir/ours.log" 2>&1 &
+"$target/release/sluice" dnsbl serve --listen "127.0.0.1:$ours" --zone "bl.test=$dir/bl.list" >"$dir/ours.log" 2>&1 &
 pids+=($!)
 theirs=$(free_port)
 rbldnsd -n -u nobody -b "127.0.0.1/$theirs" -c 0 bl.test:ip4set:"$dir/bl.list" >"$dir/rbldnsd.log" 2>&1 &
