@@ -14,6 +14,7 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::mime::{MimeLimits, MimeParser, MimeSink, PartInfo, PartKind};
 use crate::verdict::Verdict;
 
 /// Largest chunk sent in one INSTREAM frame.
@@ -133,6 +134,123 @@ impl ClamdStream {
             }
         }
         parse_reply(&String::from_utf8_lossy(&reply))
+    }
+}
+
+impl ClamdClient {
+    /// Starts scanning a mail message: the message is MIME-parsed as it is
+    /// fed, and the decoded body of every leaf part (each attachment, each
+    /// text) is streamed to clamd in an INSTREAM of its own.
+    pub fn mail_session(&self) -> ClamdMailSession {
+        ClamdMailSession {
+            parser: MimeParser::new(MimeLimits::default()),
+            sink: PartStreamer {
+                client: self.clone(),
+                open: Vec::new(),
+                verdict: Verdict::Clean,
+                error: None,
+            },
+        }
+    }
+}
+
+/// A mail message being scanned by clamd, one decoded part at a time.
+pub struct ClamdMailSession {
+    parser: MimeParser,
+    sink: PartStreamer,
+}
+
+impl std::fmt::Debug for ClamdMailSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClamdMailSession").finish_non_exhaustive()
+    }
+}
+
+/// Streams each leaf part to clamd; remembers the first finding or error.
+struct PartStreamer {
+    client: ClamdClient,
+    /// One entry per open part, innermost last: the INSTREAM of a leaf
+    /// (a uuencoded file nests inside its text part), `None` for containers.
+    open: Vec<Option<ClamdStream>>,
+    verdict: Verdict,
+    error: Option<ClamdError>,
+}
+
+impl PartStreamer {
+    fn done(&self) -> bool {
+        !self.verdict.is_clean() || self.error.is_some()
+    }
+
+    fn close(&mut self, stream: Option<ClamdStream>) {
+        if let Some(stream) = stream {
+            match stream.finish() {
+                Ok(v) if !v.is_clean() && self.verdict.is_clean() => self.verdict = v,
+                Ok(_) => {}
+                Err(e) => self.error = Some(e),
+            }
+        }
+    }
+}
+
+impl MimeSink for PartStreamer {
+    fn part_start(&mut self, part: &PartInfo) {
+        let leaf = matches!(part.kind, PartKind::Leaf | PartKind::Uuencoded);
+        let stream = if leaf && !self.done() {
+            match self.client.instream() {
+                Ok(stream) => Some(stream),
+                Err(e) => {
+                    self.error = Some(e);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        self.open.push(stream);
+    }
+
+    fn body(&mut self, data: &[u8]) {
+        if let Some(Some(stream)) = self.open.last_mut() {
+            if let Err(e) = stream.feed(data) {
+                self.open.pop();
+                self.open.push(None);
+                self.error = Some(e);
+            }
+        }
+    }
+
+    fn part_end(&mut self) {
+        if let Some(stream) = self.open.pop() {
+            self.close(stream);
+        }
+    }
+}
+
+impl ClamdMailSession {
+    /// Feeds the next bytes of the message (blocking: clamd is written to).
+    pub fn feed(&mut self, data: &[u8]) {
+        if !self.sink.done() {
+            self.parser.feed(data, &mut self.sink);
+        }
+    }
+
+    /// Whether clamd already found something (the rest need not be sent).
+    pub fn infected(&self) -> bool {
+        !self.sink.verdict.is_clean()
+    }
+
+    /// Ends the message: the first finding, or an error if clamd could not
+    /// be asked about every part.
+    pub fn finish(mut self) -> Result<Verdict, ClamdError> {
+        self.parser.finish(&mut self.sink);
+        while let Some(stream) = self.sink.open.pop() {
+            self.sink.close(stream);
+        }
+        match (self.sink.verdict, self.sink.error) {
+            (v, _) if !v.is_clean() => Ok(v),
+            (_, Some(e)) => Err(e),
+            (v, None) => Ok(v),
+        }
     }
 }
 

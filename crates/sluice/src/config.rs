@@ -113,6 +113,14 @@ impl Default for StoreConfig {
 pub struct ScanConfig {
     /// Scan incoming mail at all.
     pub enabled: bool,
+    /// `builtin` (Sluice's streaming scanner) or `clamd` (each decoded
+    /// part streamed to a running clamd).
+    pub engine: ScanEngine,
+    /// Where clamd listens, for `engine = "clamd"`: `host:port` or the
+    /// path of its Unix socket.
+    pub clamd: String,
+    /// Seconds to wait on clamd for any one read or write.
+    pub clamd_timeout_secs: u64,
     /// Directories of ClamAV signature files (`.ndb`, `.hdb`, `.hsb`,
     /// `.cvd`, `.cld`); the EICAR test signature is always loaded.
     pub databases: Vec<PathBuf>,
@@ -142,6 +150,9 @@ impl Default for ScanConfig {
         let limits = scan::Limits::default();
         ScanConfig {
             enabled: true,
+            engine: ScanEngine::Builtin,
+            clamd: "/run/clamav/clamd.ctl".into(),
+            clamd_timeout_secs: 60,
             databases: Vec::new(),
             on_infected: smtp::Action::Reject,
             on_limit: smtp::Action::Reject,
@@ -156,7 +167,27 @@ impl Default for ScanConfig {
     }
 }
 
+/// The scanning engine.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ScanEngine {
+    /// Sluice's own.
+    #[default]
+    Builtin,
+    /// A running clamd.
+    Clamd,
+}
+
 impl ScanConfig {
+    /// The clamd address as the client takes it.
+    pub fn clamd_addr(&self) -> scan::clamd::ClamdAddr {
+        if self.clamd.starts_with('/') {
+            scan::clamd::ClamdAddr::Unix(PathBuf::from(&self.clamd))
+        } else {
+            scan::clamd::ClamdAddr::Tcp(self.clamd.clone())
+        }
+    }
+
     /// The scanner's limits from this section.
     pub fn limits(&self) -> scan::Limits {
         scan::Limits {

@@ -159,16 +159,28 @@ fn content_policy(config: &Config) -> anyhow::Result<Option<smtp::ContentPolicy>
     if !config.scan.enabled {
         return Ok(None);
     }
-    let (db, report) =
-        scan::Database::load_dirs(&config.scan.databases).context("key `scan.databases`")?;
-    tracing::info!(
-        body = db.body_signatures(),
-        hashes = db.hash_signatures(),
-        report = %report,
-        "scan signatures loaded"
-    );
+    let engine = match config.scan.engine {
+        crate::config::ScanEngine::Clamd => {
+            tracing::info!(clamd = %config.scan.clamd, "scanning with clamd");
+            smtp::Engine::Clamd(scan::clamd::ClamdClient::new(
+                config.scan.clamd_addr(),
+                Duration::from_secs(config.scan.clamd_timeout_secs),
+            ))
+        }
+        crate::config::ScanEngine::Builtin => {
+            let (db, report) = scan::Database::load_dirs(&config.scan.databases)
+                .context("key `scan.databases`")?;
+            tracing::info!(
+                body = db.body_signatures(),
+                hashes = db.hash_signatures(),
+                report = %report,
+                "scan signatures loaded"
+            );
+            smtp::Engine::Builtin(scan::Scanner::new(Arc::new(db), config.scan.limits()))
+        }
+    };
     Ok(Some(smtp::ContentPolicy {
-        scanner: scan::Scanner::new(Arc::new(db), config.scan.limits()),
+        engine,
         on_infected: config.scan.on_infected,
         on_limit: config.scan.on_limit,
         on_encrypted: config.scan.on_encrypted,

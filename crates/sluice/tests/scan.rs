@@ -141,3 +141,86 @@ fn the_action_per_verdict_is_configurable() {
     let user = off.add_user("unscanned");
     assert_eq!(send(&off, &user, "eicar"), "250");
 }
+
+/// A clamd started for one test from its own config, stopped on drop.
+struct Clamd {
+    child: std::process::Child,
+    socket: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Clamd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn clamd() -> Option<Clamd> {
+    if Command::new("clamd").arg("--version").output().is_err() {
+        println!("SKIPPED: clamd not found (Debian package clamav-daemon)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    std::fs::create_dir(&db).unwrap();
+    // MD5 and size of the EICAR file, under a name of our own.
+    std::fs::write(
+        db.join("test.hdb"),
+        "44d88612fea8a8f36de82e1278abb02f:68:Test.EICAR-Hash\n",
+    )
+    .unwrap();
+    let socket = dir.path().join("clamd.sock");
+    let conf = dir.path().join("clamd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "Foreground yes\nLocalSocket {}\nDatabaseDirectory {}\nLogFile {}\nTemporaryDirectory {}\n",
+            socket.display(),
+            db.display(),
+            dir.path().join("clamd.log").display(),
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new("clamd")
+        .arg("-c")
+        .arg(&conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let clamd = Clamd {
+        child,
+        socket,
+        _dir: dir,
+    };
+    assert!(
+        kit::wait_until(std::time::Duration::from_secs(60), || {
+            std::os::unix::net::UnixStream::connect(&clamd.socket).is_ok()
+        }),
+        "clamd did not start"
+    );
+    Some(clamd)
+}
+
+#[test]
+fn the_clamd_engine_scans_each_decoded_part() {
+    let Some(clamd) = clamd() else { return };
+    let server = Server::start_with(&format!(
+        "[scan]\nengine = \"clamd\"\nclamd = \"{}\"\n",
+        clamd.socket.display()
+    ));
+    let user = server.add_user("clamd");
+    assert_eq!(send(&server, &user, "plain"), "250");
+    let reply = send(&server, &user, "eicar");
+    assert!(
+        reply.starts_with("554 5.7.1") && reply.contains("Test.EICAR-Hash"),
+        "{reply}"
+    );
+    // clamd gone: mail is deferred, not delivered unscanned.
+    drop(clamd);
+    let reply = send(&server, &user, "plain");
+    assert!(reply.starts_with("451 4.3.0"), "{reply}");
+    assert_eq!(server.count("SELECT count(*) FROM messages"), 1);
+}

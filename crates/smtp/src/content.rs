@@ -16,10 +16,19 @@ pub enum Action {
     Accept,
 }
 
+/// Which engine scans.
+pub enum Engine {
+    /// Sluice's own streaming scanner, in the session's task.
+    Builtin(scan::Scanner),
+    /// A running clamd: each decoded MIME part is streamed to it with
+    /// INSTREAM, for sites that want ClamAV's full engine.
+    Clamd(scan::clamd::ClamdClient),
+}
+
 /// The scanner and what to do with each kind of verdict.
 pub struct ContentPolicy {
-    /// The engine, with its signatures and limits.
-    pub scanner: scan::Scanner,
+    /// The engine (with its signatures and limits, for the built-in one).
+    pub engine: Engine,
     /// A signature matched.
     pub on_infected: Action,
     /// A limit against bombs was hit before the whole message was scanned.
@@ -29,7 +38,51 @@ pub struct ContentPolicy {
     pub on_encrypted: Action,
 }
 
+/// One message's scan in progress.
+pub(crate) enum ContentScan {
+    Builtin(scan::Session),
+    Clamd(scan::clamd::ClamdMailSession),
+}
+
+impl ContentScan {
+    /// Feeds the next piece of the message. clamd is written to with
+    /// blocking I/O: `block_in_place` keeps the other tasks of this worker
+    /// running meanwhile (the server runs on the multi-threaded runtime).
+    pub(crate) fn feed(&mut self, piece: &[u8]) {
+        match self {
+            ContentScan::Builtin(s) => s.feed(piece),
+            ContentScan::Clamd(s) => tokio::task::block_in_place(|| s.feed(piece)),
+        }
+    }
+
+    /// Whether something was found already.
+    pub(crate) fn infected(&self) -> bool {
+        match self {
+            ContentScan::Builtin(s) => s.infected().is_some(),
+            ContentScan::Clamd(s) => s.infected(),
+        }
+    }
+
+    /// The verdict, or why there is none (clamd unreachable).
+    pub(crate) fn finish(self) -> Result<scan::Verdict, String> {
+        match self {
+            ContentScan::Builtin(s) => Ok(s.finish()),
+            ContentScan::Clamd(s) => {
+                tokio::task::block_in_place(|| s.finish()).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
 impl ContentPolicy {
+    /// Starts scanning one message.
+    pub(crate) fn start(&self) -> ContentScan {
+        match &self.engine {
+            Engine::Builtin(scanner) => ContentScan::Builtin(scanner.session()),
+            Engine::Clamd(client) => ContentScan::Clamd(client.mail_session()),
+        }
+    }
+
     /// The refusal for `verdict`, or `None` if the message goes through.
     pub(crate) fn judge(&self, verdict: &scan::Verdict) -> Option<Reply> {
         use scan::Verdict as V;
@@ -63,10 +116,10 @@ mod tests {
 
     fn policy(on_limit: Action) -> ContentPolicy {
         ContentPolicy {
-            scanner: scan::Scanner::new(
+            engine: Engine::Builtin(scan::Scanner::new(
                 Arc::new(scan::Database::builtin()),
                 scan::Limits::default(),
-            ),
+            )),
             on_infected: Action::Reject,
             on_limit,
             on_encrypted: Action::Accept,

@@ -7,6 +7,8 @@ use std::time::Duration;
 use net::{Input, Stream};
 use store::MessageWriter;
 
+use crate::content::ContentScan;
+
 /// How a message transfer ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DataEnd {
@@ -32,11 +34,11 @@ async fn more(input: &mut Input, stream: &mut Stream, timeout: Duration) -> Resu
 
 /// Feeds a piece of the message to the scanner; true once it found
 /// something, after which there is no point storing more.
-fn scan_piece(scan: &mut Option<&mut scan::Session>, piece: &[u8]) -> bool {
+fn scan_piece(scan: &mut Option<&mut ContentScan>, piece: &[u8]) -> bool {
     match scan {
         Some(session) => {
             session.feed(piece);
-            session.infected().is_some()
+            session.infected()
         }
         None => false,
     }
@@ -49,7 +51,7 @@ pub(crate) async fn receive_dot_stuffed(
     input: &mut Input,
     stream: &mut Stream,
     writer: &mut dyn MessageWriter,
-    mut scan: Option<&mut scan::Session>,
+    mut scan: Option<&mut ContentScan>,
     max: u64,
     timeout: Duration,
 ) -> DataEnd {
@@ -90,7 +92,7 @@ pub(crate) async fn receive_exact(
     input: &mut Input,
     stream: &mut Stream,
     writer: &mut dyn MessageWriter,
-    mut scan: Option<&mut scan::Session>,
+    mut scan: Option<&mut ContentScan>,
     count: u64,
     max: u64,
     timeout: Duration,

@@ -13,6 +13,7 @@ use smtp_proto::{Request, MAIL_BODY_7BIT, MAIL_BODY_8BITMIME, MAIL_SMTPUTF8};
 use store::{MailboxId, MessageWriter, Resolution};
 use tokio::io::AsyncWriteExt;
 
+use crate::content::ContentScan;
 use crate::data::{self, DataEnd};
 use crate::received::{queue_id, Trace};
 use crate::reply::{write_multiline, Reply};
@@ -41,7 +42,7 @@ struct Bdat {
     /// Over the limit: later chunks are read and dropped until LAST.
     too_big: bool,
     /// The content scan, fed chunk by chunk.
-    scan: Option<scan::Session>,
+    scan: Option<ContentScan>,
 }
 
 /// Where the DNSBL check of this connection stands.
@@ -524,7 +525,7 @@ impl<'a> Session<'a> {
         let header_size = writer.size();
         let max = self.ctx.config.max_message_size;
         let timeout = Duration::from_secs(self.ctx.config.data_timeout_secs);
-        let mut scan = self.ctx.content.as_ref().map(|c| c.scanner.session());
+        let mut scan = self.ctx.content.as_ref().map(|c| c.start());
         let end = data::receive_dot_stuffed(
             &mut self.input,
             &mut self.stream,
@@ -559,7 +560,7 @@ impl<'a> Session<'a> {
                         id,
                         writer,
                         too_big: false,
-                        scan: self.ctx.content.as_ref().map(|c| c.scanner.session()),
+                        scan: self.ctx.content.as_ref().map(|c| c.start()),
                     },
                     Err(e) => return self.local_error(&id, e),
                 }
@@ -609,7 +610,7 @@ impl<'a> Session<'a> {
         &mut self,
         id: String,
         writer: Box<dyn MessageWriter>,
-        scan: Option<scan::Session>,
+        scan: Option<ContentScan>,
         end: DataEnd,
     ) -> Next {
         let env = self.envelope.take().expect("trusted envelope");
@@ -620,7 +621,7 @@ impl<'a> Session<'a> {
             _ => None,
         };
         let refusal = match (&scanned, &self.ctx.content) {
-            (Some(v), Some(policy)) => policy.judge(v),
+            (Some(Ok(v)), Some(policy)) => policy.judge(v),
             _ => None,
         };
         let next = match end {
@@ -628,6 +629,16 @@ impl<'a> Session<'a> {
                 writer.abort().await;
                 verdict = "rejected-content";
                 self.reply(refusal.expect("checked"))
+            }
+            DataEnd::Complete if matches!(scanned, Some(Err(_))) => {
+                // Never deliver what could not be scanned: the client retries.
+                writer.abort().await;
+                verdict = "scan-error";
+                self.reply(Reply::new(
+                    451,
+                    "4.3.0",
+                    "Content scanner unavailable, try again later",
+                ))
             }
             DataEnd::Complete => {
                 let delivery = store::Delivery {
@@ -686,7 +697,11 @@ impl<'a> Session<'a> {
             size,
             tls = self.tls,
             verdict = %verdict,
-            scan = %scanned.map_or_else(|| "-".to_string(), |v| v.to_string()),
+            scan = %match &scanned {
+                None => "-".to_string(),
+                Some(Ok(v)) => v.to_string(),
+                Some(Err(e)) => format!("error: {e}"),
+            },
             ms = env.started.elapsed().as_millis() as u64,
             "smtp transaction"
         );

@@ -18,6 +18,6 @@ mod server;
 
 pub use blocklist::{BlocklistPolicy, IpNet};
 pub use config::SmtpConfig;
-pub use content::{Action, ContentPolicy};
+pub use content::{Action, ContentPolicy, Engine};
 pub use data::DotUnstuffer;
 pub use server::{serve, Context};
