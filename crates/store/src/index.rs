@@ -30,7 +30,7 @@ pub(crate) struct MessageIndex {
 }
 
 /// Largest amount of decoded body text put into the full-text index.
-const MAX_INDEXED_TEXT: usize = 512 * 1024;
+const MAX_INDEXED_TEXT: usize = crate::INDEX_WINDOW;
 
 fn addresses(addr: Option<&Address<'_>>) -> String {
     let Some(addr) = addr else {

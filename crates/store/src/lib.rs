@@ -33,12 +33,14 @@ use async_trait::async_trait;
 
 /// Size of one stored piece of a message blob. Readers get a message in
 /// pieces of this size, so a 50 MB message never sits whole in memory.
-pub const CHUNK_SIZE: usize = 256 * 1024;
+pub const CHUNK_SIZE: usize = 128 * 1024;
 
 /// How much of the start of a message is kept in memory while it is written,
 /// to fill the header and full-text indexes at delivery. Text beyond this
-/// window is stored but not full-text indexed.
-pub const INDEX_WINDOW: usize = 1024 * 1024;
+/// window is stored but not full-text indexed. It is per connection in the
+/// data stage, so it is kept small: mail text sits at the front, and large
+/// mails are large because of attachments.
+pub const INDEX_WINDOW: usize = 256 * 1024;
 
 /// The storage interface every Sluice server uses.
 ///

@@ -103,6 +103,9 @@ async fn large_messages_stream_in_chunks_and_read_back_whole() {
         .await
         .unwrap();
     assert_eq!(receipt.size, expected.len() as u64);
+    // Indexed from its start, which was let go of long before delivery.
+    let h = store.headers(receipt.blob).await.unwrap().unwrap();
+    assert_eq!(h.subject, "big");
     let mut back = Vec::new();
     let mut seq = 0;
     while let Some(chunk) = store.read_chunk(receipt.blob, seq).await.unwrap() {

@@ -22,8 +22,13 @@ pub(crate) struct SqliteMessageWriter {
     /// before delivery.
     blob: Option<BlobId>,
     next_seq: u32,
+    /// Bytes not yet flushed, never more than one chunk.
     pending: Vec<u8>,
+    /// The start of the message, until the index is taken from it.
     head: Vec<u8>,
+    /// The index, computed as soon as the head is full so that the head
+    /// need not be kept for the rest of a large message.
+    index: Option<MessageIndex>,
     size: u64,
     finished: bool,
 }
@@ -36,13 +41,14 @@ impl SqliteMessageWriter {
             next_seq: 0,
             pending: Vec::new(),
             head: Vec::new(),
+            index: None,
             size: 0,
             finished: false,
         }
     }
 
     async fn flush_chunk(&mut self) -> Result<()> {
-        let data: Vec<u8> = self.pending.drain(..CHUNK_SIZE).collect();
+        let data = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK_SIZE));
         let blob = self.blob;
         let seq = self.next_seq;
         // Not durable: the delivery that completes this blob fsyncs the log,
@@ -78,15 +84,30 @@ fn insert_chunk(c: &Connection, blob: BlobId, seq: u32, data: &[u8]) -> Result<(
 
 #[async_trait]
 impl MessageWriter for SqliteMessageWriter {
-    async fn write(&mut self, data: &[u8]) -> Result<()> {
+    async fn write(&mut self, mut data: &[u8]) -> Result<()> {
         self.size += data.len() as u64;
-        if self.head.len() < INDEX_WINDOW {
+        if self.index.is_none() {
             let room = INDEX_WINDOW - self.head.len();
             self.head.extend_from_slice(&data[..room.min(data.len())]);
+            if self.head.len() == INDEX_WINDOW {
+                let head = std::mem::take(&mut self.head);
+                self.index = Some(
+                    tokio::task::spawn_blocking(move || index_message(&head))
+                        .await
+                        .map_err(|_| StoreError::Closed)?,
+                );
+            }
         }
-        self.pending.extend_from_slice(data);
-        while self.pending.len() >= CHUNK_SIZE {
-            self.flush_chunk().await?;
+        // Fill the pending chunk exactly, so its buffer never grows past
+        // one chunk.
+        while !data.is_empty() {
+            let room = CHUNK_SIZE - self.pending.len();
+            let (now, later) = data.split_at(room.min(data.len()));
+            self.pending.extend_from_slice(now);
+            data = later;
+            if self.pending.len() == CHUNK_SIZE {
+                self.flush_chunk().await?;
+            }
         }
         Ok(())
     }
@@ -101,13 +122,18 @@ impl MessageWriter for SqliteMessageWriter {
                 "a delivery needs at least one recipient".into(),
             ));
         }
-        let head = std::mem::take(&mut self.head);
-        let index = if head.len() <= INLINE_INDEX_LIMIT {
-            index_message(&head)
-        } else {
-            tokio::task::spawn_blocking(move || index_message(&head))
-                .await
-                .map_err(|_| StoreError::Closed)?
+        let index = match self.index.take() {
+            Some(index) => index,
+            None => {
+                let head = std::mem::take(&mut self.head);
+                if head.len() <= INLINE_INDEX_LIMIT {
+                    index_message(&head)
+                } else {
+                    tokio::task::spawn_blocking(move || index_message(&head))
+                        .await
+                        .map_err(|_| StoreError::Closed)?
+                }
+            }
         };
         let blob = self.blob;
         let seq = self.next_seq;
