@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# A short, repeatable fuzz run of every target: a fixed seed and a fixed
+# number of runs, so the same code gives the same inputs on every machine.
+# CI runs this after the tests; for real fuzzing use `cargo fuzz run` with
+# a time budget (see README.md).
+#
+# Usage: crates/scan/fuzz/smoke.sh [RUNS_PER_TARGET]
+set -euo pipefail
+cd "$(dirname "$0")"
+runs=${1:-20000}
+command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
+# cargo-fuzz passes nightly-only flags for the sanitizer; stable accepts
+# them with RUSTC_BOOTSTRAP.
+export RUSTC_BOOTSTRAP=1
+export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$HOME/.cache/sluice/fuzz-target}"
+for target in $(cargo fuzz list); do
+  echo "fuzz $target: $runs runs, seed 1"
+  cargo fuzz run -O "$target" -- -runs="$runs" -seed=1 -max_len=65536 2>&1 | tail -n 2
+done
