@@ -144,6 +144,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             "sessions still open after the grace period"
         );
     }
+    if let Some(b) = &smtp_ctx.blocklist {
+        let d = b.client.stats();
+        tracing::info!(
+            checks = d.checks,
+            listed = d.listed,
+            queries_sent = d.queries_sent,
+            cache_hits = d.cache_hits,
+            cache_misses = d.cache_misses,
+            timeouts = d.timeouts,
+            "dnsbl totals"
+        );
+    }
     let w = sqlite.writer_stats();
     tracing::info!(
         jobs = w.jobs,
