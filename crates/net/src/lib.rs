@@ -3,10 +3,12 @@
 //! in the middle of a session, per-client connection limits and shutdown.
 #![forbid(unsafe_code)]
 
+mod accept;
 mod input;
 mod limit;
 mod stream;
 
+pub use accept::Acceptor;
 pub use input::{Input, LineError};
 pub use limit::{ConnGuard, ConnLimiter};
 pub use stream::{send, Io, Stream};

@@ -5,9 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use net::{ConnLimiter, Shutdown, Stream, TlsAcceptor};
+use net::{Acceptor, ConnLimiter, Shutdown, Stream, TlsAcceptor};
 use store::{Authenticator, Store};
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tracing::Instrument;
 
@@ -38,42 +37,26 @@ pub struct Context {
 /// Accepts POP3 connections until shutdown; with `implicit_tls` every
 /// connection starts with a TLS handshake (port 995).
 pub async fn serve(listener: TcpListener, ctx: Arc<Context>, implicit_tls: bool) {
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = ctx.shutdown.token.cancelled() => break,
-        };
-        let (mut socket, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!(error = %e, "pop3 accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = socket.set_nodelay(true);
-        let Some(guard) = ctx.limiter.try_acquire(peer.ip()) else {
-            if !implicit_tls {
-                ctx.shutdown.tracker.spawn(async move {
-                    let _ = socket
-                        .write_all(b"-ERR [SYS/TEMP] Too many connections from your address\r\n")
-                        .await;
-                });
-            }
-            continue;
-        };
-        let ctx = Arc::clone(&ctx);
-        let span = tracing::info_span!("pop3", client = %peer, tls = implicit_tls);
-        ctx.shutdown.tracker.clone().spawn(
+    let acceptor = Acceptor {
+        name: if implicit_tls { "pop3s" } else { "pop3" },
+        limiter: Arc::clone(&ctx.limiter),
+        refusal: (!implicit_tls)
+            .then_some(&b"-ERR [SYS/TEMP] Too many connections from your address\r\n"[..]),
+        shutdown: ctx.shutdown.clone(),
+    };
+    acceptor
+        .run(listener, |socket, peer, guard| {
+            let ctx = Arc::clone(&ctx);
+            let span = tracing::info_span!("pop3", client = %peer, tls = implicit_tls);
             async move {
                 let _guard = guard;
                 if let Some(stream) = open(socket, &ctx, implicit_tls).await {
                     Session::new(&ctx, stream, peer, implicit_tls).run().await;
                 }
             }
-            .instrument(span),
-        );
-    }
+            .instrument(span)
+        })
+        .await;
 }
 
 async fn open(socket: TcpStream, ctx: &Context, implicit_tls: bool) -> Option<Stream> {

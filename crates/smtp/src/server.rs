@@ -1,12 +1,10 @@
 //! The SMTP listener: accepts connections, applies per-client limits and
 //! starts a gate session for each.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use net::{ConnLimiter, Shutdown, TlsAcceptor};
+use net::{Acceptor, ConnLimiter, Shutdown, TlsAcceptor};
 use store::{DirectoryWatch, Store};
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tracing::Instrument;
 
@@ -39,42 +37,23 @@ pub struct Context {
 
 /// Accepts connections on `listener` until shutdown.
 pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = ctx.shutdown.token.cancelled() => break,
-        };
-        let (mut socket, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                // Out of file descriptors and the like: back off briefly.
-                tracing::warn!(error = %e, "smtp accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = socket.set_nodelay(true);
-        let Some(guard) = ctx.limiter.try_acquire(peer.ip()) else {
-            tracing::info!(client = %peer.ip(), "smtp connection refused: too many from this address");
-            ctx.shutdown.tracker.spawn(async move {
-                let _ = socket
-                    .write_all(b"421 4.7.0 Too many connections from your address, try later\r\n")
+    let acceptor = Acceptor {
+        name: "smtp",
+        limiter: Arc::clone(&ctx.limiter),
+        refusal: Some(b"421 4.7.0 Too many connections from your address, try later\r\n"),
+        shutdown: ctx.shutdown.clone(),
+    };
+    acceptor
+        .run(listener, |socket, peer, guard| {
+            let ctx = Arc::clone(&ctx);
+            async move {
+                let _guard = guard;
+                let span = tracing::info_span!("smtp", client = %peer);
+                Session::new(&ctx, Box::new(socket), peer)
+                    .run()
+                    .instrument(span)
                     .await;
-            });
-            continue;
-        };
-        let ctx = Arc::clone(&ctx);
-        ctx.shutdown.tracker.clone().spawn(async move {
-            let _guard = guard;
-            session(socket, peer, ctx).await;
-        });
-    }
-}
-
-async fn session(socket: tokio::net::TcpStream, peer: SocketAddr, ctx: Arc<Context>) {
-    let span = tracing::info_span!("smtp", client = %peer);
-    Session::new(&ctx, Box::new(socket), peer)
-        .run()
-        .instrument(span)
+            }
+        })
         .await;
 }
