@@ -55,10 +55,30 @@ enum Command {
         #[command(subcommand)]
         command: dnsbl_server::DnsblCommand,
     },
+    /// Load tests against any mail server (this one or another).
+    Bench {
+        #[command(subcommand)]
+        command: Box<bench::Command>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Bench { command } = cli.command {
+        // A client of any server: it takes no Sluice config.
+        let result = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(bench::run(*command)));
+        return match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("sluice bench: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Command::Scan(args) = cli.command {
         // Limits come from the config's [scan] section when one is given.
         return match config::load(cli.config.as_deref(), cli.data.as_deref()) {
@@ -80,7 +100,7 @@ fn main() -> ExitCode {
                 Command::User { action } => admin::user(&config, action).await,
                 Command::Alias { action } => admin::alias(&config, action).await,
                 Command::Dnsbl { command } => dnsbl_server::run(command).await,
-                Command::Scan(_) => unreachable!("handled above"),
+                Command::Scan(_) | Command::Bench { .. } => unreachable!("handled above"),
             }
         })
     });

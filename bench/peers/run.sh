@@ -1,0 +1,343 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: Sluice against Postfix + Dovecot on this machine,
+# in one run, with the same `sluice bench` workloads, printing a ratio table.
+#
+# Installs Postfix and Dovecot from Debian when missing, runs everything on
+# loopback ports from configs in a temp directory (the system's /etc/postfix
+# and /etc/dovecot are not touched), and stops every daemon and removes the
+# temp directory when it exits, however it exits. Needs root (packages,
+# mail owned by the `mail` user).
+#
+#   bench/peers/run.sh                  # everything, default sizes
+#   QUICK=1 bench/peers/run.sh          # short runs, small IMAP mailbox
+#
+# Environment:
+#   SLUICE        the sluice binary                      (default: sluice)
+#   BENCH         the bench command                      (default: "$SLUICE bench")
+#   DURATION      seconds per SMTP run                   (default: 20; QUICK: 5)
+#   POP3_FILL     messages per account before POP3       (default: 200; QUICK: 50)
+#   IMAP_MESSAGES messages in the IMAP mailbox           (default: 21282; QUICK: 1046)
+#   USERS         SMTP accounts user1..userN@example.org (default: 20), and as
+#                 many POP3 accounts pop1..popN; IMAP uses imap1
+#   OPEN_RATE     legitimate sessions/s of the open-model goodput sweep (100)
+#   OUT           directory kept for the JSON reports    (default: none, temp)
+#   SLUICE_IMAP   1: give Sluice an IMAP listener and run the IMAP requests
+#                 on it too, cold by restarting it (once Sluice has IMAP)
+set -euo pipefail
+
+QUICK=${QUICK:-}
+SLUICE=${SLUICE:-sluice}
+BENCH=${BENCH:-"$SLUICE bench"}
+DURATION=${DURATION:-$([ -n "$QUICK" ] && echo 5 || echo 20)}
+POP3_FILL=${POP3_FILL:-$([ -n "$QUICK" ] && echo 50 || echo 200)}
+IMAP_MESSAGES=${IMAP_MESSAGES:-$([ -n "$QUICK" ] && echo 1046 || echo 21282)}
+USERS=${USERS:-20}
+OPEN_RATE=${OPEN_RATE:-100}
+DOMAIN=example.org
+PASSWORD=password
+
+# Loopback ports, away from the usual ones.
+S_SMTP=22525 S_POP3=22110 S_IMAP=22143
+P_SMTP=23525 D_POP3=23110 D_IMAP=23143
+
+log() { printf '== %s\n' "$*" >&2; }
+die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (installs packages, runs daemons)"
+command -v "${SLUICE%% *}" >/dev/null 2>&1 || [ -x "${SLUICE%% *}" ] || die "no sluice binary: set SLUICE"
+
+for port in $S_SMTP $S_POP3 $S_IMAP $P_SMTP $D_POP3 $D_IMAP; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        die "port $port is in use"
+    fi
+done
+
+# --- packages ---------------------------------------------------------------
+need=()
+command -v postfix >/dev/null || need+=(postfix)
+command -v dovecot >/dev/null || need+=(dovecot-core)
+[ -e /usr/lib/dovecot/imap ] || need+=(dovecot-imapd)
+[ -e /usr/lib/dovecot/pop3 ] || need+=(dovecot-pop3d)
+[ -e /usr/lib/dovecot/lmtp ] || need+=(dovecot-lmtpd)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+    log "installing ${need[*]}"
+    echo "postfix postfix/main_mailer_type select Local only" | debconf-set-selections
+    echo "postfix postfix/mailname string localhost" | debconf-set-selections
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
+fi
+
+# --- temp tree and cleanup --------------------------------------------------
+T=$(mktemp -d /tmp/sluice-peers.XXXXXX)
+chmod 755 "$T"
+SLUICE_PID=
+cleanup() {
+    set +e
+    [ -f "$T/sluice/pid" ] && SLUICE_PID=$(cat "$T/sluice/pid")
+    if [ -n "$SLUICE_PID" ]; then
+        kill "$SLUICE_PID" 2>/dev/null
+        for _ in $(seq 1 50); do kill -0 "$SLUICE_PID" 2>/dev/null || break; sleep 0.2; done
+    fi
+    local pids=
+    pids="$(cat "$T/pf/queue/pid/master.pid" "$T/dovecot-run/master.pid" 2>/dev/null | tr -s ' \n' ' ')"
+    [ -f "$T/pf/main.cf" ] && postfix -c "$T/pf" stop >/dev/null 2>&1
+    [ -f "$T/dovecot.conf" ] && doveadm -c "$T/dovecot.conf" stop >/dev/null 2>&1
+    # Wait for the masters (by their pid files) to finish their shutdown
+    # before removing their files.
+    for pid in $pids; do
+        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+        kill -9 "$pid" 2>/dev/null
+    done
+    rm -rf "$T"
+}
+trap cleanup EXIT INT TERM
+
+# --- Sluice -----------------------------------------------------------------
+mkdir -p "$T/sluice"
+cat >"$T/sluice/sluice.toml" <<EOF
+hostname = "mx.$DOMAIN"
+data_dir = "$T/sluice/data"
+[listen]
+smtp = "127.0.0.1:$S_SMTP"
+pop3 = "127.0.0.1:$S_POP3"
+$([ "${SLUICE_IMAP:-}" = 1 ] && echo "imap = \"127.0.0.1:$S_IMAP\"" || true)
+[log]
+level = "warn"
+EOF
+sl() { $SLUICE --config "$T/sluice/sluice.toml" "$@"; }
+ACCOUNTS=$(for i in $(seq 1 "$USERS"); do echo "user$i@$DOMAIN pop$i@$DOMAIN"; done; echo "imap1@$DOMAIN")
+sl domain add "$DOMAIN" >/dev/null
+for a in $ACCOUNTS; do
+    echo "$PASSWORD" | sl user add "$a" --password-stdin >/dev/null
+done
+start_sluice() {
+    $SLUICE serve --config "$T/sluice/sluice.toml" >"$T/sluice/serve.log" 2>&1 &
+    SLUICE_PID=$!
+    wait_port $S_SMTP && wait_port $S_POP3
+    echo "$SLUICE_PID" >"$T/sluice/pid"
+}
+
+wait_port() {
+    for _ in $(seq 1 200); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    die "nothing listens on port $1"
+}
+start_sluice
+log "sluice on smtp $S_SMTP, pop3 $S_POP3"
+
+# --- Dovecot (IMAP, POP3, LMTP) ---------------------------------------------
+mkdir -p "$T/mail"
+chown mail:mail "$T/mail"
+: >"$T/passwd"
+for a in $ACCOUNTS; do
+    echo "$a:{PLAIN}$PASSWORD:8:8::$T/mail/$a::" >>"$T/passwd"
+done
+cat >"$T/dovecot.conf" <<EOF
+base_dir = $T/dovecot-run
+state_dir = $T/dovecot-state
+log_path = $T/dovecot.log
+protocols = imap pop3 lmtp
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+mail_location = maildir:$T/mail/%u
+mail_uid = mail
+mail_gid = mail
+first_valid_uid = 8
+first_valid_gid = 8
+passdb {
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u $T/passwd
+}
+userdb {
+  driver = passwd-file
+  args = username_format=%u $T/passwd
+}
+service imap-login {
+  inet_listener imap {
+    address = 127.0.0.1
+    port = $D_IMAP
+  }
+  inet_listener imaps {
+    port = 0
+  }
+}
+service pop3-login {
+  inet_listener pop3 {
+    address = 127.0.0.1
+    port = $D_POP3
+  }
+  inet_listener pop3s {
+    port = 0
+  }
+}
+service lmtp {
+  unix_listener $T/lmtp {
+    mode = 0666
+  }
+}
+EOF
+dovecot -c "$T/dovecot.conf" >"$T/dovecot.out" 2>&1
+wait_port $D_IMAP && wait_port $D_POP3
+log "dovecot on imap $D_IMAP, pop3 $D_POP3, lmtp $T/lmtp"
+
+# --- Postfix -> Dovecot LMTP -> Maildir -------------------------------------
+mkdir -p "$T/pf/queue" "$T/pf/data"
+chown postfix "$T/pf/data"
+: >"$T/pf/vmailbox"
+for a in $ACCOUNTS; do echo "$a OK" >>"$T/pf/vmailbox"; done
+cat >"$T/pf/main.cf" <<EOF
+compatibility_level = 3.6
+queue_directory = $T/pf/queue
+data_directory = $T/pf/data
+mail_owner = postfix
+setgid_group = postdrop
+inet_interfaces = 127.0.0.1
+inet_protocols = ipv4
+myhostname = mx.$DOMAIN
+mydestination =
+mynetworks = 127.0.0.0/8
+local_recipient_maps =
+virtual_mailbox_domains = $DOMAIN
+virtual_mailbox_maps = texthash:$T/pf/vmailbox
+virtual_transport = lmtp:unix:$T/lmtp
+default_transport = error
+relay_transport = error
+disable_dns_lookups = yes
+smtpd_recipient_restrictions = permit_mynetworks, reject_unauth_destination
+smtpd_client_connection_count_limit = 0
+# No DNS here: client names would be looked up for every 127.x source.
+smtpd_peername_lookup = no
+maillog_file = $T/pf/maillog
+maillog_file_prefixes = $T
+biff = no
+EOF
+# Debian's master.cf with chroot off (our queue is not a chroot jail) and
+# the SMTP listener on our loopback port.
+awk -v port="127.0.0.1:$P_SMTP" '
+    /^#/ || /^[ \t]/ || NF < 8 { print; next }
+    { if ($1 == "smtp" && $2 == "inet") $1 = port; $5 = "n"; print }
+' /etc/postfix/master.cf >"$T/pf/master.cf"
+grep -q '^postlog' "$T/pf/master.cf" ||
+    echo "postlog   unix-dgram n  -       n       -       1       postlogd" >>"$T/pf/master.cf"
+postfix -c "$T/pf" check >/dev/null 2>&1 || true
+postfix -c "$T/pf" start >"$T/pf/start.log" 2>&1 || { cat "$T/pf/start.log"; die "postfix did not start"; }
+wait_port $P_SMTP
+log "postfix on smtp $P_SMTP"
+
+# --- workloads --------------------------------------------------------------
+R="${OUT:-$T/reports}"
+mkdir -p "$R"
+COMMON=(--user-count "$USERS" --domain "$DOMAIN" --password "$PASSWORD")
+POP=(--user-count "$USERS" --user-prefix pop --domain "$DOMAIN" --password "$PASSWORD")
+bench() { # NAME ARGS...: runs one bench command, JSON to $R/NAME.json
+    local name=$1; shift
+    log "$name: $BENCH $*"
+    $BENCH "$@" --json >"$R/$name.json"
+}
+
+for side in sluice peers; do
+    if [ $side = sluice ]; then smtp=127.0.0.1:$S_SMTP pop3=127.0.0.1:$S_POP3
+    else smtp=127.0.0.1:$P_SMTP pop3=127.0.0.1:$D_POP3; fi
+    bench "$side-smtp-1rcpt" smtp --server "$smtp" "${COMMON[@]}" --connections 10 --size 4k \
+        --recipients 1 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+    bench "$side-smtp-15rcpt" smtp --server "$smtp" "${COMMON[@]}" --connections 10 --size 4k \
+        --recipients 15 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+    bench "$side-smtp-bounce" smtp --server "$smtp" "${COMMON[@]}" --connections 10 --size 4k \
+        --recipients 1 --bounce-ratio 0,0.3,0.6,0.9 --sources 1024 --per-prefix 16 \
+        --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+    # The study's goodput experiment: legitimate sessions arrive at a fixed
+    # rate, bounce sessions on top; an ideal server's goodput stays flat.
+    bench "$side-smtp-open" smtp --server "$smtp" "${COMMON[@]}" --rate "$OPEN_RATE" --legit-rate \
+        --connections 1000 --size 4k --recipients 1 --bounce-ratio 0,0.3,0.6,0.9 \
+        --sources 1024 --per-prefix 16 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+    # Fill the POP3 accounts (untouched by the SMTP runs), then time 5
+    # rabid-like clients draining them (RETR up to 5 and DELE per session).
+    bench "$side-pop3" pop3 --server "$pop3" "${POP[@]}" --clients 5 --retrieve 5 \
+        --fill "$POP3_FILL" --smtp "$smtp" --fill-size 0-5k --until-empty --duration 600
+done
+
+# IMAP: Dovecot always; Sluice when it listens for IMAP.
+cat >"$T/cold-dovecot.sh" <<EOF
+#!/bin/sh
+pid=\$(cat $T/dovecot-run/master.pid)
+doveadm -c $T/dovecot.conf stop >/dev/null 2>&1
+while kill -0 "\$pid" 2>/dev/null; do sleep 0.1; done
+sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
+dovecot -c $T/dovecot.conf
+EOF
+chmod +x "$T/cold-dovecot.sh"
+bench peers-imap imap --server "127.0.0.1:$D_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
+    --load "$IMAP_MESSAGES" --repeat 3 --cold-cmd "$T/cold-dovecot.sh"
+if [ "${SLUICE_IMAP:-}" = 1 ]; then
+    # Cold for Sluice: stop it, drop the page cache, start it on the same data.
+    cat >"$T/cold-sluice.sh" <<EOF
+#!/bin/sh
+pid=\$(cat $T/sluice/pid)
+kill "\$pid"
+while kill -0 "\$pid" 2>/dev/null; do sleep 0.1; done
+sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
+$SLUICE serve --config $T/sluice/sluice.toml >>$T/sluice/serve.log 2>&1 &
+echo \$! >$T/sluice/pid
+EOF
+    chmod +x "$T/cold-sluice.sh"
+    bench sluice-imap imap --server "127.0.0.1:$S_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
+        --load "$IMAP_MESSAGES" --repeat 3 --cold-cmd "$T/cold-sluice.sh"
+else
+    log "sluice IMAP not asked for (SLUICE_IMAP=1): IMAP rows show Dovecot only"
+fi
+
+# --- the table --------------------------------------------------------------
+python3 - "$R" "$DURATION" "$IMAP_MESSAGES" <<'EOF'
+import json, os, sys
+r, duration, imap_n = sys.argv[1], sys.argv[2], sys.argv[3]
+def load(name):
+    p = os.path.join(r, name + ".json")
+    return json.load(open(p)) if os.path.exists(p) else None
+rows = []
+def row(what, s, p, higher_better=True):
+    if s is None or p is None or p == 0:
+        ratio = "-"
+    else:
+        ratio = "%.2f" % (s / p if higher_better else p / s if s else float("inf"))
+    f = lambda v: "-" if v is None else ("%.1f" % v if abs(v) < 100 else "%.0f" % v)
+    rows.append((what, f(s), f(p), ratio))
+for rc in ("1rcpt", "15rcpt"):
+    s, p = load("sluice-smtp-" + rc), load("peers-smtp-" + rc)
+    n = rc.replace("rcpt", "")
+    row(f"SMTP 4KB 10 conn {n} rcpt: accepted msgs/s", s["runs"][0]["accepted_per_s"], p["runs"][0]["accepted_per_s"])
+    row(f"SMTP 4KB 10 conn {n} rcpt: delivered/s (incl. queue drain)",
+        s["runs"][0]["verified"]["delivered_per_s"], p["runs"][0]["verified"]["delivered_per_s"])
+    row(f"SMTP 4KB 10 conn {n} rcpt: p99 latency ms (lower better)",
+        s["runs"][0]["message_latency"]["p99_ms"], p["runs"][0]["message_latency"]["p99_ms"], False)
+s, p = load("sluice-smtp-bounce"), load("peers-smtp-bounce")
+for a, b in zip(s["runs"], p["runs"]):
+    row("closed 10 conn: goodput msgs/s at bounce ratio %.1f" % a["bounce_ratio"], a["goodput_per_s"], b["goodput_per_s"])
+s, p = load("sluice-smtp-open"), load("peers-smtp-open")
+for a, b in zip(s["runs"], p["runs"]):
+    row("open model %s: goodput/s at bounce %.1f" % (s["model"].split(", ")[1].split(" ")[0] + " legit/s", a["bounce_ratio"]),
+        a["goodput_per_s"], b["goodput_per_s"])
+s, p = load("sluice-pop3"), load("peers-pop3")
+row("POP3 5 clients: transactions/min", s["sessions_per_min"], p["sessions_per_min"])
+row("POP3 5 clients: messages retrieved/min", s["retrieved_per_min"], p["retrieved_per_min"])
+si, pi = load("sluice-imap"), load("peers-imap")
+if pi:
+    for k, q in enumerate(pi["requests"]):
+        sv = si["requests"][k]["warm_mean_ms"] if si else None
+        row("IMAP %s on %s msgs: warm ms (lower better)" % (q["name"], imap_n), sv, q["warm_mean_ms"] or None, False)
+        if q.get("cold_ms") is not None:
+            sc = si["requests"][k].get("cold_ms") if si else None
+            row("IMAP %s on %s msgs: cold ms (lower better)" % (q["name"], imap_n), sc, q["cold_ms"], False)
+w = max(len(x[0]) for x in rows)
+print()
+print("%-*s  %12s  %16s  %7s" % (w, "workload (SMTP runs %s s)" % duration, "sluice", "postfix+dovecot", "ratio"))
+print("-" * (w + 43))
+for what, a, b, c in rows:
+    print("%-*s  %12s  %16s  %7s" % (w, what, a, b, c))
+print("\nratio > 1: Sluice better (higher rate, or lower time).")
+EOF
+[ -n "${OUT:-}" ] && log "JSON reports kept in $OUT"

@@ -1,0 +1,257 @@
+//! Test kit for the bench workloads: starts a real `sluice serve` (or a
+//! Dovecot from its own config file) on 127.0.0.1 with a temp directory,
+//! creates the domain and users through the real command line, and runs
+//! `bench` subcommands through the library, returning their JSON reports.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+pub const DOMAIN: &str = "example.org";
+pub const PASSWORD: &str = "password";
+
+/// Parses `args` as a `bench` command line and returns its JSON report.
+pub fn bench(args: &[&str]) -> serde_json::Value {
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: bench::Command,
+    }
+    let cli = Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("bad bench arguments {args:?}: {e}"));
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(bench::report(cli.cmd))
+        .unwrap_or_else(|e| panic!("bench {args:?} failed: {e:#}"))
+}
+
+/// The `sluice` binary: `$SLUICE_BIN`, else the one cargo built next to
+/// this test (`cargo test --workspace` builds it; tests run from
+/// `<target>/<profile>/deps/`).
+pub fn sluice_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("SLUICE_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("<target>/<profile>/deps/test")
+        .join("sluice")
+}
+
+/// A running Sluice with `users` accounts `user1@example.org` … .
+pub struct Sluice {
+    pub dir: tempfile::TempDir,
+    child: Child,
+    pub smtp: SocketAddr,
+    pub pop3: SocketAddr,
+}
+
+impl Sluice {
+    pub fn start(users: usize) -> Sluice {
+        let bin = sluice_bin();
+        assert!(
+            bin.exists(),
+            "no sluice binary at {} (build it, or set SLUICE_BIN)",
+            bin.display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("sluice.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n",
+                dir.path().join("data")
+            ),
+        )
+        .unwrap();
+        let cli = |args: &[&str], stdin: &str| {
+            let mut c = Command::new(&bin)
+                .arg("--config")
+                .arg(&config)
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "sluice {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        // Accounts exist before the server starts: no wait for it to see them.
+        cli(&["domain", "add", DOMAIN], "");
+        for i in 1..=users {
+            cli(
+                &[
+                    "user",
+                    "add",
+                    &format!("user{i}@{DOMAIN}"),
+                    "--password-stdin",
+                ],
+                &format!("{PASSWORD}\n"),
+            );
+        }
+        let mut child = Command::new(&bin)
+            .args(["serve", "--config"])
+            .arg(&config)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let (mut smtp, mut pop3) = (None, None);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while smtp.is_none() || pop3.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).expect("sluice did not start");
+            if !line.contains("listening") {
+                continue;
+            }
+            let field = |name: &str| {
+                let start = line.find(name).unwrap() + name.len();
+                line[start..].split_whitespace().next().unwrap().to_string()
+            };
+            let addr: SocketAddr = field("addr=").parse().unwrap();
+            match field("listener=").as_str() {
+                "smtp" => smtp = Some(addr),
+                "pop3" => pop3 = Some(addr),
+                _ => {}
+            }
+        }
+        Sluice {
+            dir,
+            child,
+            smtp: smtp.unwrap(),
+            pop3: pop3.unwrap(),
+        }
+    }
+}
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A Dovecot (IMAP only) from its own config file in a temp directory,
+/// with plain-text passwords, Maildir under the temp directory, mail
+/// owned by the `mail` user.
+pub struct Dovecot {
+    pub dir: tempfile::TempDir,
+    child: Child,
+    pub imap: SocketAddr,
+}
+
+impl Dovecot {
+    /// None (with a message) when Dovecot is not installed.
+    pub fn start(users: usize) -> Option<Dovecot> {
+        if Command::new("dovecot").arg("--version").output().is_err() {
+            eprintln!(
+                "SKIP: dovecot is not installed (apt-get install dovecot-core dovecot-imapd)"
+            );
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mail = d.join("mail");
+        std::fs::create_dir_all(&mail).unwrap();
+        let ok = Command::new("chown")
+            .arg("mail:mail")
+            .arg(&mail)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "chown mail: the test must run as root");
+        // Dovecot's processes must reach the directory.
+        let ok = Command::new("chmod").arg("755").arg(d).status().unwrap();
+        assert!(ok.success());
+        let passwd: String = (1..=users)
+            .map(|i| format!("user{i}@{DOMAIN}:{{PLAIN}}{PASSWORD}\n"))
+            .collect();
+        std::fs::write(d.join("passwd"), passwd).unwrap();
+        let port = free_port();
+        let conf = format!(
+            "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {d}/dovecot.log\nprotocols = imap\nlisten = 127.0.0.1\nssl = no\ndisable_plaintext_auth = no\nauth_mechanisms = plain login\nmail_location = maildir:{d}/mail/%u\nmail_uid = mail\nmail_gid = mail\nfirst_valid_uid = 8\nfirst_valid_gid = 8\npassdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {d}/passwd\n}}\nuserdb {{\n  driver = static\n  args = home={d}/mail/%u\n}}\nservice imap-login {{\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n  inet_listener imaps {{\n    port = 0\n  }}\n}}\n",
+            d = d.display()
+        );
+        std::fs::write(d.join("dovecot.conf"), conf).unwrap();
+        let child = Command::new("dovecot")
+            .arg("-F")
+            .arg("-c")
+            .arg(d.join("dovecot.conf"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let imap: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(s) = std::net::TcpStream::connect(imap) {
+                let mut line = String::new();
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let _ = BufReader::new(s).read_line(&mut line);
+                if line.starts_with("* OK") {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "dovecot did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(Dovecot { dir, child, imap })
+    }
+}
+
+impl Drop for Dovecot {
+    fn drop(&mut self) {
+        // SIGTERM lets the master stop its children.
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The number at `path` (`a.b.c`) of a JSON report.
+pub fn at(v: &serde_json::Value, path: &str) -> f64 {
+    let mut cur = v;
+    for part in path.split('.') {
+        cur = match part.parse::<usize>() {
+            Ok(i) => &cur[i],
+            Err(_) => &cur[part],
+        };
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number in {v:#}"))
+}
