@@ -253,3 +253,31 @@ async fn concurrent_deliveries_all_land_with_distinct_uids() {
         "{before:?} -> {after:?}"
     );
 }
+
+#[tokio::test]
+async fn the_log_is_checkpointed_into_the_database_in_the_background() {
+    let (dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    let db_file = dir.path().join("sluice.db");
+    let before = std::fs::metadata(&db_file).unwrap().len();
+    let mut w = store.message_writer();
+    w.write(b"Subject: bulky\r\n\r\n").await.unwrap();
+    w.write(&vec![b'z'; 4 * CHUNK_SIZE]).await.unwrap();
+    w.deliver(Delivery {
+        mailboxes: vec![mbox],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    // Commits never checkpoint (wal_autocheckpoint is off); the checkpoint
+    // thread moves the pages into the database file on its own.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::metadata(&db_file).unwrap().len() < before + 4 * CHUNK_SIZE as u64 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint within 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

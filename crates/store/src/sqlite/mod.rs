@@ -2,6 +2,7 @@
 //! mode, with one writer thread ([`writer`]) and a pool of readers
 //! ([`pool`]).
 
+mod checkpoint;
 mod message;
 mod pool;
 mod schema;
@@ -65,6 +66,7 @@ pub(crate) struct Inner {
     writer: Writer,
     readers: Arc<ReadPool>,
     path: PathBuf,
+    _checkpointer: checkpoint::Checkpointer,
 }
 
 fn now() -> i64 {
@@ -132,6 +134,11 @@ impl SqliteStore {
         let path = dir.join("sluice.db");
         let mut conn = open_connection(&path)?;
         schema::migrate(&mut conn)?;
+        // Checkpoints happen in their own thread, not inside a commit.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        // A WAL file left larger than this after a checkpoint is cut back.
+        conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
+        let checkpointer = checkpoint::Checkpointer::start(&path)?;
         let readers = ReadPool::open(&path, options.readers.max(1))?;
         let writer = Writer::start(conn, options.group_commit);
         Ok(SqliteStore {
@@ -139,6 +146,7 @@ impl SqliteStore {
                 writer,
                 readers,
                 path,
+                _checkpointer: checkpointer,
             }),
         })
     }
