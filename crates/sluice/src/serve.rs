@@ -128,9 +128,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for l in pop3s_listeners {
         accept_loops.spawn(pop3::serve(l, Arc::clone(&pop3_ctx), true));
     }
+    // Handlers are in place before anyone is told the server is up.
+    let stop = stop_signal()?;
     tracing::info!(hostname = %config.hostname, data = %config.data_dir.display(), "sluice started");
 
-    stop_signal().await?;
+    stop.await;
     tracing::info!("stopping: no new connections, waiting for sessions to finish");
     shutdown.token.cancel();
     while accept_loops.join_next().await.is_some() {}
@@ -224,13 +226,15 @@ fn blocklist_policy(config: &Config) -> anyhow::Result<Option<smtp::BlocklistPol
     }))
 }
 
-async fn stop_signal() -> anyhow::Result<()> {
+/// Resolves at SIGTERM or SIGINT; the handlers are installed at the call.
+fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    Ok(())
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
 }
