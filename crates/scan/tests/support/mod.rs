@@ -35,29 +35,14 @@ pub fn eicar_ndb() -> String {
 }
 
 pub fn b64(data: &[u8]) -> Vec<u8> {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::new();
-    for (i, c) in data.chunks(3).enumerate() {
-        if i > 0 && i % 19 == 0 {
-            out.extend_from_slice(b"\r\n");
-        }
-        let v = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        out.push(A[(v >> 18) as usize & 63]);
-        out.push(A[(v >> 12) as usize & 63]);
-        out.push(if c.len() > 1 {
-            A[(v >> 6) as usize & 63]
-        } else {
-            b'='
-        });
-        out.push(if c.len() > 2 {
-            A[v as usize & 63]
-        } else {
-            b'='
-        });
+    use base64::Engine;
+    // MIME bodies: 76-character lines (RFC 2045 §6.8).
+    let text = base64::engine::general_purpose::STANDARD.encode(data);
+    let mut out = Vec::with_capacity(text.len() * 78 / 76 + 2);
+    for line in text.as_bytes().chunks(76) {
+        out.extend_from_slice(line);
+        out.extend_from_slice(b"\r\n");
     }
-    out.extend_from_slice(b"\r\n");
     out
 }
 
