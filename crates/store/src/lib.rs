@@ -22,8 +22,9 @@ pub use directory::{normalize_address, Directory, Resolution};
 pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
-    AccountId, AliasEntry, BlobId, Delivery, DeliveryReceipt, MailboxId, MailboxInfo, MessageEntry,
-    QueuedRecipient, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
+    AccountId, AliasEntry, BlobId, Delivery, DeliveryReceipt, FlagChange, MailboxId, MailboxInfo,
+    MessageEntry, QueuedRecipient, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED,
+    FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
 pub use sqlite::{SqliteOptions, SqliteStore, WriterStats};
@@ -97,6 +98,29 @@ pub trait Store: Send + Sync + 'static {
     async fn expunge(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<()>;
     /// Recipients waiting in the outbound queue.
     async fn queued(&self) -> Result<Vec<QueuedRecipient>>;
+
+    /// Changes the flags of messages in one transaction. Only messages whose
+    /// flags really change get a new modification sequence (RFC 7162 §3);
+    /// they are returned as they are now.
+    async fn update_flags(
+        &self,
+        mailbox: MailboxId,
+        uids: &[Uid],
+        change: FlagChange,
+        flags: u32,
+    ) -> Result<Vec<MessageEntry>>;
+    /// Copies messages into another mailbox without copying their text: the
+    /// copies reference the same blobs. Returns `(source uid, new uid)` in
+    /// UID order (RFC 4315 COPYUID).
+    async fn copy_messages(
+        &self,
+        from: MailboxId,
+        uids: &[Uid],
+        to: MailboxId,
+    ) -> Result<Vec<(Uid, Uid)>>;
+    /// Removes every message flagged `\Deleted` in one statement and returns
+    /// their UIDs (IMAP EXPUNGE).
+    async fn expunge_deleted(&self, mailbox: MailboxId) -> Result<Vec<Uid>>;
 }
 
 /// A message being written into the store, piece by piece.

@@ -101,3 +101,15 @@ pub struct QueuedRecipient {
     /// Attempts made so far.
     pub attempts: u32,
 }
+
+/// How a flag update combines with the flags a message has (RFC 3501
+/// §6.4.6: `+FLAGS`, `-FLAGS`, `FLAGS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagChange {
+    /// Set these flags, keep the others.
+    Add,
+    /// Clear these flags, keep the others.
+    Remove,
+    /// Make these the message's flags.
+    Replace,
+}

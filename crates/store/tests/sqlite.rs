@@ -281,3 +281,123 @@ async fn the_log_is_checkpointed_into_the_database_in_the_background() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+async fn deliver_n(store: &SqliteStore, mailbox: i64, n: usize) {
+    for i in 0..n {
+        let mut w = store.message_writer();
+        w.write(format!("Subject: m{i}\r\n\r\nbody {i}\r\n").as_bytes())
+            .await
+            .unwrap();
+        w.deliver(Delivery {
+            mailboxes: vec![mailbox],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn copies_share_blobs_and_get_new_uids_in_order() {
+    let (_dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let inbox_id = inbox(&store, "a@example.org").await;
+    let archive = store
+        .mailbox(
+            store
+                .load_directory()
+                .await
+                .unwrap()
+                .account("a@example.org")
+                .unwrap()
+                .id,
+            "Archive",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    deliver_n(&store, inbox_id, 4).await;
+    let chunks = count(&store, "SELECT count(*) FROM blob_chunks");
+    let map = store
+        .copy_messages(inbox_id, &[4, 2, 3, 99], archive.id)
+        .await
+        .unwrap();
+    assert_eq!(map, vec![(2, 1), (3, 2), (4, 3)]);
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM blob_chunks"),
+        chunks,
+        "no text copied"
+    );
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM blobs WHERE refcount = 2"),
+        3
+    );
+    let copies = store.list_messages(archive.id).await.unwrap();
+    let originals = store.list_messages(inbox_id).await.unwrap();
+    assert_eq!(copies[0].blob, originals[1].blob);
+    // The source can go; the copies stay readable.
+    store.expunge(inbox_id, &[1, 2, 3, 4]).await.unwrap();
+    assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 3);
+    assert!(store.read_chunk(copies[2].blob, 0).await.unwrap().is_some());
+    let next = store
+        .mailbox(archive.account, "Archive")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.uid_next, 4);
+}
+
+#[tokio::test]
+async fn flag_updates_touch_only_what_changes_and_expunge_takes_the_deleted() {
+    use store::{FlagChange, FLAG_DELETED, FLAG_FLAGGED, FLAG_SEEN};
+    let (_dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    deliver_n(&store, mbox, 5).await;
+    let changed = store
+        .update_flags(mbox, &[1, 2], FlagChange::Add, FLAG_SEEN)
+        .await
+        .unwrap();
+    assert_eq!(changed.iter().map(|m| m.uid).collect::<Vec<_>>(), [1, 2]);
+    let modseq = changed[0].modseq;
+    // Already \Seen: nothing changes, so no new modseq for it.
+    let changed = store
+        .update_flags(mbox, &[2, 3], FlagChange::Add, FLAG_SEEN)
+        .await
+        .unwrap();
+    assert_eq!(changed.iter().map(|m| m.uid).collect::<Vec<_>>(), [3]);
+    assert!(changed[0].modseq > modseq);
+    store
+        .update_flags(mbox, &[1], FlagChange::Replace, FLAG_FLAGGED | FLAG_DELETED)
+        .await
+        .unwrap();
+    store
+        .update_flags(mbox, &[3, 4], FlagChange::Add, FLAG_DELETED)
+        .await
+        .unwrap();
+    store
+        .update_flags(mbox, &[4], FlagChange::Remove, FLAG_DELETED)
+        .await
+        .unwrap();
+    let flags: Vec<(u32, u32)> = store
+        .list_messages(mbox)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| (m.uid, m.flags))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            (1, FLAG_FLAGGED | FLAG_DELETED),
+            (2, FLAG_SEEN),
+            (3, FLAG_SEEN | FLAG_DELETED),
+            (4, 0),
+            (5, 0)
+        ]
+    );
+    assert_eq!(store.expunge_deleted(mbox).await.unwrap(), [1, 3]);
+    assert_eq!(store.list_messages(mbox).await.unwrap().len(), 3);
+    assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 3);
+    assert!(store.expunge_deleted(mbox).await.unwrap().is_empty());
+}

@@ -19,7 +19,8 @@ use crate::directory::{normalize_address, AccountEntry, Directory};
 use crate::error::{Result, StoreError};
 use crate::index::IndexedHeaders;
 use crate::model::{
-    AccountId, AliasEntry, BlobId, MailboxId, MailboxInfo, MessageEntry, QueuedRecipient, Uid,
+    AccountId, AliasEntry, BlobId, FlagChange, MailboxId, MailboxInfo, MessageEntry,
+    QueuedRecipient, Uid,
 };
 use crate::password::hash_password;
 use crate::{MessageWriter, Store};
@@ -485,16 +486,7 @@ impl Store for SqliteStore {
                 "SELECT uid, blob_id, size, flags, internal_date, modseq
                  FROM messages WHERE mailbox_id = ?1 ORDER BY uid",
             )?
-            .query_map([mailbox], |r| {
-                Ok(MessageEntry {
-                    uid: r.get(0)?,
-                    blob: r.get(1)?,
-                    size: r.get::<_, i64>(2)? as u64,
-                    flags: r.get(3)?,
-                    internal_date: r.get(4)?,
-                    modseq: r.get::<_, i64>(5)? as u64,
-                })
-            })?
+            .query_map([mailbox], entry_from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -537,10 +529,7 @@ impl Store for SqliteStore {
         if uids.is_empty() {
             return Ok(());
         }
-        let list: Vec<rusqlite::types::Value> = uids
-            .iter()
-            .map(|u| rusqlite::types::Value::Integer(i64::from(*u)))
-            .collect();
+        let list = uid_list(uids);
         self.write(move |c| {
             // One statement for the whole set (rarray is SQLite's carray).
             c.execute(
@@ -576,4 +565,112 @@ impl Store for SqliteStore {
         })
         .await
     }
+
+    async fn update_flags(
+        &self,
+        mailbox: MailboxId,
+        uids: &[Uid],
+        change: FlagChange,
+        flags: u32,
+    ) -> Result<Vec<MessageEntry>> {
+        let list = uid_list(uids);
+        let expr = match change {
+            FlagChange::Add => "flags | ?2",
+            FlagChange::Remove => "flags & ~?2",
+            FlagChange::Replace => "?2",
+        };
+        self.write(move |c| {
+            let modseq: i64 = c.query_row(
+                "UPDATE mailboxes SET highest_modseq = highest_modseq + 1 WHERE id = ?1 RETURNING highest_modseq",
+                [mailbox],
+                |r| r.get(0),
+            )?;
+            let sql = format!(
+                "UPDATE messages SET flags = {expr}, modseq = ?3
+                 WHERE mailbox_id = ?1 AND uid IN rarray(?4) AND flags != {expr}
+                 RETURNING uid, blob_id, size, flags, internal_date, modseq"
+            );
+            let mut changed = c
+                .prepare(&sql)?
+                .query_map(params![mailbox, flags, modseq, Rc::new(list)], entry_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            changed.sort_by_key(|m| m.uid);
+            Ok(changed)
+        })
+        .await
+    }
+
+    async fn copy_messages(
+        &self,
+        from: MailboxId,
+        uids: &[Uid],
+        to: MailboxId,
+    ) -> Result<Vec<(Uid, Uid)>> {
+        let list = uid_list(uids);
+        self.write(move |c| {
+            let list = Rc::new(list);
+            let sources: Vec<Uid> = c
+                .prepare("SELECT uid FROM messages WHERE mailbox_id = ?1 AND uid IN rarray(?2) ORDER BY uid")?
+                .query_map(params![from, Rc::clone(&list)], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            if sources.is_empty() {
+                return Ok(Vec::new());
+            }
+            let n = sources.len() as i64;
+            let (first, modseq): (u32, i64) = c.query_row(
+                "UPDATE mailboxes SET uid_next = uid_next + ?2, highest_modseq = highest_modseq + 1
+                 WHERE id = ?1 RETURNING uid_next - ?2, highest_modseq",
+                params![to, n],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            // One statement for the whole set; the new UIDs follow the
+            // source UID order. The reference-count trigger does the rest.
+            c.execute(
+                "INSERT INTO messages (mailbox_id, uid, blob_id, size, flags, keywords, internal_date, modseq)
+                 SELECT ?1, ?2 + row_number() OVER (ORDER BY uid) - 1, blob_id, size, flags, keywords, internal_date, ?3
+                 FROM messages WHERE mailbox_id = ?4 AND uid IN rarray(?5)",
+                params![to, first, modseq, from, list],
+            )?;
+            Ok(sources.into_iter().zip(first..).collect())
+        })
+        .await
+    }
+
+    async fn expunge_deleted(&self, mailbox: MailboxId) -> Result<Vec<Uid>> {
+        self.write(move |c| {
+            let mut uids = c
+                .prepare(
+                    "DELETE FROM messages WHERE mailbox_id = ?1 AND flags & ?2 != 0 RETURNING uid",
+                )?
+                .query_map(params![mailbox, crate::model::FLAG_DELETED], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<Uid>>>()?;
+            if !uids.is_empty() {
+                c.execute(
+                    "UPDATE mailboxes SET highest_modseq = highest_modseq + 1 WHERE id = ?1",
+                    [mailbox],
+                )?;
+            }
+            uids.sort_unstable();
+            Ok(uids)
+        })
+        .await
+    }
+}
+
+/// UIDs as an `rarray` parameter (SQLite's carray).
+fn uid_list(uids: &[Uid]) -> Vec<rusqlite::types::Value> {
+    uids.iter()
+        .map(|u| rusqlite::types::Value::Integer(i64::from(*u)))
+        .collect()
+}
+
+fn entry_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageEntry> {
+    Ok(MessageEntry {
+        uid: r.get(0)?,
+        blob: r.get(1)?,
+        size: r.get::<_, i64>(2)? as u64,
+        flags: r.get(3)?,
+        internal_date: r.get(4)?,
+        modseq: r.get::<_, i64>(5)? as u64,
+    })
 }
