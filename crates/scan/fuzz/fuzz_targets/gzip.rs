@@ -2,23 +2,9 @@
 //! that it is recognised and unpacked (recursively) with tight limits.
 #![no_main]
 
-use std::sync::{Arc, OnceLock};
+#[path = "../shared/compressed.rs"]
+mod compressed;
 
 use libfuzzer_sys::fuzz_target;
-use scan::{Database, Limits, Scanner};
 
-const MAGIC: &[u8] = &[0x1f, 0x8b, 0x08];
-
-fuzz_target!(|data: &[u8]| {
-    static SCANNER: OnceLock<Scanner> = OnceLock::new();
-    let s = SCANNER.get_or_init(|| {
-        let limits = Limits { max_unpacked_bytes: 16 << 20, ..Limits::default() };
-        Scanner::new(Arc::new(Database::builtin()), limits)
-    });
-    let mut session = s.file_session();
-    session.feed(MAGIC);
-    for chunk in data.chunks(61) {
-        session.feed(chunk);
-    }
-    let _ = session.finish();
-});
+fuzz_target!(|data: &[u8]| compressed::scan_with_magic(&[0x1f, 0x8b, 0x08], data));
