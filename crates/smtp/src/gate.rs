@@ -645,7 +645,7 @@ impl<'a> Session<'a> {
                     sender: env.sender.clone(),
                     mailboxes: env.mailboxes.clone(),
                     remote: env.remote.clone(),
-                    internal_date: None,
+                    ..Default::default()
                 };
                 match writer.deliver(delivery).await {
                     Ok(_) => {

@@ -22,8 +22,8 @@ pub use directory::{normalize_address, Directory, Resolution};
 pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
-    AccountId, AliasEntry, BlobId, Delivery, DeliveryReceipt, FlagChange, MailboxId, MailboxInfo,
-    MessageEntry, QueuedRecipient, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED,
+    AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryReceipt, FlagChange, MailboxId,
+    MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueuedRecipient, Quota, SearchKey, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED,
     FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
@@ -99,15 +99,19 @@ pub trait Store: Send + Sync + 'static {
     /// Recipients waiting in the outbound queue.
     async fn queued(&self) -> Result<Vec<QueuedRecipient>>;
 
-    /// Changes the flags of messages in one transaction. Only messages whose
-    /// flags really change get a new modification sequence (RFC 7162 §3);
-    /// they are returned as they are now.
+    /// Changes the flags and keywords of messages in one transaction. Only
+    /// messages whose flags or keywords really change get a new modification
+    /// sequence (RFC 7162 §3); they are returned as they are now. With
+    /// `unchanged_since` (RFC 7162 UNCHANGEDSINCE), messages whose modseq is
+    /// higher are left alone.
     async fn update_flags(
         &self,
         mailbox: MailboxId,
         uids: &[Uid],
         change: FlagChange,
         flags: u32,
+        keywords: &[String],
+        unchanged_since: Option<u64>,
     ) -> Result<Vec<MessageEntry>>;
     /// Copies messages into another mailbox without copying their text: the
     /// copies reference the same blobs. Returns `(source uid, new uid)` in
@@ -119,8 +123,58 @@ pub trait Store: Send + Sync + 'static {
         to: MailboxId,
     ) -> Result<Vec<(Uid, Uid)>>;
     /// Removes every message flagged `\Deleted` in one statement and returns
-    /// their UIDs (IMAP EXPUNGE).
-    async fn expunge_deleted(&self, mailbox: MailboxId) -> Result<Vec<Uid>>;
+    /// their UIDs (IMAP EXPUNGE). With `uids`, only those (UID EXPUNGE).
+    async fn expunge_deleted(&self, mailbox: MailboxId, uids: Option<&[Uid]>)
+        -> Result<Vec<Uid>>;
+    /// Moves messages to another mailbox in one transaction (RFC 6851):
+    /// the copies reference the same blobs, the originals are expunged.
+    /// Returns `(source uid, new uid)` in UID order.
+    async fn move_messages(
+        &self,
+        from: MailboxId,
+        uids: &[Uid],
+        to: MailboxId,
+    ) -> Result<Vec<(Uid, Uid)>>;
+
+    /// The mailboxes of an account, in name order.
+    async fn list_mailboxes(&self, account: AccountId) -> Result<Vec<MailboxInfo>>;
+    /// Creates a mailbox (a fresh UIDVALIDITY). `Exists` if the name is taken.
+    async fn create_mailbox(
+        &self,
+        account: AccountId,
+        name: &str,
+        special_use: Option<&str>,
+    ) -> Result<MailboxInfo>;
+    /// Deletes a mailbox and its messages. INBOX cannot be deleted, nor a
+    /// mailbox with children (`Invalid`, as Dovecot does).
+    async fn delete_mailbox(&self, account: AccountId, name: &str) -> Result<()>;
+    /// Renames a mailbox and its children (`parent/child` names follow,
+    /// with `/` as the hierarchy separator). Renaming INBOX moves its
+    /// messages into a new mailbox and leaves INBOX empty (RFC 3501 §6.3.5).
+    async fn rename_mailbox(&self, account: AccountId, from: &str, to: &str) -> Result<()>;
+    /// Subscribes or unsubscribes a mailbox.
+    async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool)
+        -> Result<()>;
+    /// Counters for STATUS and SELECT.
+    async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus>;
+    /// Messages added or changed and UIDs expunged after `modseq`.
+    async fn changes_since(&self, mailbox: MailboxId, modseq: u64) -> Result<Changes>;
+    /// Message data for FETCH, in UID order; UIDs not in the mailbox are
+    /// skipped.
+    async fn message_data(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<Vec<MessageData>>;
+    /// The UIDs matching a search, ascending. Header keys match substrings,
+    /// case-insensitively, on the indexed columns. `Body` and `Text` go to
+    /// the full-text index and match whole words (every word of the query,
+    /// as a phrase when there are several), after Unicode case and
+    /// diacritic folding: exact for whole-word queries.
+    async fn search(&self, mailbox: MailboxId, key: &SearchKey) -> Result<Vec<Uid>>;
+    /// An account's storage use and limit.
+    async fn quota(&self, account: AccountId) -> Result<Quota>;
+    /// Sets an account's storage limit (`None` for unlimited).
+    async fn set_quota(&self, address: &str, limit_bytes: Option<u64>) -> Result<()>;
+    /// A receiver that changes whenever a commit touches the mailbox (new
+    /// message, flags, expunge), in this process: IDLE waits on it.
+    fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64>;
 }
 
 /// A message being written into the store, piece by piece.

@@ -35,6 +35,132 @@ pub struct MailboxInfo {
     pub uid_next: Uid,
     /// RFC 7162 HIGHESTMODSEQ.
     pub highest_modseq: u64,
+    /// RFC 6154 special use (`\\Sent`, `\\Trash`, ...).
+    pub special_use: Option<String>,
+    /// In the account's subscription list (RFC 3501 §6.3.6).
+    pub subscribed: bool,
+}
+
+/// Counters of a mailbox, for STATUS and SELECT (RFC 3501 §6.3.10).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MailboxStatus {
+    /// Messages in the mailbox.
+    pub messages: u32,
+    /// Messages without `\\Seen`.
+    pub unseen: u32,
+    /// Messages with `\\Deleted`.
+    pub deleted: u32,
+    /// Sum of message sizes (RFC 8438 STATUS=SIZE).
+    pub size: u64,
+    /// Next UID to be assigned.
+    pub uid_next: Uid,
+    /// UIDVALIDITY.
+    pub uid_validity: u32,
+    /// HIGHESTMODSEQ.
+    pub highest_modseq: u64,
+}
+
+/// What changed in a mailbox after a modification sequence: how a session
+/// catches up with other sessions and with new mail (RFC 7162 §3.1.4).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Messages added or whose flags changed, in UID order, as they are now.
+    pub changed: Vec<MessageEntry>,
+    /// UIDs expunged, in UID order.
+    pub expunged: Vec<Uid>,
+    /// The mailbox's HIGHESTMODSEQ these changes bring the caller to.
+    pub highest_modseq: u64,
+    /// The mailbox's next UID.
+    pub uid_next: Uid,
+}
+
+/// A message with what was computed from it at delivery, so list views and
+/// BODYSTRUCTURE never open its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageData {
+    /// Flags, size, dates.
+    pub entry: MessageEntry,
+    /// Indexed header fields.
+    pub headers: crate::IndexedHeaders,
+    /// MIME structure and envelope.
+    pub structure: mime_tree::MessageStructure,
+    /// The raw top-level header block, including the empty line that ends
+    /// it (at most [`crate::INDEX_WINDOW`] bytes; longer headers are cut).
+    pub header: Vec<u8>,
+}
+
+/// Storage quota of an account (RFC 9208 STORAGE, in octets, and MESSAGE).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quota {
+    /// Octets used by all the account's messages.
+    pub used_bytes: u64,
+    /// Limit in octets, `None` for unlimited.
+    pub limit_bytes: Option<u64>,
+    /// Messages in all the account's mailboxes.
+    pub messages: u64,
+}
+
+/// A search over one mailbox, the store's form of RFC 3501 §6.4.4 SEARCH
+/// keys. Message sequence numbers are the session's business: it turns
+/// them into UID sets before asking the store.
+///
+/// Text keys match as described on [`crate::Store::search`]. Dates are days
+/// since 1970-01-01 (UTC), compared disregarding time, as the RFC asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchKey {
+    /// Every message.
+    All,
+    /// All of these (an empty list matches every message).
+    And(Vec<SearchKey>),
+    /// Either.
+    Or(Box<SearchKey>, Box<SearchKey>),
+    /// Not this.
+    Not(Box<SearchKey>),
+    /// UIDs in these inclusive ranges.
+    Uids(Vec<(Uid, Uid)>),
+    /// All of these flag bits (`FLAG_*`) set.
+    FlagsSet(u32),
+    /// None of these flag bits set.
+    FlagsUnset(u32),
+    /// This keyword set (case-insensitive).
+    Keyword(String),
+    /// This keyword not set.
+    Unkeyword(String),
+    /// `From:` contains the string (case-insensitive substring).
+    From(String),
+    /// `To:` contains the string.
+    To(String),
+    /// `Cc:` contains the string.
+    Cc(String),
+    /// `Bcc:` contains the string.
+    Bcc(String),
+    /// `Subject:` contains the string.
+    Subject(String),
+    /// Header field (name case-insensitive) contains the string; an empty
+    /// string matches every message that has the field.
+    Header(String, String),
+    /// The body text contains the word(s).
+    Body(String),
+    /// The header or body text contains the word(s).
+    Text(String),
+    /// `Date:` before this day.
+    SentBefore(i64),
+    /// `Date:` on this day.
+    SentOn(i64),
+    /// `Date:` on or after this day.
+    SentSince(i64),
+    /// Internal date before this day.
+    Before(i64),
+    /// Internal date on this day.
+    On(i64),
+    /// Internal date on or after this day.
+    Since(i64),
+    /// Larger than this many octets.
+    Larger(u64),
+    /// Smaller than this many octets.
+    Smaller(u64),
+    /// Modification sequence at least this (RFC 7162 MODSEQ).
+    ModSeqAtLeast(u64),
 }
 
 /// One message in a mailbox, as listed without opening its blob.
@@ -52,6 +178,8 @@ pub struct MessageEntry {
     pub internal_date: i64,
     /// Modification sequence of the last change.
     pub modseq: u64,
+    /// Keywords (RFC 3501 §2.3.2 flag-keyword), as first written.
+    pub keywords: Vec<String>,
 }
 
 /// Where a finished message goes.
@@ -65,6 +193,10 @@ pub struct Delivery {
     pub remote: Vec<String>,
     /// Internal date; `None` means now.
     pub internal_date: Option<i64>,
+    /// Flag bits the new entries start with (IMAP APPEND; 0 for mail).
+    pub flags: u32,
+    /// Keywords the new entries start with.
+    pub keywords: Vec<String>,
 }
 
 /// What a delivery produced.

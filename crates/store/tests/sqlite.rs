@@ -355,28 +355,28 @@ async fn flag_updates_touch_only_what_changes_and_expunge_takes_the_deleted() {
     let mbox = inbox(&store, "a@example.org").await;
     deliver_n(&store, mbox, 5).await;
     let changed = store
-        .update_flags(mbox, &[1, 2], FlagChange::Add, FLAG_SEEN)
+        .update_flags(mbox, &[1, 2], FlagChange::Add, FLAG_SEEN, &[], None)
         .await
         .unwrap();
     assert_eq!(changed.iter().map(|m| m.uid).collect::<Vec<_>>(), [1, 2]);
     let modseq = changed[0].modseq;
     // Already \Seen: nothing changes, so no new modseq for it.
     let changed = store
-        .update_flags(mbox, &[2, 3], FlagChange::Add, FLAG_SEEN)
+        .update_flags(mbox, &[2, 3], FlagChange::Add, FLAG_SEEN, &[], None)
         .await
         .unwrap();
     assert_eq!(changed.iter().map(|m| m.uid).collect::<Vec<_>>(), [3]);
     assert!(changed[0].modseq > modseq);
     store
-        .update_flags(mbox, &[1], FlagChange::Replace, FLAG_FLAGGED | FLAG_DELETED)
+        .update_flags(mbox, &[1], FlagChange::Replace, FLAG_FLAGGED | FLAG_DELETED, &[], None)
         .await
         .unwrap();
     store
-        .update_flags(mbox, &[3, 4], FlagChange::Add, FLAG_DELETED)
+        .update_flags(mbox, &[3, 4], FlagChange::Add, FLAG_DELETED, &[], None)
         .await
         .unwrap();
     store
-        .update_flags(mbox, &[4], FlagChange::Remove, FLAG_DELETED)
+        .update_flags(mbox, &[4], FlagChange::Remove, FLAG_DELETED, &[], None)
         .await
         .unwrap();
     let flags: Vec<(u32, u32)> = store
@@ -396,8 +396,8 @@ async fn flag_updates_touch_only_what_changes_and_expunge_takes_the_deleted() {
             (5, 0)
         ]
     );
-    assert_eq!(store.expunge_deleted(mbox).await.unwrap(), [1, 3]);
+    assert_eq!(store.expunge_deleted(mbox, None).await.unwrap(), [1, 3]);
     assert_eq!(store.list_messages(mbox).await.unwrap().len(), 3);
     assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 3);
-    assert!(store.expunge_deleted(mbox).await.unwrap().is_empty());
+    assert!(store.expunge_deleted(mbox, None).await.unwrap().is_empty());
 }

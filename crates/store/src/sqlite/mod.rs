@@ -472,6 +472,8 @@ impl Store for SqliteStore {
                         uid_validity: r.get(3)?,
                         uid_next: r.get(4)?,
                         highest_modseq: r.get::<_, i64>(5)? as u64,
+                        special_use: None,
+                        subscribed: true,
                     })
                 },
             )
@@ -572,6 +574,8 @@ impl Store for SqliteStore {
         uids: &[Uid],
         change: FlagChange,
         flags: u32,
+        _keywords: &[String],
+        _unchanged_since: Option<u64>,
     ) -> Result<Vec<MessageEntry>> {
         let list = uid_list(uids);
         let expr = match change {
@@ -636,7 +640,7 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn expunge_deleted(&self, mailbox: MailboxId) -> Result<Vec<Uid>> {
+    async fn expunge_deleted(&self, mailbox: MailboxId, _uids: Option<&[Uid]>) -> Result<Vec<Uid>> {
         self.write(move |c| {
             let mut uids = c
                 .prepare(
@@ -655,6 +659,46 @@ impl Store for SqliteStore {
         })
         .await
     }
+
+    async fn move_messages(&self, _from: MailboxId, _uids: &[Uid], _to: MailboxId) -> Result<Vec<(Uid, Uid)>> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn list_mailboxes(&self, _account: AccountId) -> Result<Vec<MailboxInfo>> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn create_mailbox(&self, _account: AccountId, _name: &str, _special_use: Option<&str>) -> Result<MailboxInfo> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn delete_mailbox(&self, _account: AccountId, _name: &str) -> Result<()> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn rename_mailbox(&self, _account: AccountId, _from: &str, _to: &str) -> Result<()> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn set_subscribed(&self, _account: AccountId, _name: &str, _subscribed: bool) -> Result<()> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn mailbox_status(&self, _mailbox: MailboxId) -> Result<crate::MailboxStatus> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn changes_since(&self, _mailbox: MailboxId, _modseq: u64) -> Result<crate::Changes> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn message_data(&self, _mailbox: MailboxId, _uids: &[Uid]) -> Result<Vec<crate::MessageData>> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn search(&self, _mailbox: MailboxId, _key: &crate::SearchKey) -> Result<Vec<Uid>> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn quota(&self, _account: AccountId) -> Result<crate::Quota> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    async fn set_quota(&self, _address: &str, _limit_bytes: Option<u64>) -> Result<()> {
+        Err(StoreError::Invalid("not built".into()))
+    }
+    fn watch_mailbox(&self, _mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64> {
+        tokio::sync::watch::channel(0).1
+    }
 }
 
 /// UIDs as an `rarray` parameter (SQLite's carray).
@@ -672,5 +716,6 @@ fn entry_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageEntry> {
         flags: r.get(3)?,
         internal_date: r.get(4)?,
         modseq: r.get::<_, i64>(5)? as u64,
+        keywords: Vec::new(),
     })
 }

@@ -1,0 +1,1 @@
+//! The IMAP server over the store.
