@@ -25,6 +25,8 @@ pub struct Config {
     pub smtp: smtp::SmtpConfig,
     /// POP3 limits.
     pub pop3: pop3::Pop3Config,
+    /// IMAP limits.
+    pub imap: imap::ImapConfig,
     /// Content scanning of incoming mail.
     pub scan: ScanConfig,
     /// DNS blocklists checked in the SMTP gate.
@@ -311,12 +313,14 @@ impl Default for Config {
             listen: Listen {
                 smtp: Addresses::One("127.0.0.1:2525".parse().expect("literal")),
                 pop3: Addresses::One("127.0.0.1:1110".parse().expect("literal")),
+                imap: Addresses::One("127.0.0.1:1143".parse().expect("literal")),
                 ..Listen::default()
             },
             tls: TlsConfig::default(),
             store: StoreConfig::default(),
             smtp: smtp::SmtpConfig::default(),
             pop3: pop3::Pop3Config::default(),
+            imap: imap::ImapConfig::default(),
             scan: ScanConfig::default(),
             dnsbl: DnsblConfig::default(),
             log: LogConfig::default(),
@@ -356,8 +360,6 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     }
     for (key, addrs) in [
         ("submission", &c.listen.submission),
-        ("imap", &c.listen.imap),
-        ("imaps", &c.listen.imaps),
         ("http", &c.listen.http),
     ] {
         if !addrs.list().is_empty() {
@@ -365,6 +367,12 @@ fn validate(c: &Config) -> anyhow::Result<()> {
                 "key `listen.{key}`: this listener is not available in this version of Sluice yet"
             );
         }
+    }
+    if c.imap.max_command_bytes < 1024 {
+        bail!("key `imap.max_command_bytes`: must be at least 1024");
+    }
+    if c.imap.idle_timeout_secs < 30 * 60 {
+        bail!("key `imap.idle_timeout_secs`: must be at least 1800 (RFC 3501 §5.4)");
     }
     if c.tls.cert.is_some() != c.tls.key.is_some() {
         bail!("key `tls`: set both `cert` and `key`, or neither");
@@ -465,9 +473,13 @@ mod tests {
         assert!(e.contains("smtp.max_message_size"), "{e}");
         let e = parse("[log]\nlevel = \"[[\"\n").unwrap_err().to_string();
         assert!(e.contains("log.level"), "{e}");
-        let e = parse("[listen]\nimap = \"127.0.0.1:143\"\n")
+        let e = parse("[listen]\nhttp = \"127.0.0.1:80\"\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("listen.imap"), "{e}");
+        assert!(e.contains("listen.http"), "{e}");
+        let e = parse("[imap]\nidle_timeout_secs = 60\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("imap.idle_timeout_secs"), "{e}");
     }
 }

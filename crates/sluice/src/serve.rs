@@ -91,6 +91,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let smtp_listeners = bind("smtp", config.listen.smtp.list()).await?;
     let pop3_listeners = bind("pop3", config.listen.pop3.list()).await?;
     let pop3s_listeners = bind("pop3s", config.listen.pop3s.list()).await?;
+    let imap_listeners = bind("imap", config.listen.imap.list()).await?;
+    let imaps_listeners = bind("imaps", config.listen.imaps.list()).await?;
 
     let content = content_policy(&config)?;
     let blocklist = blocklist_policy(&config)?;
@@ -118,6 +120,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         limiter: ConnLimiter::new(config.pop3.max_connections_per_ip),
         shutdown: shutdown.clone(),
     });
+    let imap_ctx = Arc::new(imap::Context {
+        hostname: config.hostname.clone(),
+        config: config.imap.clone(),
+        store: Arc::clone(&store),
+        auth: Arc::new(Authenticator::new(
+            Arc::clone(&directory),
+            Duration::from_secs(config.imap.auth_failure_delay_secs),
+        )),
+        tls: Some(tls.clone()),
+        limiter: ConnLimiter::new(config.imap.max_connections_per_ip),
+        shutdown: shutdown.clone(),
+    });
     let mut accept_loops = tokio::task::JoinSet::new();
     for l in smtp_listeners {
         accept_loops.spawn(smtp::serve(l, Arc::clone(&smtp_ctx)));
@@ -127,6 +141,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     for l in pop3s_listeners {
         accept_loops.spawn(pop3::serve(l, Arc::clone(&pop3_ctx), true));
+    }
+    for l in imap_listeners {
+        accept_loops.spawn(imap::serve(l, Arc::clone(&imap_ctx), false));
+    }
+    for l in imaps_listeners {
+        accept_loops.spawn(imap::serve(l, Arc::clone(&imap_ctx), true));
     }
     // Handlers are in place before anyone is told the server is up.
     let stop = stop_signal()?;

@@ -23,6 +23,8 @@ pub struct Server {
     pub smtp: SocketAddr,
     pub pop3: SocketAddr,
     pub pop3s: SocketAddr,
+    pub imap: SocketAddr,
+    pub imaps: SocketAddr,
 }
 
 fn bin() -> &'static str {
@@ -47,6 +49,8 @@ impl Server {
             smtp: unset,
             pop3: unset,
             pop3s: unset,
+            imap: unset,
+            imaps: unset,
         };
         server.write_config();
         server.spawn();
@@ -64,7 +68,7 @@ impl Server {
 
     fn write_config(&self) {
         let text = format!(
-            "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\npop3s = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n{}\n",
+            "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\npop3s = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\nimaps = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n{}\n",
             self.data_dir(),
             self.extra
         );
@@ -114,6 +118,8 @@ impl Server {
                 "smtp" => self.smtp = addr,
                 "pop3" => self.pop3 = addr,
                 "pop3s" => self.pop3s = addr,
+                "imap" => self.imap = addr,
+                "imaps" => self.imaps = addr,
                 other => panic!("unexpected listener {other}"),
             }
         }

@@ -1,0 +1,528 @@
+//! Dispatch, and the commands of the authenticated state (RFC 3501 §6.3)
+//! with the extensions that live there (ENABLE, ID, NAMESPACE, QUOTA).
+
+use std::borrow::Cow;
+use std::num::NonZeroU32;
+
+use imap_codec::imap_types::command::CommandBody;
+use imap_codec::imap_types::core::{AString, Tag, Vec1};
+use imap_codec::imap_types::extensions::enable::CapabilityEnable;
+use imap_codec::imap_types::extensions::namespace::Namespace;
+use imap_codec::imap_types::extensions::quota::{QuotaGet, Resource};
+use imap_codec::imap_types::flag::FlagNameAttribute;
+use imap_codec::imap_types::mailbox::{ListMailbox, Mailbox};
+use imap_codec::imap_types::response::{Code, Data};
+use imap_codec::imap_types::status::{StatusDataItem, StatusDataItemName};
+
+use crate::convert::istring;
+use crate::flags;
+use crate::list;
+use crate::reply::{Kind, Reply};
+use crate::search::ReturnOptions;
+use crate::selected::Selected;
+use crate::session::{code, mailbox_name, wire_mailbox, Next, Session};
+
+fn list_text(m: &ListMailbox<'_>) -> String {
+    match m {
+        ListMailbox::Token(t) => String::from_utf8_lossy(t.as_ref()).into_owned(),
+        ListMailbox::String(s) => String::from_utf8_lossy(&s.clone().into_inner()).into_owned(),
+    }
+}
+
+fn astring_text(s: &AString<'_>) -> String {
+    String::from_utf8_lossy(s.as_ref()).into_owned()
+}
+
+impl Session<'_> {
+    pub(crate) async fn dispatch(
+        &mut self,
+        tag: &Tag<'static>,
+        body: CommandBody<'_>,
+        esearch: Option<ReturnOptions>,
+    ) -> store::Result<Next> {
+        let logged_in = self.account.is_some();
+        let selected = self.selected.is_some();
+        if esearch.is_some() && !matches!(body, CommandBody::Search { .. }) {
+            self.out.bad(Some(tag), None, "RETURN is only for SEARCH");
+            return Ok(Next::Continue);
+        }
+        let reply = match body {
+            CommandBody::Capability => {
+                let caps = self.capabilities();
+                if let Ok(caps) = Vec1::try_from(caps) {
+                    self.out.data(Data::Capability(caps));
+                }
+                Reply::ok("CAPABILITY completed")
+            }
+            CommandBody::Noop => Reply::ok("NOOP completed"),
+            CommandBody::Logout => {
+                self.out.bye(None, "Logging out");
+                Reply::ok("LOGOUT completed").close()
+            }
+            CommandBody::Id { .. } => {
+                let params = vec![
+                    (istring("name"), crate::convert::nstring(Some("Sluice"))),
+                    (
+                        istring("version"),
+                        crate::convert::nstring(Some(env!("CARGO_PKG_VERSION"))),
+                    ),
+                ];
+                self.out.data(Data::Id {
+                    parameters: Some(params),
+                });
+                Reply::ok("ID completed")
+            }
+            CommandBody::StartTLS if !logged_in => return self.starttls(tag).await,
+            CommandBody::Login { username, password } if !logged_in => {
+                let user = astring_text(&username);
+                let pass = astring_text(password.declassify());
+                self.login(&user, &pass).await
+            }
+            CommandBody::Authenticate {
+                mechanism,
+                initial_response,
+            } if !logged_in => {
+                let initial = initial_response.map(|r| r.declassify().to_vec());
+                self.authenticate(tag, mechanism, initial).await
+            }
+            CommandBody::StartTLS
+            | CommandBody::Login { .. }
+            | CommandBody::Authenticate { .. } => Reply::bad("Already logged in"),
+            _ if !logged_in => Reply::no("Log in first"),
+            CommandBody::Enable { capabilities } => {
+                let mut enabled = Vec::new();
+                for c in capabilities.as_ref() {
+                    if matches!(c, CapabilityEnable::CondStore) {
+                        self.condstore = true;
+                        enabled.push(CapabilityEnable::CondStore);
+                    }
+                }
+                self.out.data(Data::Enabled {
+                    capabilities: enabled,
+                });
+                Reply::ok("ENABLE completed")
+            }
+            CommandBody::Namespace => {
+                let personal = vec![Namespace::new(istring(""), Some(quoted_delimiter()))];
+                self.out.data(Data::Namespace {
+                    personal,
+                    other: Vec::new(),
+                    shared: Vec::new(),
+                });
+                Reply::ok("NAMESPACE completed")
+            }
+            CommandBody::Select {
+                mailbox,
+                parameters,
+            } => {
+                if !parameters.is_empty() {
+                    self.condstore = true;
+                }
+                self.select(&mailbox_name(&mailbox), false).await?
+            }
+            CommandBody::Examine {
+                mailbox,
+                parameters,
+            } => {
+                if !parameters.is_empty() {
+                    self.condstore = true;
+                }
+                self.select(&mailbox_name(&mailbox), true).await?
+            }
+            CommandBody::Create { mailbox } => self.create(&mailbox_name(&mailbox)).await?,
+            CommandBody::Delete { mailbox } => self.delete(&mailbox_name(&mailbox)).await?,
+            CommandBody::Rename { from, to } => {
+                self.rename(&mailbox_name(&from), &mailbox_name(&to))
+                    .await?
+            }
+            CommandBody::Subscribe { mailbox } => {
+                self.subscribe(&mailbox_name(&mailbox), true).await?
+            }
+            CommandBody::Unsubscribe { mailbox } => {
+                self.subscribe(&mailbox_name(&mailbox), false).await?
+            }
+            CommandBody::List {
+                reference,
+                mailbox_wildcard,
+            } => {
+                self.list(
+                    &mailbox_name(&reference),
+                    &list_text(&mailbox_wildcard),
+                    false,
+                )
+                .await?
+            }
+            CommandBody::Lsub {
+                reference,
+                mailbox_wildcard,
+            } => {
+                self.list(
+                    &mailbox_name(&reference),
+                    &list_text(&mailbox_wildcard),
+                    true,
+                )
+                .await?
+            }
+            CommandBody::Status {
+                mailbox,
+                item_names,
+            } => self.status(&mailbox_name(&mailbox), &item_names).await?,
+            CommandBody::Append {
+                mailbox,
+                flags,
+                date,
+                message,
+            } => {
+                let data = match &message {
+                    imap_codec::imap_types::extensions::binary::LiteralOrLiteral8::Literal(l) => {
+                        l.data().to_vec()
+                    }
+                    imap_codec::imap_types::extensions::binary::LiteralOrLiteral8::Literal8(l) => {
+                        l.data.to_vec()
+                    }
+                };
+                self.append_small(&mailbox_name(&mailbox), &flags, date.as_ref(), &data)
+                    .await?
+            }
+            CommandBody::Idle => self.idle().await?,
+            CommandBody::GetQuotaRoot { mailbox } => {
+                let name = mailbox_name(&mailbox);
+                let account = self.account_id();
+                if self.ctx.store.mailbox(account, &name).await?.is_none() {
+                    Reply::no("No such mailbox").code(code("NONEXISTENT"))
+                } else {
+                    // One quota root, "", for the whole account, when the
+                    // account has a limit; none otherwise (RFC 9208 §4.2.2).
+                    let limited = self.quota_data(false).await?;
+                    let roots = if limited {
+                        vec![AString::try_from("").expect("empty quoted string")]
+                    } else {
+                        Vec::new()
+                    };
+                    self.out.data(Data::QuotaRoot {
+                        mailbox: wire_mailbox(&name),
+                        roots,
+                    });
+                    self.quota_data(true).await?;
+                    Reply::ok("GETQUOTAROOT completed")
+                }
+            }
+            CommandBody::GetQuota { root } => {
+                if root.as_ref().is_empty() && self.quota_data(true).await? {
+                    Reply::ok("GETQUOTA completed")
+                } else {
+                    Reply::no("No such quota root").code(code("NONEXISTENT"))
+                }
+            }
+            CommandBody::SetQuota { .. } => {
+                Reply::no("Quotas are set by the administrator").code(code("NOPERM"))
+            }
+            _ if !selected => Reply::no("Select a mailbox first"),
+            CommandBody::Check => Reply::ok("CHECK completed"),
+            CommandBody::Close => self.close().await?,
+            CommandBody::Unselect => {
+                self.selected = None;
+                Reply::ok("UNSELECT completed")
+            }
+            CommandBody::Expunge => self.expunge(None).await?,
+            CommandBody::ExpungeUid { sequence_set } => self.expunge(Some(&sequence_set)).await?,
+            CommandBody::Search {
+                charset,
+                criteria,
+                uid,
+            } => {
+                self.search(tag, charset.as_ref(), criteria.as_ref(), uid, esearch)
+                    .await?
+            }
+            CommandBody::Fetch {
+                sequence_set,
+                macro_or_item_names,
+                uid,
+                modifiers,
+            } => {
+                self.fetch(&sequence_set, macro_or_item_names, uid, &modifiers)
+                    .await?
+            }
+            CommandBody::Store {
+                sequence_set,
+                kind,
+                response,
+                flags,
+                uid,
+                modifiers,
+            } => {
+                self.store(&sequence_set, kind, response, &flags, uid, &modifiers)
+                    .await?
+            }
+            CommandBody::Copy {
+                sequence_set,
+                mailbox,
+                uid,
+            } => {
+                self.copy(&sequence_set, &mailbox_name(&mailbox), uid, false)
+                    .await?
+            }
+            CommandBody::Move {
+                sequence_set,
+                mailbox,
+                uid,
+            } => {
+                self.copy(&sequence_set, &mailbox_name(&mailbox), uid, true)
+                    .await?
+            }
+            other => Reply::bad(format!("{} is not supported", other.name())),
+        };
+        if self.selected.is_some() && !matches!(reply.next, Next::Close) {
+            let condstore = self.condstore;
+            if let Some(sel) = self.selected.as_mut() {
+                sel.sync(
+                    self.ctx.store.as_ref(),
+                    &mut self.out,
+                    reply.expunge_ok,
+                    condstore,
+                )
+                .await?;
+            }
+        }
+        let text = reply.text.as_str();
+        match reply.kind {
+            Kind::Ok => self.out.ok(Some(tag), reply.code, text),
+            Kind::No => self.out.no(Some(tag), reply.code, text),
+            Kind::Bad => self.out.bad(Some(tag), reply.code, text),
+        }
+        Ok(reply.next)
+    }
+
+    pub(crate) fn account_id(&self) -> store::AccountId {
+        self.account.as_ref().map_or(0, |a| a.id)
+    }
+
+    async fn select(&mut self, name: &str, read_only: bool) -> store::Result<Reply> {
+        self.selected = None;
+        let store = &self.ctx.store;
+        let Some(info) = store.mailbox(self.account_id(), name).await? else {
+            return Ok(Reply::no("No such mailbox").code(code("NONEXISTENT")));
+        };
+        // Subscribe before reading, so nothing committed after the read
+        // is missed.
+        let watch = store.watch_mailbox(info.id);
+        let status = store.mailbox_status(info.id).await?;
+        let entries = store.list_messages(info.id).await?;
+        let view = Selected::new(info, read_only, &entries, status.highest_modseq, watch);
+        self.out
+            .data(Data::Flags(flags::mailbox_flags(&view.keywords)));
+        self.out.ok(
+            None,
+            Some(Code::PermanentFlags(if read_only {
+                Vec::new()
+            } else {
+                flags::permanent_flags(&view.keywords)
+            })),
+            "Flags permitted",
+        );
+        self.out.data(Data::Exists(view.exists()));
+        self.out.data(Data::Recent(0));
+        if let Some(first) = entries.iter().position(|e| e.flags & store::FLAG_SEEN == 0) {
+            if let Some(n) = NonZeroU32::new(first as u32 + 1) {
+                self.out.ok(None, Some(Code::Unseen(n)), "First unseen");
+            }
+        }
+        if let Some(v) = NonZeroU32::new(status.uid_validity) {
+            self.out.ok(None, Some(Code::UidValidity(v)), "UIDs valid");
+        }
+        if let Some(n) = NonZeroU32::new(status.uid_next) {
+            self.out
+                .ok(None, Some(Code::UidNext(n)), "Predicted next UID");
+        }
+        if let Some(m) = std::num::NonZeroU64::new(status.highest_modseq) {
+            self.out.ok(None, Some(Code::HighestModSeq(m)), "Highest");
+        }
+        self.selected = Some(view);
+        Ok(if read_only {
+            Reply::ok("EXAMINE completed").code(Code::ReadOnly)
+        } else {
+            Reply::ok("SELECT completed").code(Code::ReadWrite)
+        })
+    }
+
+    async fn create(&mut self, name: &str) -> store::Result<Reply> {
+        let name = name.trim_end_matches(list::DELIMITER);
+        if name.eq_ignore_ascii_case("INBOX") {
+            return Ok(Reply::no("INBOX always exists").code(code("ALREADYEXISTS")));
+        }
+        let account = self.account_id();
+        let store = &self.ctx.store;
+        // RFC 3501 §6.3.3: superior names are created as needed.
+        for parent in list::parents(name) {
+            if store.mailbox(account, &parent).await?.is_none() {
+                store.create_mailbox(account, &parent, None).await?;
+            }
+        }
+        match store.create_mailbox(account, name, None).await {
+            Ok(_) => Ok(Reply::ok("CREATE completed")),
+            Err(store::StoreError::Exists(_)) => {
+                Ok(Reply::no("Mailbox already exists").code(code("ALREADYEXISTS")))
+            }
+            Err(store::StoreError::Invalid(why)) => Ok(Reply::no(why).code(code("CANNOT"))),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn delete(&mut self, name: &str) -> store::Result<Reply> {
+        let account = self.account_id();
+        if self.selected.as_ref().is_some_and(|s| {
+            s.info.name == name || (name.eq_ignore_ascii_case("INBOX") && s.info.name == "INBOX")
+        }) {
+            self.selected = None;
+        }
+        match self.ctx.store.delete_mailbox(account, name).await {
+            Ok(()) => Ok(Reply::ok("DELETE completed")),
+            Err(store::StoreError::NotFound(_)) => {
+                Ok(Reply::no("No such mailbox").code(code("NONEXISTENT")))
+            }
+            Err(store::StoreError::Invalid(why)) => Ok(Reply::no(why).code(code("CANNOT"))),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn rename(&mut self, from: &str, to: &str) -> store::Result<Reply> {
+        let account = self.account_id();
+        let to = to.trim_end_matches(list::DELIMITER);
+        for parent in list::parents(to) {
+            if parent != from && self.ctx.store.mailbox(account, &parent).await?.is_none() {
+                self.ctx
+                    .store
+                    .create_mailbox(account, &parent, None)
+                    .await?;
+            }
+        }
+        match self.ctx.store.rename_mailbox(account, from, to).await {
+            Ok(()) => Ok(Reply::ok("RENAME completed")),
+            Err(store::StoreError::NotFound(_)) => {
+                Ok(Reply::no("No such mailbox").code(code("NONEXISTENT")))
+            }
+            Err(store::StoreError::Exists(_)) => {
+                Ok(Reply::no("Target mailbox already exists").code(code("ALREADYEXISTS")))
+            }
+            Err(store::StoreError::Invalid(why)) => Ok(Reply::no(why).code(code("CANNOT"))),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn subscribe(&mut self, name: &str, on: bool) -> store::Result<Reply> {
+        match self
+            .ctx
+            .store
+            .set_subscribed(self.account_id(), name, on)
+            .await
+        {
+            Ok(()) => Ok(Reply::ok(if on {
+                "SUBSCRIBE completed"
+            } else {
+                "UNSUBSCRIBE completed"
+            })),
+            Err(store::StoreError::NotFound(_)) => {
+                Ok(Reply::no("No such mailbox").code(code("NONEXISTENT")))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn list(&mut self, reference: &str, pattern: &str, lsub: bool) -> store::Result<Reply> {
+        let name = if lsub { "LSUB" } else { "LIST" };
+        if pattern.is_empty() && !lsub {
+            // RFC 3501 §6.3.8: the hierarchy delimiter and root.
+            self.out.data(Data::List {
+                items: vec![FlagNameAttribute::Noselect],
+                delimiter: Some(quoted_delimiter()),
+                mailbox: Mailbox::try_from("").unwrap_or(Mailbox::Inbox),
+            });
+            return Ok(Reply::ok(format!("{name} completed")));
+        }
+        let pattern = list::combine(reference, pattern);
+        let all = self.ctx.store.list_mailboxes(self.account_id()).await?;
+        for m in all.iter().filter(|m| list::matches(&pattern, &m.name)) {
+            if lsub && !m.subscribed {
+                continue;
+            }
+            let items = list::attributes(m, &all);
+            let mailbox = wire_mailbox(&m.name);
+            self.out.data(if lsub {
+                Data::Lsub {
+                    items,
+                    delimiter: Some(quoted_delimiter()),
+                    mailbox,
+                }
+            } else {
+                Data::List {
+                    items,
+                    delimiter: Some(quoted_delimiter()),
+                    mailbox,
+                }
+            });
+        }
+        Ok(Reply::ok(format!("{name} completed")))
+    }
+
+    async fn status(&mut self, name: &str, items: &[StatusDataItemName]) -> store::Result<Reply> {
+        let Some(info) = self.ctx.store.mailbox(self.account_id(), name).await? else {
+            return Ok(Reply::no("No such mailbox").code(code("NONEXISTENT")));
+        };
+        let s = self.ctx.store.mailbox_status(info.id).await?;
+        let mut out = Vec::new();
+        for item in items {
+            out.push(match item {
+                StatusDataItemName::Messages => StatusDataItem::Messages(s.messages),
+                StatusDataItemName::Recent => StatusDataItem::Recent(0),
+                StatusDataItemName::UidNext => {
+                    StatusDataItem::UidNext(NonZeroU32::new(s.uid_next).unwrap_or(NonZeroU32::MIN))
+                }
+                StatusDataItemName::UidValidity => StatusDataItem::UidValidity(
+                    NonZeroU32::new(s.uid_validity).unwrap_or(NonZeroU32::MIN),
+                ),
+                StatusDataItemName::Unseen => StatusDataItem::Unseen(s.unseen),
+                StatusDataItemName::Deleted => StatusDataItem::Deleted(s.deleted),
+                StatusDataItemName::Size => StatusDataItem::Size(s.size),
+                StatusDataItemName::HighestModSeq => {
+                    self.condstore = true;
+                    StatusDataItem::HighestModSeq(s.highest_modseq)
+                }
+                StatusDataItemName::DeletedStorage => {
+                    return Ok(Reply::bad("DELETED-STORAGE is not supported"))
+                }
+            });
+        }
+        self.out.data(Data::Status {
+            mailbox: wire_mailbox(&info.name),
+            items: Cow::Owned(out),
+        });
+        Ok(Reply::ok("STATUS completed"))
+    }
+
+    /// Writes the QUOTA response (with `emit`); whether the account has
+    /// a limit.
+    async fn quota_data(&mut self, emit: bool) -> store::Result<bool> {
+        let q = self.ctx.store.quota(self.account_id()).await?;
+        let Some(limit) = q.limit_bytes else {
+            return Ok(false);
+        };
+        if !emit {
+            return Ok(true);
+        }
+        let quotas = Vec1::from(QuotaGet::new(
+            Resource::Storage,
+            q.used_bytes.div_ceil(1024),
+            limit / 1024,
+        ));
+        self.out.data(Data::Quota {
+            root: AString::try_from("").expect("empty quoted string"),
+            quotas,
+        });
+        Ok(true)
+    }
+}
+
+pub(crate) fn quoted_delimiter() -> imap_codec::imap_types::core::QuotedChar {
+    imap_codec::imap_types::core::QuotedChar::try_from(list::DELIMITER)
+        .expect("'/' is a valid quoted char")
+}

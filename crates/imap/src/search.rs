@@ -1,0 +1,208 @@
+//! SEARCH: imap-codec's search keys as the store's, and the RFC 4731
+//! ESEARCH result options, which imap-codec does not parse (the `RETURN`
+//! clause is taken off here before the command is decoded, and the
+//! ESEARCH response is written here).
+
+use imap_codec::imap_types::core::AString;
+use imap_codec::imap_types::search::SearchKey as Key;
+use store::{SearchKey, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN};
+
+use crate::selected::{BadSequence, Selected};
+
+fn text(s: &AString<'_>) -> String {
+    String::from_utf8_lossy(s.as_ref()).into_owned()
+}
+
+fn days(d: &imap_codec::imap_types::datetime::NaiveDate) -> i64 {
+    use chrono::Datelike;
+    i64::from(d.as_ref().num_days_from_ce()) - 719_163
+}
+
+/// The store's form of one IMAP search key. Message sequence numbers
+/// become UIDs through the session's view.
+pub(crate) fn convert(key: &Key<'_>, view: &Selected) -> Result<SearchKey, BadSequence> {
+    Ok(match key {
+        Key::And(keys) => SearchKey::And(
+            keys.as_ref()
+                .iter()
+                .map(|k| convert(k, view))
+                .collect::<Result<_, _>>()?,
+        ),
+        Key::SequenceSet(set) => SearchKey::Uids(view.uid_ranges(set, false)?),
+        Key::Uid(set) => SearchKey::Uids(view.uid_ranges(set, true)?),
+        Key::All => SearchKey::All,
+        Key::Answered => SearchKey::FlagsSet(FLAG_ANSWERED),
+        Key::Unanswered => SearchKey::FlagsUnset(FLAG_ANSWERED),
+        Key::Deleted => SearchKey::FlagsSet(FLAG_DELETED),
+        Key::Undeleted => SearchKey::FlagsUnset(FLAG_DELETED),
+        Key::Draft => SearchKey::FlagsSet(FLAG_DRAFT),
+        Key::Undraft => SearchKey::FlagsUnset(FLAG_DRAFT),
+        Key::Flagged => SearchKey::FlagsSet(FLAG_FLAGGED),
+        Key::Unflagged => SearchKey::FlagsUnset(FLAG_FLAGGED),
+        Key::Seen => SearchKey::FlagsSet(FLAG_SEEN),
+        Key::Unseen => SearchKey::FlagsUnset(FLAG_SEEN),
+        // No session is ever given \Recent (see the crate documentation):
+        // RECENT and NEW match nothing, OLD everything.
+        Key::Recent | Key::New => SearchKey::Not(Box::new(SearchKey::All)),
+        Key::Old => SearchKey::All,
+        Key::Keyword(k) => SearchKey::Keyword(k.inner().to_string()),
+        Key::Unkeyword(k) => SearchKey::Unkeyword(k.inner().to_string()),
+        Key::Bcc(s) => SearchKey::Bcc(text(s)),
+        Key::Cc(s) => SearchKey::Cc(text(s)),
+        Key::From(s) => SearchKey::From(text(s)),
+        Key::To(s) => SearchKey::To(text(s)),
+        Key::Subject(s) => SearchKey::Subject(text(s)),
+        Key::Header(name, value) => SearchKey::Header(text(name), text(value)),
+        Key::Body(s) => SearchKey::Body(text(s)),
+        Key::Text(s) => SearchKey::Text(text(s)),
+        Key::Before(d) => SearchKey::Before(days(d)),
+        Key::On(d) => SearchKey::On(days(d)),
+        Key::Since(d) => SearchKey::Since(days(d)),
+        Key::SentBefore(d) => SearchKey::SentBefore(days(d)),
+        Key::SentOn(d) => SearchKey::SentOn(days(d)),
+        Key::SentSince(d) => SearchKey::SentSince(days(d)),
+        Key::Larger(n) => SearchKey::Larger(u64::from(*n)),
+        Key::Smaller(n) => SearchKey::Smaller(u64::from(*n)),
+        Key::Not(k) => SearchKey::Not(Box::new(convert(k, view)?)),
+        Key::Or(a, b) => SearchKey::Or(Box::new(convert(a, view)?), Box::new(convert(b, view)?)),
+        Key::ModSequence { modseq, .. } => SearchKey::ModSeqAtLeast(*modseq),
+    })
+}
+
+/// What RFC 4731 `RETURN (...)` asked for.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct ReturnOptions {
+    pub min: bool,
+    pub max: bool,
+    pub all: bool,
+    pub count: bool,
+}
+
+/// Takes `RETURN (...)` off a SEARCH command, returning the command
+/// without it. `None` when the command has no RETURN clause; `Some(Err)`
+/// for an option Sluice does not know.
+pub(crate) fn take_return(cmd: &[u8]) -> Option<Result<(Vec<u8>, ReturnOptions), String>> {
+    // tag SP ["UID" SP] "SEARCH" SP "RETURN" SP "(" options ")" SP ...
+    let text = std::str::from_utf8(cmd).ok()?;
+    let lower = text.to_ascii_lowercase();
+    let mut pos = text.find(' ')? + 1;
+    if lower[pos..].starts_with("uid ") {
+        pos += 4;
+    }
+    if !lower[pos..].starts_with("search ") {
+        return None;
+    }
+    pos += 7;
+    if !lower[pos..].starts_with("return ") {
+        return None;
+    }
+    let rest = &text[pos + 7..];
+    let rest = rest.strip_prefix('(')?;
+    let close = rest.find(')')?;
+    let mut opts = ReturnOptions::default();
+    for o in rest[..close].split_whitespace() {
+        match o.to_ascii_uppercase().as_str() {
+            "MIN" => opts.min = true,
+            "MAX" => opts.max = true,
+            "ALL" => opts.all = true,
+            "COUNT" => opts.count = true,
+            other => return Some(Err(format!("Unknown SEARCH RETURN option {other}"))),
+        }
+    }
+    // RFC 4731 §3.1: an empty list means ALL.
+    if opts == ReturnOptions::default() {
+        opts.all = true;
+    }
+    let tail = rest[close + 1..].trim_start_matches(' ');
+    let mut out = text[..pos].as_bytes().to_vec();
+    out.extend_from_slice(tail.as_bytes());
+    Some(Ok((out, opts)))
+}
+
+/// Numbers as an IMAP sequence set (`1:3,7`).
+pub(crate) fn compact_set(numbers: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < numbers.len() {
+        let start = numbers[i];
+        let mut end = start;
+        while i + 1 < numbers.len() && numbers[i + 1] == end + 1 {
+            i += 1;
+            end = numbers[i];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if start == end {
+            out.push_str(&start.to_string());
+        } else {
+            out.push_str(&format!("{start}:{end}"));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `* ESEARCH (TAG "t") [UID] ...` (RFC 4731 §3.1). `numbers` ascending.
+pub(crate) fn esearch(tag: &str, uid: bool, opts: &ReturnOptions, numbers: &[u32]) -> Vec<u8> {
+    let mut line = format!("* ESEARCH (TAG \"{tag}\")");
+    if uid {
+        line.push_str(" UID");
+    }
+    if let (true, Some(min)) = (opts.min, numbers.first()) {
+        line.push_str(&format!(" MIN {min}"));
+    }
+    if let (true, Some(max)) = (opts.max, numbers.last()) {
+        line.push_str(&format!(" MAX {max}"));
+    }
+    if opts.all && !numbers.is_empty() {
+        line.push_str(&format!(" ALL {}", compact_set(numbers)));
+    }
+    if opts.count {
+        line.push_str(&format!(" COUNT {}", numbers.len()));
+    }
+    line.push_str("\r\n");
+    line.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn return_clause() {
+        let (cmd, opts) = take_return(b"a SEARCH RETURN (MIN COUNT) FROM x\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(cmd, b"a SEARCH FROM x\r\n");
+        assert!(opts.min && opts.count && !opts.max && !opts.all);
+        let (cmd, opts) = take_return(b"a uid search return () ALL\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(cmd, b"a uid search ALL\r\n");
+        assert!(opts.all);
+        assert!(take_return(b"a SEARCH FROM x\r\n").is_none());
+        assert!(take_return(b"a FETCH 1 FLAGS\r\n").is_none());
+        assert!(take_return(b"a SEARCH RETURN (SAVE) ALL\r\n")
+            .unwrap()
+            .is_err());
+    }
+
+    #[test]
+    fn esearch_lines() {
+        let opts = ReturnOptions {
+            min: true,
+            max: true,
+            all: true,
+            count: true,
+        };
+        assert_eq!(
+            String::from_utf8(esearch("A1", true, &opts, &[1, 2, 3, 7, 9, 10])).unwrap(),
+            "* ESEARCH (TAG \"A1\") UID MIN 1 MAX 10 ALL 1:3,7,9:10 COUNT 6\r\n"
+        );
+        assert_eq!(
+            String::from_utf8(esearch("A1", false, &opts, &[])).unwrap(),
+            "* ESEARCH (TAG \"A1\") COUNT 0\r\n"
+        );
+    }
+}

@@ -1,0 +1,344 @@
+//! The selected mailbox as one session sees it: message sequence numbers,
+//! and catching up with what other sessions and new mail changed
+//! (RFC 3501 §5.2, §7.4.1; RFC 7162 §3.1).
+
+use std::collections::BTreeSet;
+use std::num::{NonZeroU32, NonZeroU64};
+
+use imap_codec::imap_types::core::Vec1;
+use imap_codec::imap_types::fetch::MessageDataItem;
+use imap_codec::imap_types::response::Data;
+use imap_codec::imap_types::sequence::{SeqOrUid, Sequence, SequenceSet};
+use store::{MailboxInfo, MessageEntry, Store, Uid};
+use tokio::sync::watch;
+
+use crate::flags::flag_list;
+use crate::out::Out;
+
+/// A set named a message sequence number the mailbox does not have.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct BadSequence;
+
+pub(crate) struct Selected {
+    pub(crate) info: MailboxInfo,
+    pub(crate) read_only: bool,
+    /// UID of message `n` at index `n - 1`.
+    pub(crate) uids: Vec<Uid>,
+    /// Modification sequence of each message as last shown to the client.
+    pub(crate) modseqs: Vec<u64>,
+    /// The store's HIGHESTMODSEQ this view has caught up to.
+    pub(crate) highest_modseq: u64,
+    /// Keywords announced in FLAGS.
+    pub(crate) keywords: BTreeSet<String>,
+    /// Expunged by someone else, not yet announced (EXPUNGE may not be
+    /// sent during FETCH, STORE or SEARCH).
+    pending_expunge: Vec<Uid>,
+    watch: watch::Receiver<u64>,
+}
+
+impl Selected {
+    pub(crate) fn new(
+        info: MailboxInfo,
+        read_only: bool,
+        entries: &[MessageEntry],
+        highest_modseq: u64,
+        watch: watch::Receiver<u64>,
+    ) -> Selected {
+        let keywords = entries
+            .iter()
+            .flat_map(|e| e.keywords.iter().cloned())
+            .collect();
+        Selected {
+            info,
+            read_only,
+            uids: entries.iter().map(|e| e.uid).collect(),
+            modseqs: entries.iter().map(|e| e.modseq).collect(),
+            highest_modseq,
+            keywords,
+            pending_expunge: Vec::new(),
+            watch,
+        }
+    }
+
+    /// Messages in the view (EXISTS).
+    pub(crate) fn exists(&self) -> u32 {
+        self.uids.len() as u32
+    }
+
+    /// Sequence number of a UID in the view.
+    pub(crate) fn seq_of(&self, uid: Uid) -> Option<u32> {
+        self.uids.binary_search(&uid).ok().map(|i| i as u32 + 1)
+    }
+
+    /// Waits until a commit touches the mailbox.
+    pub(crate) async fn changed(&mut self) {
+        if self.watch.changed().await.is_err() {
+            // The store is gone (shutdown): nothing will change again.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// The messages a set names, as `(sequence number, uid)` in order.
+    /// UID sets name only the UIDs the view has; a message sequence number
+    /// past the end is an error (RFC 3501 §6.4.8, §9 seq-number).
+    pub(crate) fn resolve(
+        &self,
+        set: &SequenceSet,
+        uid: bool,
+    ) -> Result<Vec<(u32, Uid)>, BadSequence> {
+        let mut idx: Vec<usize> = Vec::new();
+        let largest_uid = self.uids.last().copied().unwrap_or(0);
+        let n = self.uids.len() as u32;
+        for seq in set.0.as_ref() {
+            let (a, b) = match seq {
+                Sequence::Single(x) => (x, x),
+                Sequence::Range(x, y) => (x, y),
+            };
+            let value = |v: &SeqOrUid| match v {
+                SeqOrUid::Value(v) => v.get(),
+                SeqOrUid::Asterisk => {
+                    if uid {
+                        largest_uid
+                    } else {
+                        n
+                    }
+                }
+            };
+            let (lo, hi) = {
+                let (x, y) = (value(a), value(b));
+                (x.min(y), x.max(y))
+            };
+            if uid {
+                let start = self.uids.partition_point(|&u| u < lo);
+                let end = self.uids.partition_point(|&u| u <= hi);
+                idx.extend(start..end);
+            } else {
+                if n == 0 && matches!((a, b), (SeqOrUid::Asterisk, _) | (_, SeqOrUid::Asterisk)) {
+                    continue;
+                }
+                if lo == 0 || hi > n {
+                    return Err(BadSequence);
+                }
+                idx.extend(lo as usize - 1..hi as usize);
+            }
+        }
+        idx.sort_unstable();
+        idx.dedup();
+        Ok(idx
+            .into_iter()
+            .map(|i| (i as u32 + 1, self.uids[i]))
+            .collect())
+    }
+
+    /// UID ranges covering a set, for the store's search.
+    pub(crate) fn uid_ranges(
+        &self,
+        set: &SequenceSet,
+        uid: bool,
+    ) -> Result<Vec<(Uid, Uid)>, BadSequence> {
+        if uid {
+            let largest = self.uids.last().copied().unwrap_or(0);
+            return Ok(set
+                .0
+                .as_ref()
+                .iter()
+                .map(|s| {
+                    let v = |x: &SeqOrUid| match x {
+                        SeqOrUid::Value(v) => v.get(),
+                        SeqOrUid::Asterisk => largest,
+                    };
+                    let (a, b) = match s {
+                        Sequence::Single(x) => (v(x), v(x)),
+                        Sequence::Range(x, y) => (v(x), v(y)),
+                    };
+                    (a.min(b), a.max(b))
+                })
+                .collect());
+        }
+        Ok(self
+            .resolve(set, false)?
+            .into_iter()
+            .map(|(_, u)| (u, u))
+            .collect())
+    }
+
+    /// Records flag changes this session made and has already shown.
+    pub(crate) fn saw(&mut self, entry: &MessageEntry) {
+        if let Ok(i) = self.uids.binary_search(&entry.uid) {
+            self.modseqs[i] = self.modseqs[i].max(entry.modseq);
+        }
+    }
+
+    /// Removes messages this session expunged and announces them.
+    pub(crate) fn expunged(&mut self, uids: &[Uid], out: &mut Out) {
+        let mut uids = uids.to_vec();
+        uids.sort_unstable();
+        // Highest first, so the numbers of the others do not move.
+        for uid in uids.iter().rev() {
+            if let Ok(i) = self.uids.binary_search(uid) {
+                self.uids.remove(i);
+                self.modseqs.remove(i);
+                if let Some(seq) = NonZeroU32::new(i as u32 + 1) {
+                    out.data(Data::Expunge(seq));
+                }
+            }
+        }
+        self.pending_expunge
+            .retain(|u| uids.binary_search(u).is_err());
+    }
+
+    /// Catches up with the store: new messages (EXISTS), flag changes by
+    /// others (FETCH) and, when `expunge_ok`, expunges (EXPUNGE).
+    pub(crate) async fn sync(
+        &mut self,
+        store: &dyn Store,
+        out: &mut Out,
+        expunge_ok: bool,
+        condstore: bool,
+    ) -> store::Result<()> {
+        let dirty = self.watch.has_changed().unwrap_or(false);
+        if dirty {
+            self.watch.borrow_and_update();
+            let changes = store
+                .changes_since(self.info.id, self.highest_modseq)
+                .await?;
+            for uid in &changes.expunged {
+                if self.uids.binary_search(uid).is_ok() && !self.pending_expunge.contains(uid) {
+                    self.pending_expunge.push(*uid);
+                }
+            }
+            let last = self.uids.last().copied().unwrap_or(0);
+            let mut new = Vec::new();
+            let mut flags_changed = Vec::new();
+            for entry in changes.changed {
+                match self.uids.binary_search(&entry.uid) {
+                    Ok(i) if entry.modseq > self.modseqs[i] => {
+                        self.modseqs[i] = entry.modseq;
+                        if !self.pending_expunge.contains(&entry.uid) {
+                            flags_changed.push((i as u32 + 1, entry));
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) if entry.uid > last => new.push(entry),
+                    Err(_) => {}
+                }
+            }
+            let fresh: Vec<String> = new
+                .iter()
+                .chain(flags_changed.iter().map(|(_, e)| e))
+                .flat_map(|e| e.keywords.iter())
+                .filter(|k| !self.keywords.iter().any(|x| x.eq_ignore_ascii_case(k)))
+                .cloned()
+                .collect();
+            if !fresh.is_empty() {
+                self.keywords.extend(fresh);
+                out.data(Data::Flags(crate::flags::mailbox_flags(&self.keywords)));
+            }
+            for (seq, entry) in &flags_changed {
+                let mut items = vec![MessageDataItem::Flags(flag_list(entry))];
+                items.push(MessageDataItem::Uid(
+                    NonZeroU32::new(entry.uid).unwrap_or(NonZeroU32::MIN),
+                ));
+                if condstore {
+                    if let Some(m) = NonZeroU64::new(entry.modseq) {
+                        items.push(MessageDataItem::ModSeq(m));
+                    }
+                }
+                if let (Some(seq), Ok(items)) = (NonZeroU32::new(*seq), Vec1::try_from(items)) {
+                    out.data(Data::Fetch { seq, items });
+                }
+            }
+            if !new.is_empty() {
+                for e in &new {
+                    self.uids.push(e.uid);
+                    self.modseqs.push(e.modseq);
+                }
+                self.highest_modseq = self.highest_modseq.max(changes.highest_modseq);
+                out.data(Data::Exists(self.exists()));
+                out.data(Data::Recent(0));
+            }
+            self.highest_modseq = self.highest_modseq.max(changes.highest_modseq);
+            self.info.uid_next = self.info.uid_next.max(changes.uid_next);
+        }
+        if expunge_ok && !self.pending_expunge.is_empty() {
+            let pending = std::mem::take(&mut self.pending_expunge);
+            self.expunged(&pending, out);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use imap_codec::imap_types::sequence::SequenceSet;
+
+    fn view(uids: &[Uid]) -> Selected {
+        let entries: Vec<MessageEntry> = uids
+            .iter()
+            .map(|&uid| MessageEntry {
+                uid,
+                blob: 1,
+                size: 1,
+                flags: 0,
+                internal_date: 0,
+                modseq: 1,
+                keywords: Vec::new(),
+            })
+            .collect();
+        let info = MailboxInfo {
+            id: 1,
+            account: 1,
+            name: "INBOX".into(),
+            uid_validity: 1,
+            uid_next: 100,
+            highest_modseq: 1,
+            special_use: None,
+            subscribed: true,
+        };
+        Selected::new(info, false, &entries, 1, watch::channel(0).1)
+    }
+
+    fn set(s: &str) -> SequenceSet {
+        SequenceSet::try_from(s).unwrap()
+    }
+
+    #[test]
+    fn sequence_numbers() {
+        let v = view(&[3, 5, 9, 20]);
+        assert_eq!(v.resolve(&set("1"), false), Ok(vec![(1, 3)]));
+        assert_eq!(
+            v.resolve(&set("2:*"), false),
+            Ok(vec![(2, 5), (3, 9), (4, 20)])
+        );
+        assert_eq!(v.resolve(&set("4,1,4"), false), Ok(vec![(1, 3), (4, 20)]));
+        assert_eq!(v.resolve(&set("5"), false), Err(BadSequence));
+        assert_eq!(v.resolve(&set("*:3"), false), Ok(vec![(3, 9), (4, 20)]));
+    }
+
+    #[test]
+    fn uid_sets_name_only_existing_uids() {
+        let v = view(&[3, 5, 9, 20]);
+        assert_eq!(v.resolve(&set("4:9"), true), Ok(vec![(2, 5), (3, 9)]));
+        assert_eq!(v.resolve(&set("21:*"), true), Ok(vec![(4, 20)]));
+        assert_eq!(v.resolve(&set("1:4294967295"), true).unwrap().len(), 4);
+        assert_eq!(v.resolve(&set("100"), true), Ok(vec![]));
+    }
+
+    #[test]
+    fn empty_mailbox_star() {
+        let v = view(&[]);
+        assert_eq!(v.resolve(&set("1:*"), false), Ok(vec![]));
+        assert_eq!(v.resolve(&set("1:*"), true), Ok(vec![]));
+        assert_eq!(v.resolve(&set("1"), false), Err(BadSequence));
+    }
+
+    #[test]
+    fn own_expunges_are_announced_highest_first() {
+        let mut v = view(&[3, 5, 9, 20]);
+        let mut out = Out::default();
+        v.expunged(&[5, 20], &mut out);
+        assert_eq!(out.buf, b"* 4 EXPUNGE\r\n* 2 EXPUNGE\r\n");
+        assert_eq!(v.uids, vec![3, 9]);
+    }
+}
