@@ -1,0 +1,1601 @@
+//! IMAP against a real `sluice serve`: Python's imaplib and raw sockets for
+//! every command and the protocol details, mbsync and fetchmail as real
+//! clients, and concurrent sessions checking each other's view.
+
+mod kit;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use kit::{Server, PASSWORD};
+
+/// What every client script starts with. sys.argv: imap address, user,
+/// password, smtp address, imaps address, then the test's own arguments
+/// (`ARGS`).
+///
+/// - `eq`/`ok` fail the script with both values;
+/// - `login()` is an imaplib session;
+/// - `run(m, NAME, *args)` runs one command through imaplib and returns
+///   `(type, tagged data, {untagged type: [data, ...]})` for that command
+///   only, in arrival order per type;
+/// - `Raw` is a bare connection that returns every response line in order,
+///   with literals joined in, for what imaplib hides;
+/// - `message(...)` builds a message, `deliver(...)` sends messages over
+///   SMTP in one connection.
+const CLIENT: &str = r#"
+import base64, datetime, hashlib, imaplib, random, re, smtplib, socket, ssl, sys, threading, time, traceback
+imaplib.Commands.setdefault("ID", ("NONAUTH", "AUTH", "SELECTED"))
+HOST, PORT = sys.argv[1].rsplit(":", 1)
+PORT = int(PORT)
+USER, PASS = sys.argv[2], sys.argv[3]
+SMTP_HOST, SMTP_PORT = sys.argv[4].rsplit(":", 1)
+IMAPS = int(sys.argv[5].rsplit(":", 1)[1])
+ARGS = sys.argv[6:]
+TLS = ssl.create_default_context()
+TLS.check_hostname = False
+TLS.verify_mode = ssl.CERT_NONE
+
+def eq(got, want, what=""):
+    if got != want:
+        raise AssertionError("%s:\n  got  %r\n  want %r" % (what, got, want))
+
+def ok(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+def login():
+    m = imaplib.IMAP4(HOST, PORT, timeout=30)
+    m.login(USER, PASS)
+    return m
+
+def run(m, name, *args):
+    m.untagged_responses.clear()
+    typ, dat = m._simple_command(name, *args)
+    return typ, dat, {k: list(v) for k, v in m.untagged_responses.items()}
+
+def status(m, box, items="(MESSAGES UIDNEXT UIDVALIDITY UNSEEN HIGHESTMODSEQ SIZE)"):
+    typ, dat = m.status(box, items)
+    eq(typ, "OK", "STATUS %s: %r" % (box, dat))
+    inner = re.search(rb"\((.*)\)", dat[0]).group(1).split()
+    return {inner[i].decode(): int(inner[i + 1]) for i in range(0, len(inner), 2)}
+
+def flagset(data):
+    found = re.search(rb"FLAGS \(([^)]*)\)", data)
+    ok(found, "no FLAGS in %r" % data)
+    return set(found.group(1).decode().split())
+
+def message(subject, mid, body="Hello.\r\n", headers="", frm="Sender <sender@remote.test>",
+            to=None, date="Mon, 01 Jan 2024 12:00:00 +0000"):
+    head = "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: %s\r\n%s" % (
+        frm, to or USER, subject, date, mid, headers)
+    if isinstance(body, str):
+        body = body.encode()
+    return head.encode() + b"\r\n" + body
+
+def deliver(messages):
+    with smtplib.SMTP(SMTP_HOST, int(SMTP_PORT), timeout=30) as s:
+        for msg in messages:
+            s.sendmail("sender@remote.test", [USER], msg)
+
+class Raw:
+    def __init__(self, port=None):
+        self.sock = socket.create_connection((HOST, port or PORT), timeout=30)
+        self.file = self.sock.makefile("rb")
+        self.n = 0
+        self.greeting = self.read()
+
+    def read(self):
+        line = self.file.readline()
+        if not line:
+            raise EOFError("the server closed the connection")
+        while True:
+            lit = re.search(rb"\{(\d+)\}\r\n$", line)
+            if not lit:
+                return line.decode("latin-1").rstrip("\r\n")
+            line += self.file.read(int(lit.group(1)))
+            line += self.file.readline()
+
+    def send(self, data):
+        self.sock.sendall(data.encode("latin-1") if isinstance(data, str) else data)
+
+    def tag(self):
+        self.n += 1
+        return "r%d" % self.n
+
+    def finish(self, tag):
+        untagged = []
+        while True:
+            line = self.read()
+            if line.startswith(tag + " "):
+                return untagged, line
+            untagged.append(line)
+
+    def cmd(self, text):
+        tag = self.tag()
+        self.send("%s %s\r\n" % (tag, text))
+        return self.finish(tag)
+
+    def login(self):
+        u, t = self.cmd('LOGIN "%s" "%s"' % (USER, PASS))
+        ok(t.split()[1] == "OK", t)
+"#;
+
+/// The last lines of the server's log, for failure messages.
+fn log_tail(server: &Server) -> String {
+    let log = server.log();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+fn client_args(server: &Server, user: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        server.imap.to_string(),
+        user.to_string(),
+        PASSWORD.to_string(),
+        server.smtp.to_string(),
+        server.imaps.to_string(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
+/// Runs `script` after [`CLIENT`] as `user`; returns what it printed. A
+/// failing script fails the test with its output and the server's log.
+fn client(server: &Server, user: &str, script: &str, extra: &[&str]) -> String {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(format!("{CLIENT}\n{script}"))
+        .args(client_args(server, user, extra))
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        out.status.success(),
+        "client script failed:\n{}\n{}\n--- server log ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        log_tail(server)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn capabilities_logins_starttls_and_imaps() {
+    let server = Server::start();
+    let user = server.add_user("caps");
+    client(
+        &server,
+        &user,
+        r#"
+WANT = {"IMAP4REV1", "STARTTLS", "AUTH=PLAIN", "SASL-IR", "LITERAL+", "ENABLE", "ID", "IDLE",
+        "NAMESPACE", "UNSELECT", "UIDPLUS", "MOVE", "CONDSTORE", "QUOTA", "QUOTA=RES-STORAGE",
+        "STATUS=SIZE", "CHILDREN", "SPECIAL-USE", "ESEARCH"}
+
+# Raw: the greeting, what is refused before login, SASL-IR, LOGOUT.
+r = Raw()
+ok(r.greeting.startswith("* OK [CAPABILITY "), r.greeting)
+u, t = r.cmd("CAPABILITY")
+ok(t.startswith("r1 OK"), t)
+eq(len(u), 1, "one CAPABILITY response")
+caps = {c.upper() for c in u[0].split()[2:]}
+ok(WANT <= caps, "missing before login: %r" % (WANT - caps))
+ok("LOGINDISABLED" not in caps, "LOGINDISABLED on loopback")
+for cmd in ("SELECT INBOX", 'LIST "" *', "STATUS INBOX (MESSAGES)", "NAMESPACE", "FETCH 1 FLAGS"):
+    u, t = r.cmd(cmd)
+    eq(t.split()[1], "NO", "%s before login: %s" % (cmd, t))
+u, t = r.cmd("FROBNICATE now")
+eq(t.split()[1], "BAD", t)
+u, t = r.cmd('ID ("name" "kit")')
+ok(t.split()[1] == "OK" and len(u) == 1 and u[0].startswith('* ID ("name" "Sluice"'), (u, t))
+token = base64.b64encode(b"\0" + USER.encode() + b"\0" + PASS.encode()).decode()
+u, t = r.cmd("AUTHENTICATE PLAIN " + token)
+ok(t.split()[1] == "OK", "SASL-IR login: %s" % t)
+u, t = r.cmd("CAPABILITY")
+caps = {c.upper() for c in u[0].split()[2:]}
+ok(WANT - {"STARTTLS", "AUTH=PLAIN", "SASL-IR"} <= caps, "after login: %r" % caps)
+for gone in ("STARTTLS", "AUTH=PLAIN", "SASL-IR"):
+    ok(gone not in caps, "%s still offered after login" % gone)
+u, t = r.cmd('LOGIN "%s" "%s"' % (USER, PASS))
+eq(t.split()[1], "BAD", "LOGIN twice: %s" % t)
+u, t = r.cmd("FETCH 1 FLAGS")
+eq(t.split()[1], "NO", "FETCH without a mailbox: %s" % t)
+u, t = r.cmd("LOGOUT")
+ok(t.split()[1] == "OK" and u and u[0].startswith("* BYE"), (u, t))
+eq(r.file.readline(), b"", "connection closed after LOGOUT")
+
+# imaplib: one wrong password, then the right one on the same connection.
+m = imaplib.IMAP4(HOST, PORT, timeout=30)
+t0 = time.monotonic()
+try:
+    m.login(USER, "wrong password")
+    raise AssertionError("a wrong password was accepted")
+except imaplib.IMAP4.error as e:
+    ok("[AUTHENTICATIONFAILED]" in str(e), str(e))
+ok(time.monotonic() - t0 >= 0.5, "a failed login was answered at once")
+typ, dat = m.login(USER, PASS)
+ok(typ == "OK" and b"[CAPABILITY " in dat[0], (typ, dat))
+eq(m.noop()[0], "OK", "NOOP")
+typ, dat, u = run(m, "ID", '("name" "kit" "version" "1")')
+ok(typ == "OK" and b'"name" "Sluice"' in u["ID"][0], u)
+typ, dat, u = run(m, "ID", "NIL")
+ok(typ == "OK" and "ID" in u, u)
+eq(m.namespace(), ("OK", [b'(("" "/")) NIL NIL']), "NAMESPACE")
+typ, dat, u = run(m, "ENABLE", "CONDSTORE")
+eq(u.get("ENABLED"), [b"CONDSTORE"], "ENABLE CONDSTORE")
+typ, dat = m.getquotaroot("INBOX")
+eq(typ, "OK", "GETQUOTAROOT")
+ok(dat[0] in ([b"INBOX"], [b'"INBOX"']), "QUOTAROOT without a limit: %r" % dat)
+eq(dat[1], [None], "no QUOTA response without a limit")
+typ, dat = m.getquotaroot("Nowhere")
+eq(typ, "NO", "GETQUOTAROOT of a missing mailbox")
+typ, dat = m.getquota('""')
+eq(typ, "NO", "GETQUOTA without a limit")
+typ, dat = m.setquota('""', "(STORAGE 100)")
+ok(typ == "NO" and b"[NOPERM]" in dat[0], (typ, dat))
+try:
+    m.xatom("FROBNICATE")
+    raise AssertionError("unknown command accepted")
+except imaplib.IMAP4.error as e:
+    ok("BAD" in str(e), str(e))
+typ, dat = m.logout()
+eq(typ, "BYE", "LOGOUT")
+
+# AUTHENTICATE PLAIN without an initial response (continuation).
+m = imaplib.IMAP4(HOST, PORT, timeout=30)
+typ, dat = m.authenticate("PLAIN", lambda _: b"\0" + USER.encode() + b"\0" + PASS.encode())
+ok(typ == "OK" and m.state == "AUTH", (typ, dat))
+eq(m.select("INBOX")[0], "OK", "SELECT after AUTHENTICATE")
+m.logout()
+m = imaplib.IMAP4(HOST, PORT, timeout=30)
+try:
+    m.authenticate("PLAIN", lambda _: b"\0" + USER.encode() + b"\0nope")
+    raise AssertionError("AUTHENTICATE with a wrong password accepted")
+except imaplib.IMAP4.error as e:
+    ok("AUTHENTICATIONFAILED" in str(e), str(e))
+m.logout()
+
+# STARTTLS on the imap port.
+m = imaplib.IMAP4(HOST, PORT, timeout=30)
+ok("STARTTLS" in m.capabilities, m.capabilities)
+typ, dat = m.starttls(TLS)
+eq(typ, "OK", "STARTTLS")
+ok(m.sock.version().startswith("TLS"), m.sock.version())
+ok("STARTTLS" not in m.capabilities and "AUTH=PLAIN" in m.capabilities, m.capabilities)
+try:
+    m._simple_command("STARTTLS")
+    raise AssertionError("a second STARTTLS was accepted")
+except imaplib.IMAP4.error as e:
+    ok("BAD" in str(e), str(e))
+m.login(USER, PASS)
+eq(m.select("INBOX"), ("OK", [b"0"]), "SELECT over STARTTLS")
+m.logout()
+
+# Implicit TLS on the imaps port.
+m = imaplib.IMAP4_SSL(HOST, IMAPS, ssl_context=TLS, timeout=30)
+ok("STARTTLS" not in m.capabilities and "AUTH=PLAIN" in m.capabilities, m.capabilities)
+m.login(USER, PASS)
+eq(status(m, "INBOX", "(MESSAGES)"), {"MESSAGES": 0}, "STATUS over imaps")
+m.logout()
+"#,
+        &[],
+    );
+}
+
+#[test]
+fn mailboxes_create_delete_rename_subscribe_list_status() {
+    let server = Server::start();
+    let user = server.add_user("boxes");
+    client(
+        &server,
+        &user,
+        r#"
+LIST_RE = re.compile(rb'^\((?P<attrs>[^)]*)\) (?:"(?P<delim>[^"]*)"|NIL) (?P<name>.*)$')
+
+def names(ref='""', pat="*", cmd="list"):
+    typ, dat = getattr(m, cmd)(ref, pat)
+    eq(typ, "OK", "%s %s %s" % (cmd, ref, pat))
+    out = {}
+    for line in dat:
+        if line is None:
+            continue
+        x = LIST_RE.match(line)
+        ok(x, "bad %s line %r" % (cmd, line))
+        name = x.group("name").decode()
+        if name.startswith('"'):
+            name = name[1:-1]
+        eq(x.group("delim"), b"/", "delimiter")
+        out[name] = {a.lower() for a in x.group("attrs").decode().split()}
+    return out
+
+m = login()
+l = names()
+eq(set(l), {"INBOX", "Sent", "Drafts", "Trash", "Junk", "Archive"}, "a new account's mailboxes")
+for box, use in [("Sent", "\\sent"), ("Drafts", "\\drafts"), ("Trash", "\\trash"),
+                 ("Junk", "\\junk"), ("Archive", "\\archive")]:
+    ok(use in l[box], "%s lacks %s: %r" % (box, use, l[box]))
+for box in l:
+    ok("\\hasnochildren" in l[box], "%s: %r" % (box, l[box]))
+
+# CREATE with implied parents.
+eq(m.create("a/b/c")[0], "OK", "CREATE a/b/c")
+l = names()
+ok({"a", "a/b", "a/b/c"} <= set(l), l)
+ok("\\haschildren" in l["a"] and "\\haschildren" in l["a/b"], l)
+ok("\\hasnochildren" in l["a/b/c"], l)
+typ, dat = m.create("a/b/c")
+ok(typ == "NO" and b"[ALREADYEXISTS]" in dat[0], (typ, dat))
+eq(m.create("INBOX")[0], "NO", "CREATE INBOX")
+eq(m.create("trailing/")[0], "OK", "CREATE with a trailing delimiter")
+ok("trailing" in names(), "trailing/ created as trailing")
+
+# LIST patterns and references.
+eq(set(names('""', "%")), {"INBOX", "Sent", "Drafts", "Trash", "Junk", "Archive", "a", "trailing"}, "%")
+eq(set(names('""', "a/*")), {"a/b", "a/b/c"}, "a/*")
+eq(set(names('""', "a/%")), {"a/b"}, "a/%")
+eq(set(names("a/", "%")), {"a/b"}, "reference a/")
+eq(set(names('""', "inbox")), {"INBOX"}, "INBOX is case-insensitive")
+eq(set(names('""', "*c")), {"a/b/c"}, "*c")
+eq(m.list('""', '""'), ("OK", [b'(\\Noselect) "/" ""']), "the root and delimiter")
+
+# DELETE.
+typ, dat = m.delete("INBOX")
+eq(typ, "NO", "DELETE INBOX: %r" % dat)
+typ, dat = m.delete("a")
+eq(typ, "NO", "DELETE of a mailbox with children: %r" % dat)
+typ, dat = m.delete("nope")
+ok(typ == "NO" and b"[NONEXISTENT]" in dat[0], (typ, dat))
+eq(m.delete("a/b/c")[0], "OK", "DELETE a/b/c")
+l = names()
+ok("a/b/c" not in l and "\\hasnochildren" in l["a/b"], l)
+eq(m.delete("trailing")[0], "OK", "DELETE trailing")
+
+# SUBSCRIBE, LSUB, UNSUBSCRIBE.
+eq(m.subscribe("a/b")[0], "OK", "SUBSCRIBE")
+ls = names(cmd="lsub")
+ok("a/b" in ls and "a" not in ls, ls)
+eq(m.unsubscribe("a/b")[0], "OK", "UNSUBSCRIBE")
+ok("a/b" not in names(cmd="lsub"), "still subscribed")
+
+# RENAME: children follow, implied parents are created.
+eq(m.rename("a", "x")[0], "OK", "RENAME a x")
+l = names()
+ok({"x", "x/b"} <= set(l) and not {"a", "a/b"} & set(l), l)
+typ, dat = m.rename("x", "Sent")
+ok(typ == "NO" and b"[ALREADYEXISTS]" in dat[0], (typ, dat))
+typ, dat = m.rename("nope", "y")
+ok(typ == "NO" and b"[NONEXISTENT]" in dat[0], (typ, dat))
+eq(m.rename("x/b", "p/q/r")[0], "OK", "RENAME into new parents")
+l = names()
+ok({"p", "p/q", "p/q/r"} <= set(l) and "x/b" not in l, l)
+ok("\\hasnochildren" in l["x"], l)
+
+# RENAME INBOX moves its messages to the new name and leaves INBOX empty.
+one = message("one", "<one@kit.test>")
+two = message("two", "<two@kit.test>", body="A longer body.\r\n" * 5)
+eq(m.append("INBOX", "(\\Seen)", None, one)[0], "OK", "APPEND one")
+eq(m.append("INBOX", None, None, two)[0], "OK", "APPEND two")
+eq(m.rename("INBOX", "Old")[0], "OK", "RENAME INBOX")
+ok("INBOX" in names() and "Old" in names(), names())
+eq(status(m, "INBOX", "(MESSAGES)"), {"MESSAGES": 0}, "INBOX after RENAME")
+s = status(m, "Old")
+eq(s["MESSAGES"], 2, "Old")
+eq(s["UNSEEN"], 1, "Old UNSEEN")
+eq(s["SIZE"], len(one) + len(two), "Old SIZE")
+ok(s["UIDVALIDITY"] > 0 and s["HIGHESTMODSEQ"] > 0, s)
+m.select("Old", readonly=True)
+uids = [int(u) for u in m.uid("SEARCH", "ALL")[1][0].split()]
+ok(s["UIDNEXT"] > max(uids), (s, uids))
+typ, dat = m.fetch("1:*", "(BODY.PEEK[HEADER.FIELDS (SUBJECT)])")
+subjects = sorted(d[1].strip() for d in dat if isinstance(d, tuple))
+eq(subjects, [b"Subject: one", b"Subject: two"], "messages of the renamed INBOX")
+m.close()
+typ, dat = m.status("nope", "(MESSAGES)")
+eq(typ, "NO", "STATUS of a missing mailbox")
+m.logout()
+"#,
+        &[],
+    );
+}
+
+#[test]
+fn select_examine_append_expunge_close_unselect() {
+    let server = Server::start();
+    let user = server.add_user("select");
+    client(
+        &server,
+        &user,
+        r#"
+m = login()
+v = status(m, "INBOX")["UIDVALIDITY"]
+msgs = [message("m%d" % i, "<m%d@kit.test>" % i) for i in range(5)]
+typ, dat = m.append("INBOX", "(\\Seen $Label1)", '"05-Mar-2021 10:20:30 +0100"', msgs[0])
+eq((typ, re.match(rb"\[APPENDUID (\d+) (\d+)\]", dat[0]).groups()), ("OK", (b"%d" % v, b"1")), dat)
+for i in range(1, 5):
+    typ, dat = m.append("INBOX", None, None, msgs[i])
+    eq(re.match(rb"\[APPENDUID (\d+) (\d+)\]", dat[0]).groups(), (b"%d" % v, b"%d" % (i + 1)), dat)
+typ, dat = m.append("Nowhere", None, None, msgs[0])
+ok(typ == "NO" and b"[TRYCREATE]" in dat[0], (typ, dat))
+try:
+    m.append("INBOX", "(\\Recent)", None, msgs[0])
+    raise AssertionError("APPEND with \\Recent accepted")
+except imaplib.IMAP4.error as e:
+    ok("BAD" in str(e), str(e))
+
+# SELECT: the responses RFC 3501 §6.3.1 and RFC 7162 require.
+typ, dat = m.select("INBOX")
+eq((typ, dat), ("OK", [b"5"]), "SELECT")
+u = m.untagged_responses
+for f in ("\\Answered", "\\Flagged", "\\Deleted", "\\Seen", "\\Draft", "$Label1"):
+    ok(f.encode() in u["FLAGS"][0], "FLAGS lacks %s: %r" % (f, u["FLAGS"]))
+ok(b"\\*" in u["PERMANENTFLAGS"][0] and b"$Label1" in u["PERMANENTFLAGS"][0], u["PERMANENTFLAGS"])
+eq(u["UIDVALIDITY"], [b"%d" % v], "UIDVALIDITY")
+eq(u["UIDNEXT"], [b"6"], "UIDNEXT")
+eq(u["UNSEEN"], [b"2"], "first unseen")
+eq(u["RECENT"], [b"0"], "RECENT")
+ok(int(u["HIGHESTMODSEQ"][0]) > 0, u)
+ok("READ-WRITE" in u, u)
+
+# APPEND's date and flags.
+typ, dat = m.fetch("1", "(FLAGS INTERNALDATE)")
+eq(flagset(dat[0]), {"\\Seen", "$Label1"}, "flags given to APPEND")
+when = re.search(rb'INTERNALDATE "([^"]+)"', dat[0]).group(1).decode().strip()
+eq(datetime.datetime.strptime(when, "%d-%b-%Y %H:%M:%S %z"),
+   datetime.datetime(2021, 3, 5, 9, 20, 30, tzinfo=datetime.timezone.utc), "INTERNALDATE")
+typ, dat = m.fetch("2", "(INTERNALDATE)")
+when = re.search(rb'INTERNALDATE "([^"]+)"', dat[0]).group(1).decode().strip()
+when = datetime.datetime.strptime(when, "%d-%b-%Y %H:%M:%S %z")
+ok(abs((datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()) < 300, when)
+eq(m.check()[0], "OK", "CHECK")
+
+# EXPUNGE: the numbers, applied in order, remove exactly 2 and 4.
+m.store("2,4", "+FLAGS.SILENT", "(\\Deleted)")
+m.untagged_responses.clear()
+typ, dat = m.expunge()
+eq(typ, "OK", "EXPUNGE")
+model = [1, 2, 3, 4, 5]
+for n in dat:
+    model.pop(int(n) - 1)
+eq(model, [1, 3, 5], "after EXPUNGE %r" % dat)
+eq(m.uid("SEARCH", "ALL")[1], [b"1 3 5"], "UIDs left")
+
+# UID EXPUNGE removes only the named \Deleted messages.
+m.store("1:3", "+FLAGS.SILENT", "(\\Deleted)")
+typ, dat, u = run(m, "UID", "EXPUNGE", "3")
+eq((typ, u.get("EXPUNGE")), ("OK", [b"2"]), "UID EXPUNGE 3")
+eq(m.uid("SEARCH", "ALL")[1], [b"1 5"], "UIDs left")
+
+# UNSELECT leaves \Deleted messages alone.
+eq(m.unselect()[0], "OK", "UNSELECT")
+eq(status(m, "INBOX", "(MESSAGES)"), {"MESSAGES": 2}, "after UNSELECT")
+
+# EXAMINE is read-only: no flag changes, no expunge, no implicit \Seen.
+typ, dat = m.select("INBOX", readonly=True)
+u = m.untagged_responses
+ok(typ == "OK" and "READ-ONLY" in u, (typ, u))
+eq(u["PERMANENTFLAGS"], [b"()"], "PERMANENTFLAGS in EXAMINE")
+eq(m.store("1", "+FLAGS", "(\\Flagged)")[0], "NO", "STORE in EXAMINE")
+eq(m.expunge()[0], "NO", "EXPUNGE in EXAMINE")
+typ, dat = m.fetch("2", "(BODY[])")
+eq(dat[0][1], msgs[4], "BODY[] in EXAMINE")
+typ, dat = m.fetch("2", "(FLAGS)")
+eq(flagset(dat[0]), {"\\Deleted"}, "no \\Seen from EXAMINE")
+eq(m.close()[0], "OK", "CLOSE in EXAMINE")
+eq(status(m, "INBOX", "(MESSAGES)"), {"MESSAGES": 2}, "CLOSE after EXAMINE expunges nothing")
+
+# CLOSE expunges silently.
+m.select("INBOX")
+m.untagged_responses.clear()
+eq(m.close()[0], "OK", "CLOSE")
+ok("EXPUNGE" not in m.untagged_responses, m.untagged_responses)
+eq(m.state, "AUTH", "state after CLOSE")
+eq(status(m, "INBOX", "(MESSAGES UIDNEXT)"), {"MESSAGES": 0, "UIDNEXT": 6}, "after CLOSE")
+m.logout()
+"#,
+        &[],
+    );
+}
+
+#[test]
+fn fetch_items_sections_and_bodystructure() {
+    let server = Server::start();
+    let user = server.add_user("fetch");
+    client(
+        &server,
+        &user,
+        r#"
+text_body = "Hello Bob,\r\nsee the attachment.\r\n"
+att_body = base64.b64encode(bytes(range(48))).decode() + "\r\n"
+inner_head = ("From: Carol <carol@example.net>\r\nTo: dave@example.org\r\nSubject: inner note\r\n"
+              "Date: Tue, 2 Jan 2024 11:00:00 +0000\r\nMessage-ID: <inner@example.net>\r\n"
+              "Content-Type: text/plain; charset=us-ascii\r\n")
+inner_body = "Inner body line\r\n"
+inner = inner_head + "\r\n" + inner_body
+p1h = "Content-Type: text/plain; charset=utf-8\r\n"
+p2h = ('Content-Type: application/octet-stream; name="data.bin"\r\nContent-Transfer-Encoding: base64\r\n'
+       'Content-Disposition: attachment; filename="data.bin"\r\n')
+p3h = "Content-Type: message/rfc822\r\n"
+top_head = ("From: Alice Example <alice@example.com>\r\nTo: Bob <bob@example.org>\r\nCc: carol@example.net\r\n"
+            "Subject: structure test\r\nDate: Mon, 1 Jan 2024 10:00:00 +0000\r\n"
+            "In-Reply-To: <earlier@example.com>\r\nMessage-ID: <structure@example.com>\r\n"
+            'MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="b1"\r\n')
+body = ("--b1\r\n" + p1h + "\r\n" + text_body + "\r\n--b1\r\n" + p2h + "\r\n" + att_body +
+        "\r\n--b1\r\n" + p3h + "\r\n" + inner + "\r\n--b1--\r\n")
+msg = (top_head + "\r\n" + body).encode()
+simple = [message("simple %d" % i, "<simple%d@kit.test>" % i, body="Line one\r\nLine two\r\n") for i in range(3)]
+
+m = login()
+eq(m.append("INBOX", None, '"01-Jan-2024 10:00:05 +0000"', msg)[0], "OK", "APPEND")
+for s in simple:
+    m.append("INBOX", None, None, s)
+m.select("INBOX")
+
+def one(seq, items):
+    typ, dat = m.fetch(seq, items)
+    eq(typ, "OK", "FETCH %s %s" % (seq, items))
+    text, lits = b"", []
+    for d in dat:
+        if isinstance(d, tuple):
+            text += d[0]
+            lits.append(d[1])
+        else:
+            text += d
+    return text, lits
+
+def flags(seq):
+    return flagset(one(seq, "(FLAGS)")[0])
+
+text, _ = one("1", "(FLAGS UID INTERNALDATE RFC822.SIZE)")
+ok(re.fullmatch(rb'1 \(FLAGS \(\) UID 1 INTERNALDATE "0?1-Jan-2024 10:00:05 \+0000" RFC822\.SIZE %d\)' % len(msg), text), text)
+addr = lambda name, box, host: '((%s NIL "%s" "%s"))' % ('"%s"' % name if name else "NIL", box, host)
+alice = addr("Alice Example", "alice", "example.com")
+want_env = ('("Mon, 1 Jan 2024 10:00:00 +0000" "structure test" %s %s %s %s %s NIL "<earlier@example.com>" "<structure@example.com>")'
+            % (alice, alice, alice, addr("Bob", "bob", "example.org"), addr(None, "carol", "example.net")))
+text, _ = one("1", "(ENVELOPE)")
+eq(text.decode(), "1 (ENVELOPE %s)" % want_env, "ENVELOPE")
+
+carol = addr("Carol", "carol", "example.net")
+inner_env = ('("Tue, 2 Jan 2024 11:00:00 +0000" "inner note" %s %s %s %s NIL NIL NIL "<inner@example.net>")'
+             % (carol, carol, carol, addr(None, "dave", "example.org")))
+want_bs = ('(("TEXT" "PLAIN" ("CHARSET" "utf-8") NIL NIL "7BIT" %d 2 NIL NIL NIL NIL)'
+           '("APPLICATION" "OCTET-STREAM" ("NAME" "data.bin") NIL NIL "BASE64" %d NIL ("ATTACHMENT" ("FILENAME" "data.bin")) NIL NIL)'
+           '("MESSAGE" "RFC822" NIL NIL NIL "7BIT" %d %s ("TEXT" "PLAIN" ("CHARSET" "us-ascii") NIL NIL "7BIT" %d 1 NIL NIL NIL NIL) %d NIL NIL NIL NIL)'
+           ' "MIXED" ("BOUNDARY" "b1") NIL NIL NIL)'
+           % (len(text_body), len(att_body), len(inner), inner_env, len(inner_body), inner.count("\n")))
+text, _ = one("1", "(BODYSTRUCTURE)")
+eq(text.decode().lower(), ("1 (BODYSTRUCTURE %s)" % want_bs).lower(), "BODYSTRUCTURE")
+want_body = ('(("TEXT" "PLAIN" ("CHARSET" "utf-8") NIL NIL "7BIT" %d 2)'
+             '("APPLICATION" "OCTET-STREAM" ("NAME" "data.bin") NIL NIL "BASE64" %d)'
+             '("MESSAGE" "RFC822" NIL NIL NIL "7BIT" %d %s ("TEXT" "PLAIN" ("CHARSET" "us-ascii") NIL NIL "7BIT" %d 1) %d)'
+             ' "MIXED")'
+             % (len(text_body), len(att_body), len(inner), inner_env, len(inner_body), inner.count("\n")))
+text, _ = one("1", "(BODY)")
+eq(text.decode().lower(), ("1 (BODY %s)" % want_body).lower(), "BODY")
+
+# Sections, all with PEEK: \Seen stays off.
+sections = [
+    ("BODY.PEEK[]", "BODY[]", msg),
+    ("BODY.PEEK[HEADER]", "BODY[HEADER]", (top_head + "\r\n").encode()),
+    ("BODY.PEEK[HEADER.FIELDS (SUBJECT FROM)]", "BODY[HEADER.FIELDS (SUBJECT FROM)]",
+     b"From: Alice Example <alice@example.com>\r\nSubject: structure test\r\n\r\n"),
+    ("BODY.PEEK[HEADER.FIELDS.NOT (SUBJECT FROM TO CC DATE MESSAGE-ID MIME-VERSION IN-REPLY-TO)]",
+     "BODY[HEADER.FIELDS.NOT (SUBJECT FROM TO CC DATE MESSAGE-ID MIME-VERSION IN-REPLY-TO)]",
+     b'Content-Type: multipart/mixed; boundary="b1"\r\n\r\n'),
+    ("BODY.PEEK[TEXT]", "BODY[TEXT]", body.encode()),
+    ("BODY.PEEK[1]", "BODY[1]", text_body.encode()),
+    ("BODY.PEEK[1.MIME]", "BODY[1.MIME]", (p1h + "\r\n").encode()),
+    ("BODY.PEEK[2]", "BODY[2]", att_body.encode()),
+    ("BODY.PEEK[2.MIME]", "BODY[2.MIME]", (p2h + "\r\n").encode()),
+    ("BODY.PEEK[3]", "BODY[3]", inner.encode()),
+    ("BODY.PEEK[3.HEADER]", "BODY[3.HEADER]", (inner_head + "\r\n").encode()),
+    ("BODY.PEEK[3.TEXT]", "BODY[3.TEXT]", inner_body.encode()),
+    ("BODY.PEEK[3.1]", "BODY[3.1]", inner_body.encode()),
+    ("BODY.PEEK[]<0.10>", "BODY[]<0>", msg[:10]),
+    ("BODY.PEEK[]<10.20>", "BODY[]<10>", msg[10:30]),
+    ("BODY.PEEK[TEXT]<5.1000000>", "BODY[TEXT]<5>", body.encode()[5:]),
+    ("RFC822.HEADER", "RFC822.HEADER", (top_head + "\r\n").encode()),
+]
+for item, label, want in sections:
+    text, lits = one("1", "(%s)" % item)
+    ok(label.encode() + b" {" in text, "%s answered as %r" % (item, text))
+    eq(lits, [want], item)
+eq(flags("1"), set(), "flags after PEEK and RFC822.HEADER")
+
+# Without PEEK, \Seen is set and the new FLAGS come with the data.
+text, lits = one("1", "(BODY[TEXT])")
+ok(b"FLAGS (\\Seen)" in text and lits == [body.encode()], text)
+eq(flags("1"), {"\\Seen"}, "after BODY[TEXT]")
+text, lits = one("2", "(RFC822)")
+ok(b"RFC822 {" in text and b"FLAGS (\\Seen)" in text and lits == [simple[0]], (text, lits))
+text, lits = one("3", "(RFC822.TEXT)")
+ok(b"RFC822.TEXT {" in text and b"FLAGS (\\Seen)" in text and lits == [b"Line one\r\nLine two\r\n"], (text, lits))
+eq(flags("4"), set(), "message 4 untouched")
+
+# Macros and UID FETCH.
+text, _ = one("4", "FAST")
+ok(all(k in text for k in (b"FLAGS (", b"INTERNALDATE ", b"RFC822.SIZE %d" % len(simple[2]))), text)
+text, _ = one("4", "ALL")
+ok(b"ENVELOPE (" in text and b"RFC822.SIZE" in text, text)
+text, _ = one("4", "FULL")
+ok(b"ENVELOPE (" in text and b"BODY (" in text, text)
+typ, dat = m.uid("FETCH", "2:3", "(FLAGS)")
+eq(dat, [b"2 (UID 2 FLAGS (\\Seen))", b"3 (UID 3 FLAGS (\\Seen))"], "UID FETCH")
+typ, dat = m.uid("FETCH", "99", "(FLAGS)")
+eq((typ, dat), ("OK", [None]), "UID FETCH of a missing UID")
+try:
+    m.fetch("9", "(FLAGS)")
+    raise AssertionError("FETCH of a missing message number accepted")
+except imaplib.IMAP4.error as e:
+    ok("BAD" in str(e), str(e))
+m.logout()
+"#,
+        &[],
+    );
+}
+
+#[test]
+fn store_copy_move_and_condstore() {
+    let server = Server::start();
+    let user = server.add_user("store");
+    client(
+        &server,
+        &user,
+        r#"
+m = login()
+for i in range(4):
+    m.append("INBOX", None, None, message("s%d" % i, "<s%d@kit.test>" % i))
+m.select("INBOX")
+
+# STORE without CONDSTORE.
+typ, dat, u = run(m, "STORE", "1", "+FLAGS", "(\\Flagged $Label1)")
+eq(typ, "OK", "STORE +FLAGS")
+eq([flagset(x) for x in u["FETCH"]], [{"\\Flagged", "$Label1"}], "+FLAGS")
+ok(b"$Label1" in u["FLAGS"][0], "the new keyword is announced: %r" % u.get("FLAGS"))
+typ, dat, u = run(m, "STORE", "1", "-FLAGS", "(\\Flagged)")
+eq([flagset(x) for x in u["FETCH"]], [{"$Label1"}], "-FLAGS")
+typ, dat, u = run(m, "STORE", "1", "FLAGS", "(\\Answered \\Draft)")
+eq([flagset(x) for x in u["FETCH"]], [{"\\Answered", "\\Draft"}], "FLAGS")
+typ, dat, u = run(m, "STORE", "2", "+FLAGS.SILENT", "(\\Seen)")
+ok(typ == "OK" and "FETCH" not in u, "STORE .SILENT answered with %r" % u)
+typ, dat, u = run(m, "UID", "STORE", "2", "+FLAGS", "($label2)")
+ok(re.fullmatch(rb"2 \(FLAGS \(.*\) UID 2\)|2 \(UID 2 FLAGS \(.*\)\)", u["FETCH"][0]), u["FETCH"])
+eq(flagset(u["FETCH"][0]), {"\\Seen", "$label2"}, "UID STORE")
+typ, dat, u = run(m, "STORE", "2:3", "+FLAGS", "(\\Flagged)")
+eq(sorted(x.split()[0] for x in u["FETCH"]), [b"2", b"3"], "a range")
+for bad in (("9", "+FLAGS", "(\\Seen)"), ("1", "+FLAGS", "(\\Recent)")):
+    try:
+        m.store(*bad)
+        raise AssertionError("STORE %r accepted" % (bad,))
+    except imaplib.IMAP4.error as e:
+        ok("BAD" in str(e), str(e))
+typ, dat = m.search(None, "KEYWORD $Label1")
+eq(dat, [b""], "$Label1 was removed by FLAGS")
+typ, dat = m.search(None, "KEYWORD $label2")
+eq(dat, [b"2"], "SEARCH KEYWORD")
+m.logout()
+
+# CONDSTORE (RFC 7162).
+m = login()
+typ, dat, u = run(m, "ENABLE", "CONDSTORE")
+eq(u.get("ENABLED"), [b"CONDSTORE"], "ENABLE")
+m.select("INBOX")
+h0 = int(m.untagged_responses["HIGHESTMODSEQ"][0])
+typ, dat = m.fetch("1:*", "(MODSEQ)")
+modseq = {int(x.split()[0]): int(re.search(rb"MODSEQ \((\d+)\)", x).group(1)) for x in dat}
+eq(sorted(modseq), [1, 2, 3, 4], "FETCH MODSEQ")
+ok(max(modseq.values()) == h0, (modseq, h0))
+typ, dat = m.store("4", "+FLAGS", "(\\Seen)")
+m4 = int(re.search(rb"MODSEQ \((\d+)\)", dat[0]).group(1))
+ok(m4 > h0 and flagset(dat[0]) == {"\\Seen"}, (dat, h0))
+typ, dat, u = run(m, "FETCH", "1:*", "(FLAGS)", "(CHANGEDSINCE %d)" % h0)
+eq(len(u.get("FETCH", [])), 1, "CHANGEDSINCE: %r" % u)
+ok(u["FETCH"][0].startswith(b"4 (") and b"MODSEQ (%d)" % m4 in u["FETCH"][0], u["FETCH"])
+typ, dat, u = run(m, "STORE", "1,4", "(UNCHANGEDSINCE %d)" % h0, "+FLAGS", "(\\Deleted)")
+ok(typ == "OK" and b"[MODIFIED 4]" in dat[0], (typ, dat))
+eq([x.split()[0] for x in u["FETCH"]], [b"1"], "only message 1 was changed")
+ok(b"MODSEQ (" in u["FETCH"][0] and "\\Deleted" in flagset(u["FETCH"][0]), u["FETCH"])
+eq(flagset(m.fetch("4", "(FLAGS)")[1][0]), {"\\Seen"}, "message 4 kept its flags")
+typ, dat, u = run(m, "UID", "STORE", "4", "(UNCHANGEDSINCE %d)" % m4, "-FLAGS", "(\\Seen)")
+ok(typ == "OK" and b"MODIFIED" not in dat[0] and len(u["FETCH"]) == 1, (dat, u))
+typ, dat, u = run(m, "STORE", "3", "+FLAGS.SILENT", "(\\Answered)")
+ok(len(u["FETCH"]) == 1 and re.fullmatch(rb"3 \(MODSEQ \(\d+\)\)", u["FETCH"][0]), u)
+last = int(re.search(rb"MODSEQ \((\d+)\)", u["FETCH"][0]).group(1))
+typ, dat = m.search(None, "MODSEQ %d" % (m4 + 1))
+ok(re.fullmatch(rb"1 3 4 \(MODSEQ %d\)" % last, dat[0]), dat)
+eq(status(m, "INBOX", "(HIGHESTMODSEQ)"), {"HIGHESTMODSEQ": last}, "STATUS HIGHESTMODSEQ")
+# Undo the \Deleted on 1 for the next part.
+m.store("1", "-FLAGS.SILENT", "(\\Deleted)")
+m.logout()
+"#,
+        &[],
+    );
+
+    // COPY and MOVE share the stored message: no new blob.
+    let blobs = server.count("SELECT count(*) FROM blobs");
+    assert_eq!(blobs, 4);
+    client(
+        &server,
+        &user,
+        r#"
+def expand(s):
+    out = []
+    for part in s.split(b","):
+        a, _, b = part.partition(b":")
+        out += list(range(int(a), int(b or a) + 1))
+    return out
+
+m = login()
+m.select("INBOX")
+va = status(m, "Archive")["UIDVALIDITY"]
+source_flags = [flagset(x) for x in m.fetch("1:2", "(FLAGS)")[1]]
+typ, dat = m.copy("1:2", "Archive")
+c = re.search(rb"\[COPYUID (\d+) ([\d:,]+) ([\d:,]+)\]", dat[0])
+ok(typ == "OK" and c, (typ, dat))
+eq((int(c.group(1)), expand(c.group(2)), expand(c.group(3))), (va, [1, 2], [1, 2]), "COPYUID")
+typ, dat = m.copy("1", "Nowhere")
+ok(typ == "NO" and b"[TRYCREATE]" in dat[0], (typ, dat))
+typ, dat, u = run(m, "MOVE", "3", "Archive")
+eq((typ, u.get("COPYUID"), u.get("EXPUNGE")), ("OK", [b"%d 3 3" % va], [b"3"]), "MOVE")
+typ, dat, u = run(m, "UID", "MOVE", "4", "Archive")
+eq((typ, u.get("COPYUID"), u.get("EXPUNGE")), ("OK", [b"%d 4 4" % va], [b"3"]), "UID MOVE")
+typ, dat, u = run(m, "UID", "COPY", "1:2", "Archive")
+c = re.search(rb"\[COPYUID (\d+) ([\d:,]+) ([\d:,]+)\]", dat[0])
+eq((expand(c.group(2)), expand(c.group(3))), ([1, 2], [5, 6]), "UID COPY")
+eq(status(m, "INBOX", "(MESSAGES)"), {"MESSAGES": 2}, "INBOX after MOVE")
+eq(status(m, "Archive", "(MESSAGES)"), {"MESSAGES": 6}, "Archive")
+m.select("Archive")
+eq([flagset(x) for x in m.fetch("1:2", "(FLAGS)")[1]], source_flags, "COPY keeps flags")
+typ, dat = m.fetch("1:*", "(BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])")
+ids = [d[1].strip() for d in dat if isinstance(d, tuple)]
+eq(ids, [b"Message-ID: <s%d@kit.test>" % i for i in (0, 1, 2, 3, 0, 1)], "Archive's messages")
+m.logout()
+"#,
+        &[],
+    );
+    assert_eq!(server.count("SELECT count(*) FROM blobs"), blobs);
+}
+
+#[test]
+fn search_keys_charsets_and_esearch() {
+    let server = Server::start();
+    let user = server.add_user("search");
+    client(
+        &server,
+        &user,
+        r#"
+alice = "Alice Example <alice@example.com>"
+multipart = ("MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=zz\r\n",
+             "--zz\r\nContent-Type: text/plain\r\n\r\nhidden treasure\r\n--zz\r\n"
+             "Content-Type: text/html\r\n\r\n<p>hidden treasure</p>\r\n--zz--\r\n")
+M = [
+    ("(\\Seen)", "01-Jan-2024 12:00:00 +0000",
+     message("Quarterly report", "<q@kit.test>", frm=alice, to="Bob <bob@example.org>",
+             date="Mon, 01 Jan 2024 12:00:00 +0000", body="The numbers are up.\r\n")),
+    ("(\\Flagged)", "15-Feb-2024 12:00:00 +0000",
+     message("Lunch plans", "<l@kit.test>", frm="carol@example.net", to="dave@example.org",
+             date="Thu, 15 Feb 2024 12:00:00 +0000", body="Pizza at noon?\r\n", headers="X-Priority: 1\r\n")),
+    ("($Label1)", "10-Mar-2024 12:00:00 +0000",
+     message("=?UTF-8?B?R3LDvMOfZSBhdXMgS8O2bG4=?=", "<g@kit.test>", frm=alice, to="Bob <bob@example.org>",
+             date="Sun, 10 Mar 2024 12:00:00 +0000", body="Straße und Brücke\r\n".encode(),
+             headers="Cc: erin@example.org\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                     "Content-Transfer-Encoding: 8bit\r\n")),
+    ("(\\Deleted \\Answered)", "20-Mar-2024 12:00:00 +0000",
+     message("big attachment", "<b@kit.test>", frm="bob@example.org",
+             date="Wed, 20 Mar 2024 12:00:00 +0000", body=("x" * 70 + "\r\n") * 300)),
+    ("(\\Draft)", "25-Mar-2024 12:00:00 +0000",
+     message("report draft", "<d@kit.test>", frm="dave@example.org",
+             date="Mon, 25 Mar 2024 12:00:00 +0000", headers=multipart[0], body=multipart[1])),
+]
+m = login()
+# A first message, expunged, so that UIDs (2..6) differ from message numbers (1..5).
+m.append("INBOX", "(\\Deleted)", None, message("gone", "<gone@kit.test>"))
+m.select("INBOX")
+m.expunge()
+for flags, date, msg in M:
+    eq(m.append("INBOX", flags, '"%s"' % date, msg)[0], "OK", "APPEND")
+m.noop()
+
+checks = [
+    ("ALL", [1, 2, 3, 4, 5]),
+    ("FROM alice", [1, 3]),
+    ('FROM "Alice Example"', [1, 3]),
+    ("FROM example.net", [2]),
+    ("TO bob", [1, 3]),
+    ("CC erin", [3]),
+    ("SUBJECT report", [1, 5]),
+    ("SUBJECT REPORT", [1, 5]),
+    ("TEXT pizza", [2]),
+    ("TEXT carol", [2]),
+    ("BODY pizza", [2]),
+    ("BODY carol", []),
+    ("BODY treasure", [5]),
+    ("HEADER X-Priority 1", [2]),
+    ('HEADER X-Priority ""', [2]),
+    ("HEADER Message-ID <b@kit.test>", [4]),
+    ("SINCE 1-Mar-2024", [3, 4, 5]),
+    ("BEFORE 1-Mar-2024", [1, 2]),
+    ("ON 15-Feb-2024", [2]),
+    ("SENTSINCE 1-Mar-2024", [3, 4, 5]),
+    ("SENTBEFORE 1-Feb-2024", [1]),
+    ("SENTON 15-Feb-2024", [2]),
+    ("LARGER 10000", [4]),
+    ("SMALLER 10000", [1, 2, 3, 5]),
+    ("SEEN", [1]),
+    ("UNSEEN", [2, 3, 4, 5]),
+    ("FLAGGED", [2]),
+    ("UNFLAGGED", [1, 3, 4, 5]),
+    ("DELETED", [4]),
+    ("UNDELETED", [1, 2, 3, 5]),
+    ("ANSWERED", [4]),
+    ("UNANSWERED", [1, 2, 3, 5]),
+    ("DRAFT", [5]),
+    ("UNDRAFT", [1, 2, 3, 4]),
+    ("KEYWORD $Label1", [3]),
+    ("UNKEYWORD $Label1", [1, 2, 4, 5]),
+    ("NEW", []),
+    ("RECENT", []),
+    ("OLD", [1, 2, 3, 4, 5]),
+    ("2:4", [2, 3, 4]),
+    ("4:*", [4, 5]),
+    ("UID 3:4", [2, 3]),
+    ("UID 1,6:*", [5]),
+    ("OR FROM carol SUBJECT big", [2, 4]),
+    ("NOT FROM alice", [2, 4, 5]),
+    ("FROM alice SEEN", [1]),
+    ("OR (FROM carol) (SEEN FROM alice)", [1, 2]),
+    ("NOT (OR FLAGGED DELETED)", [1, 3, 5]),
+    ("1:* UNSEEN SMALLER 10000", [2, 3, 5]),
+]
+for q, want in checks:
+    typ, dat = m.search(None, q)
+    eq((typ, [int(x) for x in dat[0].split()]), ("OK", want), "SEARCH " + q)
+typ, dat = m.uid("SEARCH", "FROM alice")
+eq(dat, [b"2 4"], "UID SEARCH FROM alice")
+typ, dat = m.uid("SEARCH", "UID 2:3")
+eq(dat, [b"2 3"], "UID SEARCH UID 2:3")
+
+# CHARSET: UTF-8 strings in literals, and an unknown charset.
+m.literal = "Brücke".encode()
+eq(m.search("UTF-8", "BODY"), ("OK", [b"3"]), "CHARSET UTF-8 BODY Brücke")
+m.literal = "Köln".encode()
+eq(m.search("UTF-8", "SUBJECT"), ("OK", [b"3"]), "CHARSET UTF-8 SUBJECT Köln (RFC 2047 encoded word)")
+eq(m.search("UTF-8", "SUBJECT", "plans"), ("OK", [b"2"]), "CHARSET UTF-8 with ASCII")
+eq(m.search("US-ASCII", "SUBJECT", "plans"), ("OK", [b"2"]), "CHARSET US-ASCII")
+typ, dat = m.search("X-UNKNOWN", "ALL")
+ok(typ == "NO" and b"[BADCHARSET" in dat[0], (typ, dat))
+for bad in ("9", "FROM", "FROBNICATE x"):
+    try:
+        m.search(None, bad)
+        raise AssertionError("SEARCH %s accepted" % bad)
+    except imaplib.IMAP4.error as e:
+        ok("BAD" in str(e), str(e))
+
+# ESEARCH (RFC 4731).
+def esearch(*args):
+    typ, dat, u = run(m, *args)
+    eq(typ, "OK", args)
+    eq(len(u.get("ESEARCH", [])), 1, "one ESEARCH for %r: %r" % (args, u))
+    line = u["ESEARCH"][0]
+    tag = re.match(rb'\(TAG "([^"]+)"\)', line)
+    ok(tag and tag.group(1).decode() == "%s%d" % (m.tagpre.decode(), m.tagnum - 1), "tag of %r" % line)
+    words = line[tag.end():].split()
+    uid = bool(words) and words[0] == b"UID"
+    words = words[1:] if uid else words
+    return uid, {words[i].decode(): words[i + 1].decode() for i in range(0, len(words), 2)}
+
+eq(esearch("SEARCH", "RETURN (MIN MAX COUNT ALL)", "FROM", "alice"),
+   (False, {"MIN": "1", "MAX": "3", "ALL": "1,3", "COUNT": "2"}), "ESEARCH FROM alice")
+eq(esearch("UID", "SEARCH", "RETURN (COUNT MIN)", "ALL"), (True, {"MIN": "2", "COUNT": "5"}), "UID ESEARCH")
+eq(esearch("SEARCH", "RETURN ()", "UNDELETED"), (False, {"ALL": "1:3,5"}), "RETURN ()")
+eq(esearch("SEARCH", "RETURN (MIN MAX COUNT)", "SUBJECT", "nothing-matches"), (False, {"COUNT": "0"}), "empty")
+m.logout()
+"#,
+        &[],
+    );
+}
+
+#[test]
+fn idle_sees_delivery_flag_changes_and_expunges() {
+    let server = Server::start();
+    let user = server.add_user("idler");
+    client(
+        &server,
+        &user,
+        r#"
+r = Raw()
+r.login()
+u, t = r.cmd("SELECT INBOX")
+ok(" OK " in t, t)
+
+def within_a_second(what):
+    r.sock.settimeout(1.0)
+    try:
+        while True:
+            line = r.read()
+            if re.match(what, line):
+                return line
+            ok(line == "* 0 RECENT" or line.startswith("* ") and " FETCH " in line,
+               "unexpected while idling: %r" % line)
+    except socket.timeout:
+        raise AssertionError("no %r within 1 s" % what)
+    finally:
+        r.sock.settimeout(30)
+
+r.send("i1 IDLE\r\n")
+ok(r.read().startswith("+ "), "continuation for IDLE")
+deliver([message("while idling", "<idle@kit.test>")])
+within_a_second(r"\* 1 EXISTS$")
+other = login()
+other.select("INBOX")
+other.store("1", "+FLAGS", "(\\Flagged)")
+line = within_a_second(r"\* 1 FETCH ")
+eq(flagset(line.encode()), {"\\Flagged"}, "flags pushed during IDLE")
+other.store("1", "+FLAGS", "(\\Deleted)")
+other.expunge()
+within_a_second(r"\* 1 EXPUNGE$")
+r.send("DONE\r\n")
+line = r.read()
+ok(line.startswith("i1 OK"), line)
+u, t = r.cmd("NOOP")
+ok(" OK " in t and not u, (u, t))
+
+# IDLE with no mailbox selected, and a wrong end.
+r.cmd("UNSELECT")
+r.send("i2 IDLE\r\n")
+ok(r.read().startswith("+ "), "continuation for IDLE")
+r.send("DONE\r\n")
+ok(r.read().startswith("i2 OK"), "IDLE in the authenticated state")
+r.send("i3 IDLE\r\n")
+ok(r.read().startswith("+ "), "continuation for IDLE")
+r.send("STOP\r\n")
+ok(r.read().startswith("i3 BAD"), "IDLE ended by something else than DONE")
+u, t = r.cmd("NOOP")
+ok(" OK " in t, t)
+other.logout()
+"#,
+        &[],
+    );
+}
+
+#[test]
+fn literals_limits_toobig_and_long_commands() {
+    let server = Server::start_with("[imap]\nmax_message_bytes = 1000\n");
+    let user = server.add_user("limits");
+    client(
+        &server,
+        &user,
+        r#"
+r = Raw()
+# LITERAL+: no continuation requests.
+r.send("r1 LOGIN {%d+}\r\n%s {%d+}\r\n%s\r\n" % (len(USER), USER, len(PASS), PASS))
+u, t = r.finish("r1")
+ok(t.startswith("r1 OK") and not [x for x in u if x.startswith("+")], (u, t))
+# A synchronising literal gets one.
+r.send("r2 SELECT {5}\r\n")
+ok(r.read().startswith("+ "), "continuation for a synchronising literal")
+r.send("INBOX\r\n")
+u, t = r.finish("r2")
+ok(t.startswith("r2 OK"), t)
+
+def fill(n):
+    head = message("limit", "<limit-%d@kit.test>" % n, body="")
+    return head + b"x" * (n - len(head) - 2) + b"\r\n"
+
+# Too big, synchronising: refused before the data is sent.
+r.send("r3 APPEND INBOX {1001}\r\n")
+line = r.read()
+ok(line.startswith("r3 NO [TOOBIG]"), "expected NO [TOOBIG] and no continuation, got %r" % line)
+u, t = r.cmd("NOOP")
+ok(t.endswith("OK NOOP completed") or " OK " in t, t)
+# Too big, non-synchronising: the data is read and dropped.
+r.send(b"r5 APPEND INBOX {2000+}\r\n" + b"x" * 2000 + b"\r\n")
+u, t = r.finish("r5")
+ok(t.startswith("r5 NO [TOOBIG]"), t)
+u, t = r.cmd("NOOP")
+ok(" OK " in t, t)
+# At the limit, both kinds.
+msg = fill(1000)
+r.send("r7 APPEND INBOX (\\Seen) {1000}\r\n")
+ok(r.read().startswith("+ "), "continuation for a message within the limit")
+r.send(msg + b"\r\n")
+u, t = r.finish("r7")
+ok(t.startswith("r7 OK [APPENDUID "), t)
+small = message("small", "<small@kit.test>")
+r.send(b"r8 APPEND INBOX {%d+}\r\n" % len(small) + small + b"\r\n")
+u, t = r.finish("r8")
+ok(t.startswith("r8 OK [APPENDUID ") and not [x for x in u if x.startswith("+")], (u, t))
+# A missing mailbox with LITERAL+: the data is drained, then TRYCREATE.
+r.send(b"r9 APPEND Nowhere {%d+}\r\n" % len(small) + small + b"\r\n")
+u, t = r.finish("r9")
+ok(t.startswith("r9 NO [TRYCREATE]"), t)
+# A command longer than max_command_bytes.
+u, t = r.cmd("NOOP " + "x" * 70000)
+ok(t.startswith("r10 BAD"), t[:100])
+u, t = r.cmd("NOOP")
+ok(" OK " in t, t)
+# A literal that would make a command too long is refused, not invited.
+r.send("r12 SEARCH TEXT {100000}\r\n")
+line = r.read()
+ok(line.startswith("r12 NO") or line.startswith("r12 BAD"), "expected a refusal, got %r" % line)
+u, t = r.cmd("NOOP")
+ok(" OK " in t, t)
+# Literals in other commands, both kinds.
+r.send("r14 SEARCH SUBJECT {5+}\r\nsmall\r\n")
+u, t = r.finish("r14")
+ok(t.startswith("r14 OK") and "* SEARCH 2" in u, (u, t))
+r.send("r15 FETCH 1 (BODY.PEEK[HEADER.FIELDS ({7}\r\n")
+ok(r.read().startswith("+ "), "continuation inside FETCH")
+r.send("SUBJECT)])\r\n")
+u, t = r.finish("r15")
+ok(t.startswith("r15 OK") and "Subject: limit" in u[0], (u, t))
+u, t = r.cmd("STATUS INBOX (MESSAGES)")
+ok(u == ["* STATUS INBOX (MESSAGES 2)"], u)
+r.cmd("LOGOUT")
+"#,
+        &[],
+    );
+}
+
+/// Samples the server's resident memory until stopped; `peak` holds the
+/// highest value since it was last reset.
+fn sample_rss(server: &Server, stop: &AtomicBool, peak: &AtomicU64) {
+    while !stop.load(Ordering::Relaxed) {
+        peak.fetch_max(server.rss_kb(), Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_fifty_megabyte_append_streams_and_reads_back_intact() {
+    use std::io::{BufRead, BufReader, Write};
+    let server = Server::start();
+    let user = server.add_user("big");
+    let script = format!(
+        "{CLIENT}\n{}",
+        r#"
+m = login()
+line = b"0123456789" * 7 + b"abcdef\r\n"
+msg = message("fifty megabytes", "<big@kit.test>", body=b"") + line * (50_000_000 // len(line))
+digest = hashlib.sha256(msg).hexdigest()
+typ, dat = m.append("INBOX", None, None, msg)
+ok(typ == "OK" and b"[APPENDUID " in dat[0], (typ, dat))
+print("appended", len(msg), digest, flush=True)
+sys.stdin.readline()
+m.select("INBOX", readonly=True)
+typ, dat = m.fetch("1", "(RFC822.SIZE BODY.PEEK[])")
+ok(typ == "OK" and b"RFC822.SIZE %d" % len(msg) in dat[0][0], dat[0][0])
+print("fetched", len(dat[0][1]), hashlib.sha256(dat[0][1]).hexdigest(), flush=True)
+m.logout()
+"#
+    );
+    let stop = AtomicBool::new(false);
+    let peak = AtomicU64::new(0);
+    let baseline = server.rss_kb();
+    let (appended, fetched, append_peak, fetch_peak) = std::thread::scope(|s| {
+        s.spawn(|| sample_rss(&server, &stop, &peak));
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(&script)
+            .args(client_args(&server, &user, &[]))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 must be installed");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut appended = String::new();
+        stdout.read_line(&mut appended).unwrap();
+        let append_peak = peak.swap(0, Ordering::Relaxed);
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let mut fetched = String::new();
+        stdout.read_line(&mut fetched).unwrap();
+        let fetch_peak = peak.load(Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+        let status = child.wait().unwrap();
+        assert!(status.success(), "client failed\n{}", log_tail(&server));
+        (appended, fetched, append_peak, fetch_peak)
+    });
+    let sent: Vec<&str> = appended.split_whitespace().collect();
+    let got: Vec<&str> = fetched.split_whitespace().collect();
+    assert_eq!(sent.first(), Some(&"appended"), "{appended}");
+    assert_eq!(got.first(), Some(&"fetched"), "{fetched}");
+    assert_eq!(sent[1..], got[1..], "size and SHA-256 read back");
+    let append_mb = append_peak.saturating_sub(baseline) / 1024;
+    let fetch_mb = fetch_peak.saturating_sub(baseline) / 1024;
+    assert!(
+        append_mb < 24,
+        "server memory grew by {append_mb} MB during a 50 MB APPEND"
+    );
+    assert!(
+        fetch_mb < 24,
+        "server memory grew by {fetch_mb} MB during a 50 MB FETCH"
+    );
+    assert!(server.count("SELECT count(*) FROM blob_chunks") > 100);
+}
+
+/// Runs a client program with HOME set to `home`; fails the test with
+/// its output and the server's log if it fails.
+fn run_tool(server: &Server, home: &Path, program: &str, args: &[&str]) -> Output {
+    let out = Command::new(program)
+        .args(args)
+        .env("HOME", home)
+        .env("FETCHMAILHOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{program} must be installed (.ci/run does it): {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed ({}):\n{}\n{}\n--- server log ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        log_tail(server)
+    );
+    out
+}
+
+/// The messages of a Maildir folder (`cur` and `new`), sorted.
+fn maildir_files(folder: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = ["cur", "new"]
+        .iter()
+        .flat_map(|sub| std::fs::read_dir(folder.join(sub)).unwrap())
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Renames a Maildir message into `cur` with `flag` added to its info.
+fn add_maildir_flag(file: &Path, flag: char) -> PathBuf {
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let (base, flags) = name.split_once(":2,").unwrap_or((name, ""));
+    let mut flags: Vec<char> = flags.chars().chain([flag]).collect();
+    flags.sort_unstable();
+    flags.dedup();
+    let flags: String = flags.into_iter().collect();
+    let to = file
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("cur")
+        .join(format!("{base}:2,{flags}"));
+    std::fs::rename(file, &to).unwrap();
+    to
+}
+
+#[test]
+fn mbsync_syncs_a_mailbox_down_and_changes_back_up() {
+    let server = Server::start();
+    let user = server.add_user("mbsync");
+    client(
+        &server,
+        &user,
+        r#"deliver([message("mbsync %d" % i, "<mbsync-%d@kit.test>" % i) for i in range(300)])"#,
+        &[],
+    );
+    let home = tempfile::tempdir().unwrap();
+    let mail = home.path().join("Mail");
+    let config = format!(
+        "IMAPAccount sluice\nHost 127.0.0.1\nPort {port}\nUser {user}\nPass \"{PASSWORD}\"\n\
+         TLSType None\nAuthMechs LOGIN\nTimeout 30\n\n\
+         IMAPStore sluice-far\nAccount sluice\n\n\
+         MaildirStore sluice-near\nPath {mail}/\nInbox {mail}/INBOX\nSubFolders Verbatim\n\n\
+         Channel inbox\nFar :sluice-far:INBOX\nNear :sluice-near:INBOX\nCreate Near\n\
+         Sync All\nExpunge Both\nSyncState *\n",
+        port = server.imap.port(),
+        mail = mail.display(),
+    );
+    let rc = home.path().join("mbsyncrc");
+    std::fs::write(&rc, config).unwrap();
+    let rc = rc.to_str().unwrap();
+    let inbox = mail.join("INBOX");
+    let sync = || run_tool(&server, home.path(), "mbsync", &["-c", rc, "-a"]);
+
+    sync();
+    let files = maildir_files(&inbox);
+    assert_eq!(files.len(), 300, "messages synced down");
+    let find = |files: &[PathBuf], n: u32| -> Option<PathBuf> {
+        let id = format!("Message-ID: <mbsync-{n}@kit.test>");
+        files
+            .iter()
+            .find(|f| std::fs::read_to_string(f).unwrap().contains(&id))
+            .cloned()
+    };
+    let text = std::fs::read_to_string(find(&files, 7).unwrap()).unwrap();
+    assert!(text.contains("Subject: mbsync 7") && text.contains("Hello."));
+
+    // Read one, trash one, delete one; sync back up.
+    add_maildir_flag(&find(&files, 10).unwrap(), 'S');
+    add_maildir_flag(&find(&files, 20).unwrap(), 'T');
+    std::fs::remove_file(find(&files, 30).unwrap()).unwrap();
+    sync();
+    let files = maildir_files(&inbox);
+    assert_eq!(files.len(), 298, "near side after the second sync");
+    assert!(
+        find(&files, 20).is_none(),
+        "the trashed message was expunged"
+    );
+
+    let check = r#"
+m = login()
+s = status(m, "INBOX", "(MESSAGES UIDNEXT HIGHESTMODSEQ)")
+m.select("INBOX", readonly=True)
+found = {}
+for n in ARGS:
+    typ, dat = m.search(None, "HEADER Message-ID <mbsync-%s@kit.test>" % n)
+    found[n] = sorted(flagset(m.fetch(x, "(FLAGS)")[1][0])) if dat[0] else "gone"
+print(s, found)
+"#;
+    let after = client(&server, &user, check, &["10", "11", "20", "30"]);
+    assert!(after.contains("'MESSAGES': 298"), "{after}");
+    assert!(
+        after.contains("{'10': ['\\\\Seen'], '11': [], '20': 'gone', '30': 'gone'}"),
+        "{after}"
+    );
+    assert_eq!(server.count("SELECT count(*) FROM messages"), 298);
+
+    // A third sync has nothing to do: no change on either side.
+    sync();
+    assert_eq!(
+        client(&server, &user, check, &["10", "11", "20", "30"]),
+        after
+    );
+    assert_eq!(maildir_files(&inbox), files);
+}
+
+/// Removes the `Received:` field fetchmail puts on top of each message.
+fn without_fetchmail_trace(message: &[u8]) -> Vec<u8> {
+    let text = message.to_vec();
+    assert!(text.starts_with(b"Received: "), "no trace field on top");
+    let mut end = text.iter().position(|&b| b == b'\n').unwrap() + 1;
+    while matches!(text.get(end), Some(b' ' | b'\t')) {
+        end += text[end..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    }
+    assert!(
+        String::from_utf8_lossy(&text[..end]).contains("fetchmail"),
+        "first field is not fetchmail's"
+    );
+    text[end..].to_vec()
+}
+
+fn lf_only(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    for (i, &b) in text.iter().enumerate() {
+        if !(b == b'\r' && text.get(i + 1) == Some(&b'\n')) {
+            out.push(b);
+        }
+    }
+    out
+}
+
+#[test]
+fn fetchmail_retrieves_over_starttls_and_deletes() {
+    let server = Server::start();
+    let user = server.add_user("fetchmail");
+    let home = tempfile::tempdir().unwrap();
+    let originals = home.path().join("originals");
+    let delivered = home.path().join("delivered");
+    std::fs::create_dir(&originals).unwrap();
+    std::fs::create_dir(&delivered).unwrap();
+    // Deliver awkward messages, and keep them as stored for comparison.
+    client(
+        &server,
+        &user,
+        r#"
+att = base64.encodebytes(bytes(range(256)) * 8).replace(b"\n", b"\r\n")
+deliver([
+    message("dots", "<f1@kit.test>", body=".\r\n..two\r\n.three\r\nFrom the start\r\n"),
+    message("utf-8", "<f2@kit.test>", body="Grüße aus Köln\r\n".encode(),
+            headers="MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n"),
+    message("attachment", "<f3@kit.test>",
+            headers="MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=x\r\n",
+            body=b"--x\r\nContent-Type: text/plain\r\n\r\nsee below\r\n--x\r\nContent-Type: application/octet-stream\r\n"
+                 b"Content-Transfer-Encoding: base64\r\n\r\n" + att + b"--x--\r\n"),
+    message("long line", "<f4@kit.test>", body="y" * 900 + "\r\n"),
+    message("empty body", "<f5@kit.test>", body=""),
+])
+m = login()
+m.select("INBOX", readonly=True)
+typ, dat = m.fetch("1:*", "(BODY.PEEK[])")
+bodies = [d[1] for d in dat if isinstance(d, tuple)]
+eq(len(bodies), 5, "stored messages")
+for i, b in enumerate(bodies):
+    open("%s/%d" % (ARGS[0], i), "wb").write(b)
+"#,
+        &[originals.to_str().unwrap()],
+    );
+
+    let mda = home.path().join("deliver.sh");
+    std::fs::write(
+        &mda,
+        format!(
+            "#!/bin/sh\nexec cat > \"$(mktemp {}/msg.XXXXXX)\"\n",
+            delivered.display()
+        ),
+    )
+    .unwrap();
+    let rc = home.path().join("fetchmailrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "set no syslog\nset no bouncemail\n\
+             poll 127.0.0.1 service {port} protocol IMAP auth password timeout 30\n  \
+             user \"{user}\" there with password \"{PASSWORD}\"\n  \
+             sslproto \"tls1.2+\" no sslcertck\n  no rewrite\n  fetchall\n  mda \"{mda}\"\n",
+            port = server.imap.port(),
+            mda = mda.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&mda, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&rc, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let rc = rc.to_str().unwrap();
+    let out = run_tool(
+        &server,
+        home.path(),
+        "fetchmail",
+        &["-f", rc, "--nodetach", "-v"],
+    );
+    let transcript =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        transcript.contains("STARTTLS"),
+        "fetchmail did not use STARTTLS:\n{transcript}"
+    );
+
+    // Every message arrived once and intact (fetchmail adds a trace field
+    // and hands the MDA LF line ends).
+    let mut want: Vec<Vec<u8>> = std::fs::read_dir(&originals)
+        .unwrap()
+        .map(|e| lf_only(&std::fs::read(e.unwrap().path()).unwrap()))
+        .collect();
+    let mut got: Vec<Vec<u8>> = std::fs::read_dir(&delivered)
+        .unwrap()
+        .map(|e| {
+            lf_only(&without_fetchmail_trace(
+                &std::fs::read(e.unwrap().path()).unwrap(),
+            ))
+        })
+        .collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got.len(), 5, "{transcript}");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(
+            String::from_utf8_lossy(g),
+            String::from_utf8_lossy(w),
+            "a message changed on its way"
+        );
+    }
+    // Without --keep they are gone from the server.
+    let left = client(
+        &server,
+        &user,
+        r#"print(status(login(), "INBOX", "(MESSAGES)")["MESSAGES"])"#,
+        &[],
+    );
+    assert_eq!(left.trim(), "0");
+    assert_eq!(server.count("SELECT count(*) FROM messages"), 0);
+}
+
+#[test]
+fn concurrent_sessions_keep_consistent_views() {
+    let server = Server::start();
+    let user = server.add_user("busy");
+    let out = client(
+        &server,
+        &user,
+        r#"
+SESSIONS, SECONDS = 8, 4.0
+errors = []
+lock = threading.Lock()
+identity = {}          # UID -> Message-ID, from every session and source
+counts = {}
+
+class Stop(Exception):
+    pass
+
+def note(uid, mid, where):
+    with lock:
+        old = identity.setdefault(uid, mid)
+    if old != mid:
+        errors.append("%s: UID %d named %s, then %s" % (where, uid, old, mid))
+
+UNTAGGED = re.compile(r"\* (\d+) (EXISTS|EXPUNGE|FETCH|RECENT)(.*)", re.S)
+
+class Session:
+    """One connection and its model of the mailbox, kept from what the
+    server said (RFC 3501 §7.4.1, §2.3.1)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.r = Raw()
+        self.r.login()
+        self.uids = []       # message n is self.uids[n - 1]; None until fetched
+        self.flags = {}
+        self.max_uid = 0     # highest UID this session has seen
+        self.do("SELECT INBOX")
+        self.fill()
+
+    def fail(self, what):
+        errors.append("%s: %s" % (self.name, what))
+        raise Stop()
+
+    def handle(self, untagged, tagged, text):
+        for line in untagged:
+            if line.startswith("* SEARCH"):
+                found = {int(x) for x in line.split()[2:]}
+                stray = found - set(self.uids)
+                if stray:
+                    self.fail("UID SEARCH found %r outside the view" % sorted(stray))
+            self.apply(line)
+        kind = tagged.split()[1]
+        with lock:
+            counts[text.split()[0] + " " + kind] = counts.get(text.split()[0] + " " + kind, 0) + 1
+        may_fail = text.split()[0] in ("COPY", "MOVE", "STORE") or text.startswith("UID STORE")
+        if kind == "BAD" or kind == "NO" and not may_fail:
+            self.fail("%s -> %s" % (text[:60], tagged))
+        return tagged
+
+    def do(self, text):
+        self.kind = text.split()[0].upper()
+        u, t = self.r.cmd(text)
+        return self.handle(u, t, text)
+
+    def apply(self, line):
+        m = UNTAGGED.match(line)
+        if not m:
+            return
+        n, what, rest = int(m.group(1)), m.group(2), m.group(3)
+        if what == "EXISTS":
+            if n < len(self.uids):
+                self.fail("EXISTS went from %d down to %d" % (len(self.uids), n))
+            self.uids.extend([None] * (n - len(self.uids)))
+        elif what == "EXPUNGE":
+            if self.kind in ("FETCH", "STORE", "SEARCH"):
+                self.fail("EXPUNGE during %s" % self.kind)
+            if not 1 <= n <= len(self.uids):
+                self.fail("EXPUNGE %d with %d messages" % (n, len(self.uids)))
+            self.flags.pop(self.uids.pop(n - 1), None)
+        elif what == "FETCH":
+            if not 1 <= n <= len(self.uids):
+                self.fail("FETCH %d with %d messages" % (n, len(self.uids)))
+            uid = self.uids[n - 1]
+            u = re.search(r"\bUID (\d+)", rest)
+            if u:
+                if uid is not None and uid != int(u.group(1)):
+                    self.fail("message %d was UID %d, now UID %s" % (n, uid, u.group(1)))
+                uid = self.uids[n - 1] = int(u.group(1))
+            f = re.search(r"\bFLAGS \(([^)]*)\)", rest)
+            if f and uid is not None:
+                self.flags[uid] = frozenset(f.group(1).split())
+            mid = re.search(r"Message-ID: *(<[^>]*>)", rest, re.I)
+            if mid and uid is not None:
+                note(uid, mid.group(1), self.name)
+
+    def fill(self):
+        """Learns the UIDs, flags and identities of new arrivals."""
+        before = {u for u in self.uids if u is not None}
+        missing = [i + 1 for i, u in enumerate(self.uids) if u is None]
+        if missing:
+            self.do("FETCH %d:%d (UID FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])" % (missing[0], missing[-1]))
+        known = [u for u in self.uids if u is not None]
+        if any(a >= b for a, b in zip(known, known[1:])):
+            self.fail("UIDs not ascending: %r" % known)
+        new = [u for u in known if u not in before]
+        if new and min(new) <= self.max_uid:
+            self.fail("new arrival with UID %d, not above %d seen before" % (min(new), self.max_uid))
+        if known:
+            self.max_uid = max(self.max_uid, known[-1])
+
+    def append(self, k):
+        mid = "<%s-%d@kit.test>" % (self.name, k)
+        msg = message("%s %d" % (self.name, k), mid)
+        tag = self.r.tag()
+        self.kind = "APPEND"
+        self.r.send(b"%s APPEND INBOX {%d+}\r\n" % (tag.encode(), len(msg)) + msg + b"\r\n")
+        t = self.handle(*self.r.finish(tag), "APPEND")
+        a = re.search(r"\[APPENDUID \d+ (\d+)\]", t)
+        if not a:
+            self.fail("APPEND without APPENDUID: %s" % t)
+        note(int(a.group(1)), mid, self.name)
+
+    def work(self, seed, end):
+        rng = random.Random(seed)
+        k = 0
+        while time.monotonic() < end:
+            self.fill()
+            n = len(self.uids)
+            op = rng.random()
+            seq = rng.randint(1, n) if n else 0
+            if n == 0 or op < 0.12:
+                k += 1
+                self.append(k)
+            elif op < 0.45:
+                flag = rng.choice(["\\Seen", "\\Flagged", "\\Answered", "$Label1", "$Label2"])
+                self.do("STORE %d %sFLAGS (%s)" % (seq, rng.choice("+-"), flag))
+            elif op < 0.55:
+                t = self.do("COPY %d INBOX" % seq)
+                c = re.search(r"\[COPYUID \d+ (\d+) (\d+)\]", t)
+                if c and int(c.group(1)) in identity:
+                    note(int(c.group(2)), identity[int(c.group(1))], self.name + " COPYUID")
+            elif op < 0.62:
+                self.do("COPY %d Archive" % seq)
+            elif op < 0.70:
+                self.do("MOVE %d Archive" % seq)
+            elif op < 0.80:
+                self.do("STORE %d +FLAGS.SILENT (\\Deleted)" % seq)
+                self.do("EXPUNGE")
+            elif op < 0.88:
+                uid = self.uids[seq - 1]
+                if uid:
+                    self.do("UID STORE %d +FLAGS (\\Deleted)" % uid)
+                    self.do("UID EXPUNGE %d" % uid)
+            elif op < 0.94:
+                self.do("NOOP")
+            else:
+                self.do("UID SEARCH ALL")
+
+def worker(s, seed, end):
+    try:
+        s.work(seed, end)
+    except Stop:
+        pass
+    except Exception:
+        errors.append("%s: %s" % (s.name, traceback.format_exc()))
+
+def mail(end):
+    try:
+        k = 0
+        with smtplib.SMTP(SMTP_HOST, int(SMTP_PORT), timeout=30) as s:
+            while time.monotonic() < end:
+                k += 1
+                s.sendmail("sender@remote.test", [USER], message("smtp %d" % k, "<smtp-%d@kit.test>" % k))
+                time.sleep(0.02)
+        with lock:
+            counts["SMTP"] = k
+    except Exception:
+        errors.append("smtp: %s" % traceback.format_exc())
+
+deliver([message("seed %d" % i, "<seed-%d@kit.test>" % i) for i in range(20)])
+sessions = [Session("s%d" % i) for i in range(SESSIONS)]
+end = time.monotonic() + SECONDS
+threads = [threading.Thread(target=worker, args=(s, i, end)) for i, s in enumerate(sessions)]
+threads.append(threading.Thread(target=mail, args=(end,)))
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+ok(not errors, "\n".join(errors))
+
+# All quiet: every session catches up and must agree with a fresh one.
+fresh = Raw()
+fresh.login()
+fresh.cmd("SELECT INBOX")
+u, t = fresh.cmd("UID FETCH 1:* (UID FLAGS)")
+truth = []
+for line in u:
+    if " FETCH " in line:
+        truth.append((int(re.search(r"\bUID (\d+)", line).group(1)),
+                      frozenset(re.search(r"\bFLAGS \(([^)]*)\)", line).group(1).split())))
+try:
+    for s in sessions:
+        s.do("NOOP")
+        s.fill()
+        s.do("FETCH 1:* (UID FLAGS)")
+        eq(s.uids, [uid for uid, _ in truth], "%s's messages" % s.name)
+        for uid, flags in truth:
+            eq(s.flags.get(uid), flags, "%s's flags of UID %d" % (s.name, uid))
+except Stop:
+    pass
+ok(not errors, "\n".join(errors))
+missing = [uid for uid, _ in truth if uid not in identity]
+ok(not missing, "UIDs never identified: %r" % missing)
+print(len(truth), "messages;", sorted(counts.items()))
+"#,
+        &[],
+    );
+    eprintln!("{out}");
+    assert!(!server.log().contains("panicked"), "{}", log_tail(&server));
+}
