@@ -12,6 +12,7 @@ mod auth;
 mod directory;
 mod error;
 mod index;
+mod keyword;
 mod model;
 mod password;
 mod sqlite;
@@ -23,8 +24,8 @@ pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
     AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryReceipt, FlagChange, MailboxId,
-    MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueuedRecipient, Quota, SearchKey, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED,
-    FLAG_SEEN,
+    MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueuedRecipient, Quota, SearchKey, Uid,
+    FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
 pub use sqlite::{SqliteOptions, SqliteStore, WriterStats};
@@ -124,8 +125,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Vec<(Uid, Uid)>>;
     /// Removes every message flagged `\Deleted` in one statement and returns
     /// their UIDs (IMAP EXPUNGE). With `uids`, only those (UID EXPUNGE).
-    async fn expunge_deleted(&self, mailbox: MailboxId, uids: Option<&[Uid]>)
-        -> Result<Vec<Uid>>;
+    async fn expunge_deleted(&self, mailbox: MailboxId, uids: Option<&[Uid]>) -> Result<Vec<Uid>>;
     /// Moves messages to another mailbox in one transaction (RFC 6851):
     /// the copies reference the same blobs, the originals are expunged.
     /// Returns `(source uid, new uid)` in UID order.
@@ -153,8 +153,7 @@ pub trait Store: Send + Sync + 'static {
     /// messages into a new mailbox and leaves INBOX empty (RFC 3501 §6.3.5).
     async fn rename_mailbox(&self, account: AccountId, from: &str, to: &str) -> Result<()>;
     /// Subscribes or unsubscribes a mailbox.
-    async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool)
-        -> Result<()>;
+    async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool) -> Result<()>;
     /// Counters for STATUS and SELECT.
     async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus>;
     /// Messages added or changed and UIDs expunged after `modseq`.
@@ -162,16 +161,51 @@ pub trait Store: Send + Sync + 'static {
     /// Message data for FETCH, in UID order; UIDs not in the mailbox are
     /// skipped.
     async fn message_data(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<Vec<MessageData>>;
-    /// The UIDs matching a search, ascending. Header keys match substrings,
-    /// case-insensitively, on the indexed columns. `Body` and `Text` go to
-    /// the full-text index and match whole words (every word of the query,
-    /// as a phrase when there are several), after Unicode case and
-    /// diacritic folding: exact for whole-word queries.
+    /// The UIDs matching a search, ascending. The whole key tree is one
+    /// query; no key reads a message's text. Matching rules:
+    ///
+    /// - `From`, `To`, `Cc`, `Subject` match substrings of the indexed
+    ///   columns ([`IndexedHeaders`]: the decoded subject; addresses as
+    ///   `Name <addr>` items joined with `, `), case-insensitively after
+    ///   simple Unicode lowercasing of each character. An empty string
+    ///   matches every message.
+    /// - `Bcc` and `Header(name, value)` look in the raw top-level header
+    ///   block (its first [`INDEX_WINDOW`] bytes): a field whose name
+    ///   equals `name` ignoring ASCII case, whose value, unfolded (CRLF
+    ///   before white space removed) and trimmed, contains `value` with the
+    ///   same case folding. Encoded words (RFC 2047) are matched as
+    ///   written, not decoded. `Header(name, "")` matches messages having
+    ///   the field (RFC 3501 §6.4.4); `Bcc("")` matches every message.
+    ///   Messages stored before the header block was kept never match.
+    /// - `Body` and `Text` go to the full-text index and match whole words
+    ///   (every word of the query, as a phrase when there are several),
+    ///   after Unicode case and diacritic folding: exact for whole-word
+    ///   queries. Words are split as the index splits them (runs of letters
+    ///   and digits), so `zebra-report` is the phrase `zebra report` and
+    ///   `zeb` does not match `zebra`. `Body` searches the decoded text
+    ///   parts (their first [`INDEX_WINDOW`] bytes); `Text` the subject, the
+    ///   From/To/Cc addresses or the body (a phrase lies within one of
+    ///   them). A string without any word matches every message.
+    /// - Dates are days since 1970-01-01 in UTC. `Before`/`On`/`Since` test
+    ///   the internal date; `SentBefore`/`SentOn`/`SentSince` the `Date:`
+    ///   field converted to UTC, or the internal date when the message has
+    ///   no `Date:` field that parses.
+    /// - `Keyword`/`Unkeyword` test for a whole keyword, ignoring ASCII
+    ///   case; a string that cannot be a keyword (not an IMAP atom) is set
+    ///   on no message.
+    /// - `Larger`/`Smaller` are strict; `Uids` ranges are inclusive, in
+    ///   either order; `FlagsSet(0)` and `FlagsUnset(0)` match everything.
+    ///
+    /// A tree nested deeper than 64 levels is refused (`Invalid`).
     async fn search(&self, mailbox: MailboxId, key: &SearchKey) -> Result<Vec<Uid>>;
     /// An account's storage use and limit.
     async fn quota(&self, account: AccountId) -> Result<Quota>;
     /// Sets an account's storage limit (`None` for unlimited).
     async fn set_quota(&self, address: &str, limit_bytes: Option<u64>) -> Result<()>;
+    /// The keywords set on any message of the mailbox, each once (first
+    /// spelling met), sorted ignoring case: for the FLAGS and
+    /// PERMANENTFLAGS responses (RFC 3501 §7.2.6).
+    async fn mailbox_keywords(&self, mailbox: MailboxId) -> Result<Vec<String>>;
     /// A receiver that changes whenever a commit touches the mailbox (new
     /// message, flags, expunge), in this process: IDLE waits on it.
     fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64>;
