@@ -86,7 +86,9 @@ pub trait Store: Send + Sync + 'static {
     /// delivery is durable.
     fn message_writer(&self) -> Box<dyn MessageWriter>;
 
-    /// Looks up a mailbox of an account by name (`INBOX` is case-insensitive).
+    /// Looks up a mailbox of an account by name. `INBOX` is
+    /// case-insensitive, also as the first level of a name (`inbox/x` is
+    /// `INBOX/x`); other names are not (RFC 3501 §5.1).
     async fn mailbox(&self, account: AccountId, name: &str) -> Result<Option<MailboxInfo>>;
     /// Lists the messages of a mailbox in UID order.
     async fn list_messages(&self, mailbox: MailboxId) -> Result<Vec<MessageEntry>>;
@@ -94,8 +96,9 @@ pub trait Store: Send + Sync + 'static {
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>>;
     /// The indexed header fields of a blob, read without opening its body.
     async fn headers(&self, blob: BlobId) -> Result<Option<IndexedHeaders>>;
-    /// Removes messages from a mailbox in one transaction. Blobs whose last
-    /// reference goes are deleted with their index entries.
+    /// Removes messages from a mailbox in one transaction, leaving
+    /// tombstones for [`Store::changes_since`]. Blobs whose last reference
+    /// goes are deleted with their index entries.
     async fn expunge(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<()>;
     /// Recipients waiting in the outbound queue.
     async fn queued(&self) -> Result<Vec<QueuedRecipient>>;
@@ -105,6 +108,15 @@ pub trait Store: Send + Sync + 'static {
     /// sequence (RFC 7162 §3); they are returned as they are now. With
     /// `unchanged_since` (RFC 7162 UNCHANGEDSINCE), messages whose modseq is
     /// higher are left alone.
+    ///
+    /// `keywords` are added (`Add`), removed (`Remove`), or with `Replace`
+    /// become the message's keywords while `flags` become its system
+    /// flags. Keywords compare ignoring ASCII case and keep the spelling
+    /// they were first set with; each must be an IMAP atom (`Invalid`
+    /// otherwise). The messages not returned were either already as asked
+    /// or, with `unchanged_since`, modified after it: a server answering
+    /// `MODIFIED` (RFC 7162 §3.2) takes the UIDs asked for whose modseq is
+    /// now above `unchanged_since` and that are not in the result.
     async fn update_flags(
         &self,
         mailbox: MailboxId,
@@ -124,7 +136,8 @@ pub trait Store: Send + Sync + 'static {
         to: MailboxId,
     ) -> Result<Vec<(Uid, Uid)>>;
     /// Removes every message flagged `\Deleted` in one statement and returns
-    /// their UIDs (IMAP EXPUNGE). With `uids`, only those (UID EXPUNGE).
+    /// their UIDs (IMAP EXPUNGE), leaving tombstones. With `uids`, only
+    /// those among them (RFC 4315 UID EXPUNGE).
     async fn expunge_deleted(&self, mailbox: MailboxId, uids: Option<&[Uid]>) -> Result<Vec<Uid>>;
     /// Moves messages to another mailbox in one transaction (RFC 6851):
     /// the copies reference the same blobs, the originals are expunged.
@@ -138,7 +151,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// The mailboxes of an account, in name order.
     async fn list_mailboxes(&self, account: AccountId) -> Result<Vec<MailboxInfo>>;
-    /// Creates a mailbox (a fresh UIDVALIDITY). `Exists` if the name is taken.
+    /// Creates a mailbox (a fresh UIDVALIDITY). `Exists` if the name is taken
+    /// (`INBOX` always is, in any case).
+    ///
+    /// Names are stored as given, except that a first level spelled `inbox`
+    /// in any case is stored as `INBOX`; `/` separates levels. Empty names,
+    /// names with control characters (CR, LF, NUL, ...), a leading or
+    /// trailing `/` or an empty level (`a//b`), and names over 1000 bytes
+    /// are `Invalid`. Missing parents are created too (RFC 3501 §6.3.3).
+    /// The UIDVALIDITY is greater than any the account ever had, so a
+    /// mailbox deleted and created again never reuses a UIDVALIDITY+UID
+    /// pair, and a mailbox id is never reused. `special_use` is one of the
+    /// RFC 6154 / RFC 8457 uses (`\Sent`, `\Trash`, ..., any case), else
+    /// `Invalid`.
     async fn create_mailbox(
         &self,
         account: AccountId,
@@ -146,17 +171,32 @@ pub trait Store: Send + Sync + 'static {
         special_use: Option<&str>,
     ) -> Result<MailboxInfo>;
     /// Deletes a mailbox and its messages. INBOX cannot be deleted, nor a
-    /// mailbox with children (`Invalid`, as Dovecot does).
+    /// mailbox with children (`Invalid`, as Dovecot does). Its tombstones
+    /// go with it: afterwards the mailbox's id answers `NotFound` (a
+    /// session that had it selected should end, as after a BYE), and its
+    /// watchers are woken to find that out.
     async fn delete_mailbox(&self, account: AccountId, name: &str) -> Result<()>;
     /// Renames a mailbox and its children (`parent/child` names follow,
     /// with `/` as the hierarchy separator). Renaming INBOX moves its
     /// messages into a new mailbox and leaves INBOX empty (RFC 3501 §6.3.5).
+    ///
+    /// A renamed mailbox keeps its id, UIDVALIDITY and UIDs. The new name
+    /// follows the rules of [`Store::create_mailbox`]; missing parents are
+    /// created. `NotFound` for an unknown `from`, `Exists` when `to` (or a
+    /// name the children would get) is taken, `Invalid` for renaming a
+    /// mailbox below itself. INBOX's own children stay where they are; the
+    /// new mailbox for INBOX's messages gets fresh UIDs from 1.
     async fn rename_mailbox(&self, account: AccountId, from: &str, to: &str) -> Result<()>;
-    /// Subscribes or unsubscribes a mailbox.
+    /// Subscribes or unsubscribes a mailbox (`NotFound` if it does not
+    /// exist). New mailboxes start subscribed.
     async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool) -> Result<()>;
-    /// Counters for STATUS and SELECT.
+    /// Counters for STATUS and SELECT, read in one snapshot.
     async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus>;
-    /// Messages added or changed and UIDs expunged after `modseq`.
+    /// Messages added or changed and UIDs expunged after `modseq`, all read
+    /// in one snapshot with the HIGHESTMODSEQ they bring the caller to.
+    /// `changes_since(m, 0)` lists every message. Expunged UIDs may
+    /// include messages added and expunged after `modseq` that the caller
+    /// never saw. `NotFound` once the mailbox is deleted.
     async fn changes_since(&self, mailbox: MailboxId, modseq: u64) -> Result<Changes>;
     /// Message data for FETCH, in UID order; UIDs not in the mailbox are
     /// skipped.
@@ -207,7 +247,11 @@ pub trait Store: Send + Sync + 'static {
     /// PERMANENTFLAGS responses (RFC 3501 §7.2.6).
     async fn mailbox_keywords(&self, mailbox: MailboxId) -> Result<Vec<String>>;
     /// A receiver that changes whenever a commit touches the mailbox (new
-    /// message, flags, expunge), in this process: IDLE waits on it.
+    /// message, flags, copy or move into or out of it, expunge, rename,
+    /// deletion), in this process: IDLE waits on it. It is bumped only
+    /// once the change is durable, so what it announces is readable.
+    /// Changes made by another process (the command line) do not wake it:
+    /// IDLE should still look now and then.
     fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64>;
 }
 

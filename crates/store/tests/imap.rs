@@ -965,3 +965,68 @@ async fn status_and_quota_figures() {
     let b = f.store.add_account("b@example.org", "pw").await.unwrap();
     assert_eq!(f.store.quota(b).await.unwrap(), store::Quota::default());
 }
+
+#[tokio::test]
+async fn moving_within_a_mailbox_renumbers_and_delivering_nowhere_fails() {
+    let f = fixture().await;
+    f.deliver_n(f.inbox, 2).await;
+    let map = f
+        .store
+        .move_messages(f.inbox, &[1, 2], f.inbox)
+        .await
+        .unwrap();
+    assert_eq!(map, [(1, 3), (2, 4)]);
+    assert_eq!(uids(&f.store.list_messages(f.inbox).await.unwrap()), [3, 4]);
+    assert_eq!(
+        f.store.changes_since(f.inbox, 0).await.unwrap().expunged,
+        [1, 2]
+    );
+    assert_eq!(f.count("SELECT min(refcount) FROM blobs"), 1);
+
+    let mut w = f.store.message_writer();
+    w.write(b"Subject: lost\r\n\r\n").await.unwrap();
+    assert!(matches!(
+        w.deliver(Delivery {
+            mailboxes: vec![987_654],
+            ..Default::default()
+        })
+        .await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        f.store.copy_messages(f.inbox, &[3], 987_654).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        f.count("SELECT count(*) FROM blobs"),
+        2,
+        "nothing left behind"
+    );
+}
+
+#[tokio::test]
+async fn watchers_wake_when_their_mailbox_is_renamed_or_deleted() {
+    let f = fixture().await;
+    let made = f
+        .store
+        .create_mailbox(f.account, "w/x", None)
+        .await
+        .unwrap();
+    let mut rx = f.store.watch_mailbox(made.id);
+    let wait = Duration::from_secs(10);
+    f.store.rename_mailbox(f.account, "w", "v").await.unwrap();
+    tokio::time::timeout(wait, rx.changed())
+        .await
+        .expect("no notice after a rename of the parent")
+        .unwrap();
+    rx.borrow_and_update();
+    f.store.delete_mailbox(f.account, "v/x").await.unwrap();
+    tokio::time::timeout(wait, rx.changed())
+        .await
+        .expect("no notice after a delete")
+        .unwrap();
+    assert!(matches!(
+        f.store.mailbox_status(made.id).await,
+        Err(StoreError::NotFound(_))
+    ));
+}

@@ -280,7 +280,13 @@ fn commit_delivery(
                 "UPDATE mailboxes SET uid_next = uid_next + 1, highest_modseq = highest_modseq + 1
                  WHERE id = ?1 RETURNING uid_next - 1, highest_modseq",
             )?
-            .query_row([mailbox], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            .query_row([mailbox], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => {
+                    StoreError::NotFound(format!("mailbox {mailbox}"))
+                }
+                e => e.into(),
+            })?;
         c.prepare_cached(
             "INSERT INTO messages (mailbox_id, uid, blob_id, size, flags, keywords, internal_date, modseq)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
