@@ -298,6 +298,9 @@ fn leaf() -> impl Strategy<Value = SearchKey> {
     prop_oneof![
         Just(SearchKey::All),
         vec((0u32..40, 0u32..40), 0..4).prop_map(SearchKey::Uids),
+        // Enough separate UIDs to go as one packed parameter.
+        vec(0u32..25, 17..24)
+            .prop_map(|v| SearchKey::Uids(v.into_iter().map(|u| (2 * u, 2 * u)).collect())),
         (0u32..32).prop_map(SearchKey::FlagsSet),
         (0u32..32).prop_map(SearchKey::FlagsUnset),
         keyword.clone().prop_map(SearchKey::Keyword),

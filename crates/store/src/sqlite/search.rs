@@ -183,14 +183,16 @@ impl Compiler {
             self.sql.push(')');
         } else {
             // Each range packed into one integer: low UID in the high 32
-            // bits. One parameter whatever the number of ranges.
+            // bits. One parameter whatever the number of ranges. UIDs from
+            // 2^31 make it negative; SQLite shifts with the sign, hence
+            // the mask after the shift.
             self.sql.push_str(
                 "EXISTS (SELECT 1 FROM rarray(?) r \
-                 WHERE m.uid BETWEEN (r.value >> 32) AND (r.value & 4294967295))",
+                 WHERE m.uid BETWEEN ((r.value >> 32) & 4294967295) AND (r.value & 4294967295))",
             );
             let packed: Vec<Value> = out
                 .into_iter()
-                .map(|(lo, hi)| Value::Integer((lo << 32) | hi))
+                .map(|(lo, hi)| Value::Integer(lo.wrapping_shl(32) | hi))
                 .collect();
             self.param(Rc::new(packed));
         }
@@ -319,6 +321,48 @@ mod tests {
         assert!(!q.sql.contains("Evil"));
         assert!(!q.sql.contains("robert"));
         assert_eq!(q.params.len(), 1 + 1 + 2 + 1 + 1);
+    }
+
+    #[test]
+    fn many_uid_ranges_travel_packed_and_match_as_few_do() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        rusqlite::vtab::array::load_module(&c).unwrap();
+        c.execute_batch(
+            "CREATE TABLE messages (mailbox_id INTEGER, uid INTEGER, blob_id INTEGER,
+                 flags INTEGER, size INTEGER, keywords TEXT, internal_date INTEGER, modseq INTEGER);",
+        )
+        .unwrap();
+        let uids: [u32; 6] = [1, 5, 40, 2_147_483_647, 2_147_483_648, u32::MAX];
+        for uid in uids {
+            c.execute(
+                "INSERT INTO messages (mailbox_id, uid) VALUES (1, ?1)",
+                [uid],
+            )
+            .unwrap();
+        }
+        let run = |ranges: Vec<(Uid, Uid)>| -> Vec<Uid> {
+            let q = compile(1, &SearchKey::Uids(ranges)).unwrap();
+            c.prepare(&q.sql)
+                .unwrap()
+                .query_map(rusqlite::params_from_iter(q.params.iter()), |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        // Twenty single UIDs apart from each other (packed), and the same
+        // wanted set as three ranges (inline).
+        let mut many: Vec<(Uid, Uid)> = (0..18).map(|i| (100 + 2 * i, 100 + 2 * i)).collect();
+        many.push((5, 5));
+        many.push((u32::MAX, 2_147_483_648));
+        assert!(compile(1, &SearchKey::Uids(many.clone()))
+            .unwrap()
+            .sql
+            .contains("rarray"));
+        let expected = vec![5, 2_147_483_648, u32::MAX];
+        assert_eq!(run(many), expected);
+        assert_eq!(run(vec![(5, 5), (2_147_483_648, u32::MAX)]), expected);
+        assert_eq!(run(vec![(2_147_483_647, 1)]).len(), 4);
+        assert_eq!(run(vec![]), Vec::<Uid>::new());
     }
 
     #[test]
