@@ -328,7 +328,8 @@ fn angle_addr(t: &[Token<'_>], mut i: usize, name: Option<String>) -> (Address, 
     if i < t.len() && t[i].is(b'@') {
         let start = i;
         let mut j = i;
-        while j < t.len() && !t[j].is(b':') && !t[j].is(b'>') {
+        // Stopping at `<` and `;` too keeps garbage like `<@<@<@...` linear.
+        while j < t.len() && !matches!(t[j].kind, Kind::Special(b':' | b'>' | b'<' | b';')) {
             j += 1;
         }
         if j < t.len() && t[j].is(b':') {
@@ -510,6 +511,15 @@ mod tests {
             p("@host"),
             vec![a(None, None, Some(MISSING_MAILBOX), Some("host"))]
         );
+    }
+
+    #[test]
+    fn garbage_stays_linear() {
+        // Each of these would be quadratic with a careless scan; 200k
+        // tokens must not take long.
+        for unit in ["<@", "<@a,", "\"", "(", "a:", "<", "@", ",", "a "] {
+            let _ = p(&unit.repeat(100_000));
+        }
     }
 
     #[test]
