@@ -56,6 +56,9 @@ impl Session<'_> {
             }
             CommandBody::Noop => Reply::ok("NOOP completed"),
             CommandBody::Logout => {
+                if let Some(a) = &self.account {
+                    tracing::info!(user = %a.address, "imap logout");
+                }
                 self.out.bye(None, "Logging out");
                 Reply::ok("LOGOUT completed").close()
             }
