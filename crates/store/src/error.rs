@@ -23,6 +23,9 @@ pub enum StoreError {
     /// The input is not acceptable (bad address, empty password, ...).
     #[error("{0}")]
     Invalid(String),
+    /// Something stored cannot be read back (a damaged or foreign value).
+    #[error("stored data unreadable: {0}")]
+    Corrupt(String),
     /// The database was written by a newer Sluice.
     #[error("database schema version {found} is newer than this Sluice supports ({supported})")]
     SchemaTooNew {

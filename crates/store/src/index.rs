@@ -81,9 +81,36 @@ pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
     MessageIndex { headers, body_text }
 }
 
+/// The top-level header block at the start of a message: everything up to
+/// and including the first empty line (CRLF or bare LF line ends), or all
+/// of `head` when it holds no empty line.
+pub(crate) fn header_block(head: &[u8]) -> &[u8] {
+    let mut start = 0;
+    while let Some(nl) = head[start..].iter().position(|&b| b == b'\n') {
+        let end = start + nl + 1;
+        if matches!(&head[start..end], b"\n" | b"\r\n") {
+            return &head[..end];
+        }
+        start = end;
+    }
+    head
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_block_ends_at_the_first_empty_line() {
+        assert_eq!(
+            header_block(b"A: 1\r\nB: 2\r\n\r\nbody\r\n\r\n"),
+            b"A: 1\r\nB: 2\r\n\r\n"
+        );
+        assert_eq!(header_block(b"A: 1\nB: 2\n\nbody\n"), b"A: 1\nB: 2\n\n");
+        assert_eq!(header_block(b"\r\nbody"), b"\r\n");
+        assert_eq!(header_block(b"A: 1\r\nB: 2"), b"A: 1\r\nB: 2");
+        assert_eq!(header_block(b""), b"");
+    }
 
     #[test]
     fn indexes_headers_and_text_parts() {

@@ -12,6 +12,7 @@ mod auth;
 mod directory;
 mod error;
 mod index;
+mod keyword;
 mod model;
 mod password;
 mod sqlite;
@@ -23,8 +24,8 @@ pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
     AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryReceipt, FlagChange, MailboxId,
-    MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueuedRecipient, Quota, SearchKey, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED,
-    FLAG_SEEN,
+    MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueuedRecipient, Quota, SearchKey, Uid,
+    FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
 pub use sqlite::{SqliteOptions, SqliteStore, WriterStats};
@@ -85,7 +86,9 @@ pub trait Store: Send + Sync + 'static {
     /// delivery is durable.
     fn message_writer(&self) -> Box<dyn MessageWriter>;
 
-    /// Looks up a mailbox of an account by name (`INBOX` is case-insensitive).
+    /// Looks up a mailbox of an account by name. `INBOX` is
+    /// case-insensitive, also as the first level of a name (`inbox/x` is
+    /// `INBOX/x`); other names are not (RFC 3501 §5.1).
     async fn mailbox(&self, account: AccountId, name: &str) -> Result<Option<MailboxInfo>>;
     /// Lists the messages of a mailbox in UID order.
     async fn list_messages(&self, mailbox: MailboxId) -> Result<Vec<MessageEntry>>;
@@ -93,8 +96,9 @@ pub trait Store: Send + Sync + 'static {
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>>;
     /// The indexed header fields of a blob, read without opening its body.
     async fn headers(&self, blob: BlobId) -> Result<Option<IndexedHeaders>>;
-    /// Removes messages from a mailbox in one transaction. Blobs whose last
-    /// reference goes are deleted with their index entries.
+    /// Removes messages from a mailbox in one transaction, leaving
+    /// tombstones for [`Store::changes_since`]. Blobs whose last reference
+    /// goes are deleted with their index entries.
     async fn expunge(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<()>;
     /// Recipients waiting in the outbound queue.
     async fn queued(&self) -> Result<Vec<QueuedRecipient>>;
@@ -104,6 +108,15 @@ pub trait Store: Send + Sync + 'static {
     /// sequence (RFC 7162 §3); they are returned as they are now. With
     /// `unchanged_since` (RFC 7162 UNCHANGEDSINCE), messages whose modseq is
     /// higher are left alone.
+    ///
+    /// `keywords` are added (`Add`), removed (`Remove`), or with `Replace`
+    /// become the message's keywords while `flags` become its system
+    /// flags. Keywords compare ignoring ASCII case and keep the spelling
+    /// they were first set with; each must be an IMAP atom (`Invalid`
+    /// otherwise). The messages not returned were either already as asked
+    /// or, with `unchanged_since`, modified after it: a server answering
+    /// `MODIFIED` (RFC 7162 §3.2) takes the UIDs asked for whose modseq is
+    /// now above `unchanged_since` and that are not in the result.
     async fn update_flags(
         &self,
         mailbox: MailboxId,
@@ -123,9 +136,9 @@ pub trait Store: Send + Sync + 'static {
         to: MailboxId,
     ) -> Result<Vec<(Uid, Uid)>>;
     /// Removes every message flagged `\Deleted` in one statement and returns
-    /// their UIDs (IMAP EXPUNGE). With `uids`, only those (UID EXPUNGE).
-    async fn expunge_deleted(&self, mailbox: MailboxId, uids: Option<&[Uid]>)
-        -> Result<Vec<Uid>>;
+    /// their UIDs (IMAP EXPUNGE), leaving tombstones. With `uids`, only
+    /// those among them (RFC 4315 UID EXPUNGE).
+    async fn expunge_deleted(&self, mailbox: MailboxId, uids: Option<&[Uid]>) -> Result<Vec<Uid>>;
     /// Moves messages to another mailbox in one transaction (RFC 6851):
     /// the copies reference the same blobs, the originals are expunged.
     /// Returns `(source uid, new uid)` in UID order.
@@ -138,7 +151,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// The mailboxes of an account, in name order.
     async fn list_mailboxes(&self, account: AccountId) -> Result<Vec<MailboxInfo>>;
-    /// Creates a mailbox (a fresh UIDVALIDITY). `Exists` if the name is taken.
+    /// Creates a mailbox (a fresh UIDVALIDITY). `Exists` if the name is taken
+    /// (`INBOX` always is, in any case).
+    ///
+    /// Names are stored as given, except that a first level spelled `inbox`
+    /// in any case is stored as `INBOX`; `/` separates levels. Empty names,
+    /// names with control characters (CR, LF, NUL, ...), a leading or
+    /// trailing `/` or an empty level (`a//b`), and names over 1000 bytes
+    /// are `Invalid`. Missing parents are created too (RFC 3501 §6.3.3).
+    /// The UIDVALIDITY is greater than any the account ever had, so a
+    /// mailbox deleted and created again never reuses a UIDVALIDITY+UID
+    /// pair, and a mailbox id is never reused. `special_use` is one of the
+    /// RFC 6154 / RFC 8457 uses (`\Sent`, `\Trash`, ..., any case), else
+    /// `Invalid`.
     async fn create_mailbox(
         &self,
         account: AccountId,
@@ -146,34 +171,87 @@ pub trait Store: Send + Sync + 'static {
         special_use: Option<&str>,
     ) -> Result<MailboxInfo>;
     /// Deletes a mailbox and its messages. INBOX cannot be deleted, nor a
-    /// mailbox with children (`Invalid`, as Dovecot does).
+    /// mailbox with children (`Invalid`, as Dovecot does). Its tombstones
+    /// go with it: afterwards the mailbox's id answers `NotFound` (a
+    /// session that had it selected should end, as after a BYE), and its
+    /// watchers are woken to find that out.
     async fn delete_mailbox(&self, account: AccountId, name: &str) -> Result<()>;
     /// Renames a mailbox and its children (`parent/child` names follow,
     /// with `/` as the hierarchy separator). Renaming INBOX moves its
     /// messages into a new mailbox and leaves INBOX empty (RFC 3501 §6.3.5).
+    ///
+    /// A renamed mailbox keeps its id, UIDVALIDITY and UIDs. The new name
+    /// follows the rules of [`Store::create_mailbox`]; missing parents are
+    /// created. `NotFound` for an unknown `from`, `Exists` when `to` (or a
+    /// name the children would get) is taken, `Invalid` for renaming a
+    /// mailbox below itself. INBOX's own children stay where they are; the
+    /// new mailbox for INBOX's messages gets fresh UIDs from 1.
     async fn rename_mailbox(&self, account: AccountId, from: &str, to: &str) -> Result<()>;
-    /// Subscribes or unsubscribes a mailbox.
-    async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool)
-        -> Result<()>;
-    /// Counters for STATUS and SELECT.
+    /// Subscribes or unsubscribes a mailbox (`NotFound` if it does not
+    /// exist). New mailboxes start subscribed.
+    async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool) -> Result<()>;
+    /// Counters for STATUS and SELECT, read in one snapshot.
     async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus>;
-    /// Messages added or changed and UIDs expunged after `modseq`.
+    /// Messages added or changed and UIDs expunged after `modseq`, all read
+    /// in one snapshot with the HIGHESTMODSEQ they bring the caller to.
+    /// `changes_since(m, 0)` lists every message. Expunged UIDs may
+    /// include messages added and expunged after `modseq` that the caller
+    /// never saw. `NotFound` once the mailbox is deleted.
     async fn changes_since(&self, mailbox: MailboxId, modseq: u64) -> Result<Changes>;
     /// Message data for FETCH, in UID order; UIDs not in the mailbox are
     /// skipped.
     async fn message_data(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<Vec<MessageData>>;
-    /// The UIDs matching a search, ascending. Header keys match substrings,
-    /// case-insensitively, on the indexed columns. `Body` and `Text` go to
-    /// the full-text index and match whole words (every word of the query,
-    /// as a phrase when there are several), after Unicode case and
-    /// diacritic folding: exact for whole-word queries.
+    /// The UIDs matching a search, ascending. The whole key tree is one
+    /// query; no key reads a message's text. Matching rules:
+    ///
+    /// - `From`, `To`, `Cc`, `Subject` match substrings of the indexed
+    ///   columns ([`IndexedHeaders`]: the decoded subject; addresses as
+    ///   `Name <addr>` items joined with `, `), case-insensitively after
+    ///   simple Unicode lowercasing of each character. An empty string
+    ///   matches every message.
+    /// - `Bcc` and `Header(name, value)` look in the raw top-level header
+    ///   block (its first [`INDEX_WINDOW`] bytes): a field whose name
+    ///   equals `name` ignoring ASCII case, whose value, unfolded (CRLF
+    ///   before white space removed) and trimmed, contains `value` with the
+    ///   same case folding. Encoded words (RFC 2047) are matched as
+    ///   written, not decoded. `Header(name, "")` matches messages having
+    ///   the field (RFC 3501 §6.4.4); `Bcc("")` matches every message.
+    ///   Messages stored before the header block was kept never match.
+    /// - `Body` and `Text` go to the full-text index and match whole words
+    ///   (every word of the query, as a phrase when there are several),
+    ///   after Unicode case and diacritic folding: exact for whole-word
+    ///   queries. Words are split as the index splits them (runs of letters
+    ///   and digits), so `zebra-report` is the phrase `zebra report` and
+    ///   `zeb` does not match `zebra`. `Body` searches the decoded text
+    ///   parts (their first [`INDEX_WINDOW`] bytes); `Text` the subject, the
+    ///   From/To/Cc addresses or the body (a phrase lies within one of
+    ///   them). A string without any word matches every message.
+    /// - Dates are days since 1970-01-01 in UTC. `Before`/`On`/`Since` test
+    ///   the internal date; `SentBefore`/`SentOn`/`SentSince` the `Date:`
+    ///   field converted to UTC, or the internal date when the message has
+    ///   no `Date:` field that parses.
+    /// - `Keyword`/`Unkeyword` test for a whole keyword, ignoring ASCII
+    ///   case; a string that cannot be a keyword (not an IMAP atom) is set
+    ///   on no message.
+    /// - `Larger`/`Smaller` are strict; `Uids` ranges are inclusive, in
+    ///   either order; `FlagsSet(0)` and `FlagsUnset(0)` match everything.
+    ///
+    /// A tree nested deeper than 64 levels is refused (`Invalid`).
     async fn search(&self, mailbox: MailboxId, key: &SearchKey) -> Result<Vec<Uid>>;
     /// An account's storage use and limit.
     async fn quota(&self, account: AccountId) -> Result<Quota>;
     /// Sets an account's storage limit (`None` for unlimited).
     async fn set_quota(&self, address: &str, limit_bytes: Option<u64>) -> Result<()>;
+    /// The keywords set on any message of the mailbox, each once (first
+    /// spelling met), sorted ignoring case: for the FLAGS and
+    /// PERMANENTFLAGS responses (RFC 3501 §7.2.6).
+    async fn mailbox_keywords(&self, mailbox: MailboxId) -> Result<Vec<String>>;
     /// A receiver that changes whenever a commit touches the mailbox (new
-    /// message, flags, expunge), in this process: IDLE waits on it.
+    /// message, flags, copy or move into or out of it, expunge, rename,
+    /// deletion), in this process: IDLE waits on it. It is bumped only
+    /// once the change is durable, so what it announces is readable.
+    /// Changes made by another process (the command line) do not wake it:
+    /// IDLE should still look now and then.
     fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64>;
 }
 

@@ -195,7 +195,8 @@ pub struct Delivery {
     pub internal_date: Option<i64>,
     /// Flag bits the new entries start with (IMAP APPEND; 0 for mail).
     pub flags: u32,
-    /// Keywords the new entries start with.
+    /// Keywords the new entries start with: IMAP atoms (the delivery is
+    /// refused as `Invalid` otherwise), repeats ignoring case dropped.
     pub keywords: Vec<String>,
 }
 

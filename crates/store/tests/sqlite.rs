@@ -368,7 +368,14 @@ async fn flag_updates_touch_only_what_changes_and_expunge_takes_the_deleted() {
     assert_eq!(changed.iter().map(|m| m.uid).collect::<Vec<_>>(), [3]);
     assert!(changed[0].modseq > modseq);
     store
-        .update_flags(mbox, &[1], FlagChange::Replace, FLAG_FLAGGED | FLAG_DELETED, &[], None)
+        .update_flags(
+            mbox,
+            &[1],
+            FlagChange::Replace,
+            FLAG_FLAGGED | FLAG_DELETED,
+            &[],
+            None,
+        )
         .await
         .unwrap();
     store

@@ -4,11 +4,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use mime_tree::StructureBuilder;
 use rusqlite::{params, Connection};
 
 use super::{now, Inner};
 use crate::error::{Result, StoreError};
-use crate::index::{index_message, MessageIndex};
+use crate::index::{header_block, index_message, MessageIndex};
+use crate::keyword;
 use crate::model::{BlobId, Delivery, DeliveryReceipt};
 use crate::{MessageWriter, CHUNK_SIZE, INDEX_WINDOW};
 
@@ -29,6 +31,10 @@ pub(crate) struct SqliteMessageWriter {
     /// The index, computed as soon as the head is full so that the head
     /// need not be kept for the rest of a large message.
     index: Option<MessageIndex>,
+    /// The top-level header block, cut out of the head with the index.
+    header: Vec<u8>,
+    /// Sees every byte: the MIME structure IMAP serves without parsing.
+    structure: StructureBuilder,
     size: u64,
     finished: bool,
 }
@@ -42,6 +48,8 @@ impl SqliteMessageWriter {
             pending: Vec::new(),
             head: Vec::new(),
             index: None,
+            header: Vec::new(),
+            structure: StructureBuilder::new(),
             size: 0,
             finished: false,
         }
@@ -86,11 +94,13 @@ fn insert_chunk(c: &Connection, blob: BlobId, seq: u32, data: &[u8]) -> Result<(
 impl MessageWriter for SqliteMessageWriter {
     async fn write(&mut self, mut data: &[u8]) -> Result<()> {
         self.size += data.len() as u64;
+        self.structure.feed(data);
         if self.index.is_none() {
             let room = INDEX_WINDOW - self.head.len();
             self.head.extend_from_slice(&data[..room.min(data.len())]);
             if self.head.len() == INDEX_WINDOW {
                 let head = std::mem::take(&mut self.head);
+                self.header = header_block(&head).to_vec();
                 self.index = Some(
                     tokio::task::spawn_blocking(move || index_message(&head))
                         .await
@@ -122,10 +132,13 @@ impl MessageWriter for SqliteMessageWriter {
                 "a delivery needs at least one recipient".into(),
             ));
         }
+        let keywords = keyword::normalize(&delivery.keywords)?.join(" ");
+        let structure = std::mem::take(&mut self.structure).finish().to_bytes();
         let index = match self.index.take() {
             Some(index) => index,
             None => {
                 let head = std::mem::take(&mut self.head);
+                self.header = header_block(&head).to_vec();
                 if head.len() <= INLINE_INDEX_LIMIT {
                     index_message(&head)
                 } else {
@@ -139,17 +152,33 @@ impl MessageWriter for SqliteMessageWriter {
         let seq = self.next_seq;
         let last = std::mem::take(&mut self.pending);
         let size = self.size;
+        let header = std::mem::take(&mut self.header);
         self.finished = true;
+        let stored = Stored {
+            last,
+            size,
+            index,
+            structure,
+            header,
+            keywords,
+        };
         let result = self
             .inner
             .writer
             .exec(true, move |c| {
-                commit_delivery(c, blob, seq, &last, size, &index, &delivery)
+                commit_delivery(c, blob, seq, &stored, &delivery)
             })
             .await;
-        if result.is_err() {
-            if let Some(blob) = self.blob {
-                self.inner.writer.exec_detached(move |c| discard(c, blob));
+        match &result {
+            // Durable now: IDLE sessions on the target mailboxes may look.
+            Ok(receipt) => self
+                .inner
+                .watchers
+                .notify(receipt.entries.iter().map(|&(mailbox, _)| mailbox)),
+            Err(_) => {
+                if let Some(blob) = self.blob {
+                    self.inner.writer.exec_detached(move |c| discard(c, blob));
+                }
             }
         }
         result
@@ -185,15 +214,36 @@ fn discard(c: &Connection, blob: BlobId) -> Result<()> {
     Ok(())
 }
 
+/// What a delivery writes beside the mailbox entries.
+struct Stored {
+    /// The last, partial chunk.
+    last: Vec<u8>,
+    size: u64,
+    index: MessageIndex,
+    /// `MessageStructure::to_bytes()`.
+    structure: Vec<u8>,
+    /// The top-level header block.
+    header: Vec<u8>,
+    /// Keywords of the new entries, space-separated.
+    keywords: String,
+}
+
 fn commit_delivery(
     c: &Connection,
     blob: Option<BlobId>,
     seq: u32,
-    last: &[u8],
-    size: u64,
-    index: &MessageIndex,
+    stored: &Stored,
     delivery: &Delivery,
 ) -> Result<DeliveryReceipt> {
+    let Stored {
+        last,
+        size,
+        index,
+        structure,
+        header,
+        keywords,
+    } = stored;
+    let size = *size;
     let blob = match blob {
         Some(id) => id,
         None => new_blob(c)?,
@@ -204,7 +254,8 @@ fn commit_delivery(
     let h = &index.headers;
     c.prepare_cached(
         "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,
-         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8 WHERE id = ?1",
+         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8, structure = ?9, header = ?10
+         WHERE id = ?1",
     )?
     .execute(params![
         blob,
@@ -214,7 +265,9 @@ fn commit_delivery(
         h.cc,
         h.subject,
         h.date,
-        h.message_id
+        h.message_id,
+        structure,
+        header
     ])?;
     let addresses = [h.from.as_str(), h.to.as_str(), h.cc.as_str()].join(" ");
     c.prepare_cached("INSERT INTO fts (rowid, subject, addresses, body) VALUES (?1, ?2, ?3, ?4)")?
@@ -227,12 +280,27 @@ fn commit_delivery(
                 "UPDATE mailboxes SET uid_next = uid_next + 1, highest_modseq = highest_modseq + 1
                  WHERE id = ?1 RETURNING uid_next - 1, highest_modseq",
             )?
-            .query_row([mailbox], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            .query_row([mailbox], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => {
+                    StoreError::NotFound(format!("mailbox {mailbox}"))
+                }
+                e => e.into(),
+            })?;
         c.prepare_cached(
-            "INSERT INTO messages (mailbox_id, uid, blob_id, size, internal_date, modseq)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO messages (mailbox_id, uid, blob_id, size, flags, keywords, internal_date, modseq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
-        .execute(params![mailbox, uid, blob, size as i64, date, modseq])?;
+        .execute(params![
+            mailbox,
+            uid,
+            blob,
+            size as i64,
+            delivery.flags,
+            keywords,
+            date,
+            modseq
+        ])?;
         entries.push((mailbox, uid));
     }
     for recipient in &delivery.remote {

@@ -3,13 +3,17 @@
 //! ([`pool`]).
 
 mod checkpoint;
+mod entries;
+mod functions;
+mod mailboxes;
 mod message;
+mod notify;
 mod pool;
 mod schema;
+mod search;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -18,13 +22,17 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::directory::{normalize_address, AccountEntry, Directory};
 use crate::error::{Result, StoreError};
 use crate::index::IndexedHeaders;
+use crate::keyword;
 use crate::model::{
-    AccountId, AliasEntry, BlobId, FlagChange, MailboxId, MailboxInfo, MessageEntry,
-    QueuedRecipient, Uid,
+    AccountId, AliasEntry, BlobId, Changes, FlagChange, MailboxId, MailboxInfo, MailboxStatus,
+    MessageData, MessageEntry, QueuedRecipient, Quota, SearchKey, Uid, FLAG_DELETED, FLAG_SEEN,
 };
 use crate::password::hash_password;
 use crate::{MessageWriter, Store};
 
+use entries::{entry_from_row, Which, ENTRY_COLUMNS};
+use mailboxes::{lookup_name, valid_new_name, valid_special_use};
+use notify::Watchers;
 use pool::ReadPool;
 use writer::Writer;
 pub use writer::WriterStats;
@@ -66,6 +74,7 @@ pub struct SqliteStore {
 pub(crate) struct Inner {
     writer: Writer,
     readers: Arc<ReadPool>,
+    watchers: Watchers,
     path: PathBuf,
     _checkpointer: checkpoint::Checkpointer,
 }
@@ -84,6 +93,7 @@ fn open_connection(path: &Path) -> Result<Connection> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     rusqlite::vtab::array::load_module(&conn)?;
+    functions::register(&conn)?;
     Ok(conn)
 }
 
@@ -146,6 +156,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 writer,
                 readers,
+                watchers: Watchers::default(),
                 path,
                 _checkpointer: checkpointer,
             }),
@@ -192,6 +203,19 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> Result<R> + Send + 'static,
     {
         self.inner.writer.exec(true, f).await
+    }
+
+    /// Like `write`, for changes to mailboxes: `f` returns its answer and
+    /// the mailboxes it touched, whose watchers hear of it once the commit
+    /// is durable.
+    async fn write_notify<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<(R, Vec<MailboxId>)> + Send + 'static,
+    {
+        let (answer, touched) = self.inner.writer.exec(true, f).await?;
+        self.inner.watchers.notify(touched);
+        Ok(answer)
     }
 }
 
@@ -298,10 +322,12 @@ impl Store for SqliteStore {
         self.write(move |c| {
             let domain = address.rsplit_once('@').expect("normalised").1.to_string();
             let domain_id: Option<i64> = c
-                .query_row("SELECT id FROM domains WHERE name = ?1", [&domain], |r| r.get(0))
+                .query_row("SELECT id FROM domains WHERE name = ?1", [&domain], |r| {
+                    r.get(0)
+                })
                 .optional()?;
-            let domain_id =
-                domain_id.ok_or_else(|| StoreError::NotFound(format!("domain {domain} (add it first)")))?;
+            let domain_id = domain_id
+                .ok_or_else(|| StoreError::NotFound(format!("domain {domain} (add it first)")))?;
             let n = c.execute(
                 "INSERT OR IGNORE INTO accounts (address, domain_id, password_hash, created)
                  VALUES (?1, ?2, ?3, ?4)",
@@ -311,12 +337,8 @@ impl Store for SqliteStore {
                 return Err(StoreError::Exists(format!("account {address}")));
             }
             let id = c.last_insert_rowid();
-            let validity = now() as u32;
             for (name, special) in DEFAULT_MAILBOXES {
-                c.execute(
-                    "INSERT INTO mailboxes (account_id, name, special_use, uid_validity) VALUES (?1, ?2, ?3, ?4)",
-                    params![id, name, special, validity],
-                )?;
+                mailboxes::create(c, id, name, *special)?;
             }
             bump_serial(c)?;
             Ok(id)
@@ -326,11 +348,15 @@ impl Store for SqliteStore {
 
     async fn remove_account(&self, address: &str) -> Result<()> {
         let address = valid_address(address)?;
-        self.write(move |c| {
+        self.write_notify(move |c| {
             let id: Option<i64> = c
                 .query_row("SELECT id FROM accounts WHERE address = ?1", [&address], |r| r.get(0))
                 .optional()?;
             let id = id.ok_or_else(|| StoreError::NotFound(format!("account {address}")))?;
+            let gone = c
+                .prepare("SELECT id FROM mailboxes WHERE account_id = ?1")?
+                .query_map([id], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<MailboxId>>>()?;
             // Explicit deletes (rather than relying on ON DELETE CASCADE) so
             // the reference-count triggers see every message row go.
             c.execute(
@@ -339,7 +365,8 @@ impl Store for SqliteStore {
             )?;
             c.execute("DELETE FROM mailboxes WHERE account_id = ?1", [id])?;
             c.execute("DELETE FROM accounts WHERE id = ?1", [id])?;
-            bump_serial(c)
+            bump_serial(c)?;
+            Ok(((), gone))
         })
         .await
     }
@@ -454,40 +481,15 @@ impl Store for SqliteStore {
 
     async fn mailbox(&self, account: AccountId, name: &str) -> Result<Option<MailboxInfo>> {
         // RFC 3501 §5.1: INBOX is case-insensitive, other names are not.
-        let name = if name.eq_ignore_ascii_case("INBOX") {
-            "INBOX".to_string()
-        } else {
-            name.to_string()
-        };
-        self.read(move |c| {
-            Ok(c.query_row(
-                "SELECT id, account_id, name, uid_validity, uid_next, highest_modseq
-                 FROM mailboxes WHERE account_id = ?1 AND name = ?2",
-                params![account, name],
-                |r| {
-                    Ok(MailboxInfo {
-                        id: r.get(0)?,
-                        account: r.get(1)?,
-                        name: r.get(2)?,
-                        uid_validity: r.get(3)?,
-                        uid_next: r.get(4)?,
-                        highest_modseq: r.get::<_, i64>(5)? as u64,
-                        special_use: None,
-                        subscribed: true,
-                    })
-                },
-            )
-            .optional()?)
-        })
-        .await
+        let name = lookup_name(name);
+        self.read(move |c| mailboxes::find(c, account, &name)).await
     }
 
     async fn list_messages(&self, mailbox: MailboxId) -> Result<Vec<MessageEntry>> {
         self.read(move |c| {
-            Ok(c.prepare_cached(
-                "SELECT uid, blob_id, size, flags, internal_date, modseq
-                 FROM messages WHERE mailbox_id = ?1 ORDER BY uid",
-            )?
+            Ok(c.prepare_cached(&format!(
+                "SELECT {ENTRY_COLUMNS} FROM messages WHERE mailbox_id = ?1 ORDER BY uid"
+            ))?
             .query_map([mailbox], entry_from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?)
         })
@@ -531,18 +533,17 @@ impl Store for SqliteStore {
         if uids.is_empty() {
             return Ok(());
         }
-        let list = uid_list(uids);
-        self.write(move |c| {
-            // One statement for the whole set (rarray is SQLite's carray).
-            c.execute(
-                "DELETE FROM messages WHERE mailbox_id = ?1 AND uid IN rarray(?2)",
-                params![mailbox, Rc::new(list)],
-            )?;
-            c.execute(
-                "UPDATE mailboxes SET highest_modseq = highest_modseq + 1 WHERE id = ?1",
-                [mailbox],
-            )?;
-            Ok(())
+        let uids = uids.to_vec();
+        self.write_notify(move |c| {
+            let gone = entries::expunge_where(c, mailbox, Which::Uids(&uids))?;
+            Ok((
+                (),
+                if gone.is_empty() {
+                    vec![]
+                } else {
+                    vec![mailbox]
+                },
+            ))
         })
         .await
     }
@@ -574,32 +575,30 @@ impl Store for SqliteStore {
         uids: &[Uid],
         change: FlagChange,
         flags: u32,
-        _keywords: &[String],
-        _unchanged_since: Option<u64>,
+        keywords: &[String],
+        unchanged_since: Option<u64>,
     ) -> Result<Vec<MessageEntry>> {
-        let list = uid_list(uids);
-        let expr = match change {
-            FlagChange::Add => "flags | ?2",
-            FlagChange::Remove => "flags & ~?2",
-            FlagChange::Replace => "?2",
-        };
-        self.write(move |c| {
-            let modseq: i64 = c.query_row(
-                "UPDATE mailboxes SET highest_modseq = highest_modseq + 1 WHERE id = ?1 RETURNING highest_modseq",
-                [mailbox],
-                |r| r.get(0),
+        if uids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keywords = keyword::normalize(keywords)?;
+        let uids = uids.to_vec();
+        self.write_notify(move |c| {
+            let changed = entries::update_flags(
+                c,
+                mailbox,
+                &uids,
+                change,
+                flags,
+                &keywords,
+                unchanged_since,
             )?;
-            let sql = format!(
-                "UPDATE messages SET flags = {expr}, modseq = ?3
-                 WHERE mailbox_id = ?1 AND uid IN rarray(?4) AND flags != {expr}
-                 RETURNING uid, blob_id, size, flags, internal_date, modseq"
-            );
-            let mut changed = c
-                .prepare(&sql)?
-                .query_map(params![mailbox, flags, modseq, Rc::new(list)], entry_from_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            changed.sort_by_key(|m| m.uid);
-            Ok(changed)
+            let touched = if changed.is_empty() {
+                vec![]
+            } else {
+                vec![mailbox]
+            };
+            Ok((changed, touched))
         })
         .await
     }
@@ -610,112 +609,216 @@ impl Store for SqliteStore {
         uids: &[Uid],
         to: MailboxId,
     ) -> Result<Vec<(Uid, Uid)>> {
-        let list = uid_list(uids);
-        self.write(move |c| {
-            let list = Rc::new(list);
-            let sources: Vec<Uid> = c
-                .prepare("SELECT uid FROM messages WHERE mailbox_id = ?1 AND uid IN rarray(?2) ORDER BY uid")?
-                .query_map(params![from, Rc::clone(&list)], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            if sources.is_empty() {
-                return Ok(Vec::new());
-            }
-            let n = sources.len() as i64;
-            let (first, modseq): (u32, i64) = c.query_row(
-                "UPDATE mailboxes SET uid_next = uid_next + ?2, highest_modseq = highest_modseq + 1
-                 WHERE id = ?1 RETURNING uid_next - ?2, highest_modseq",
-                params![to, n],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            // One statement for the whole set; the new UIDs follow the
-            // source UID order. The reference-count trigger does the rest.
-            c.execute(
-                "INSERT INTO messages (mailbox_id, uid, blob_id, size, flags, keywords, internal_date, modseq)
-                 SELECT ?1, ?2 + row_number() OVER (ORDER BY uid) - 1, blob_id, size, flags, keywords, internal_date, ?3
-                 FROM messages WHERE mailbox_id = ?4 AND uid IN rarray(?5)",
-                params![to, first, modseq, from, list],
-            )?;
-            Ok(sources.into_iter().zip(first..).collect())
+        let uids = uids.to_vec();
+        self.write_notify(move |c| {
+            let map = entries::copy_rows(c, from, &uids, to)?;
+            let touched = if map.is_empty() { vec![] } else { vec![to] };
+            Ok((map, touched))
         })
         .await
     }
 
-    async fn expunge_deleted(&self, mailbox: MailboxId, _uids: Option<&[Uid]>) -> Result<Vec<Uid>> {
+    async fn expunge_deleted(&self, mailbox: MailboxId, uids: Option<&[Uid]>) -> Result<Vec<Uid>> {
+        let uids = uids.map(<[Uid]>::to_vec);
+        self.write_notify(move |c| {
+            let gone = entries::expunge_where(c, mailbox, Which::Deleted(uids.as_deref()))?;
+            let touched = if gone.is_empty() {
+                vec![]
+            } else {
+                vec![mailbox]
+            };
+            Ok((gone, touched))
+        })
+        .await
+    }
+
+    async fn move_messages(
+        &self,
+        from: MailboxId,
+        uids: &[Uid],
+        to: MailboxId,
+    ) -> Result<Vec<(Uid, Uid)>> {
+        let uids = uids.to_vec();
+        self.write_notify(move |c| {
+            let map = entries::move_rows(c, from, &uids, to)?;
+            let touched = if map.is_empty() {
+                vec![]
+            } else {
+                vec![from, to]
+            };
+            Ok((map, touched))
+        })
+        .await
+    }
+
+    async fn list_mailboxes(&self, account: AccountId) -> Result<Vec<MailboxInfo>> {
+        self.read(move |c| mailboxes::list(c, account)).await
+    }
+
+    async fn create_mailbox(
+        &self,
+        account: AccountId,
+        name: &str,
+        special_use: Option<&str>,
+    ) -> Result<MailboxInfo> {
+        let name = valid_new_name(name)?;
+        let special_use = special_use.map(valid_special_use).transpose()?;
+        self.write(move |c| mailboxes::create(c, account, &name, special_use))
+            .await
+    }
+
+    async fn delete_mailbox(&self, account: AccountId, name: &str) -> Result<()> {
+        let name = lookup_name(name);
+        self.write_notify(move |c| {
+            let id = mailboxes::delete(c, account, &name)?;
+            Ok(((), vec![id]))
+        })
+        .await
+    }
+
+    async fn rename_mailbox(&self, account: AccountId, from: &str, to: &str) -> Result<()> {
+        let from = lookup_name(from);
+        let to = valid_new_name(to)?;
+        self.write_notify(move |c| Ok(((), mailboxes::rename(c, account, &from, &to)?)))
+            .await
+    }
+
+    async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool) -> Result<()> {
+        let name = lookup_name(name);
         self.write(move |c| {
-            let mut uids = c
-                .prepare(
-                    "DELETE FROM messages WHERE mailbox_id = ?1 AND flags & ?2 != 0 RETURNING uid",
+            let n = c.execute(
+                "UPDATE mailboxes SET subscribed = ?3 WHERE account_id = ?1 AND name = ?2",
+                params![account, name, subscribed],
+            )?;
+            if n == 0 {
+                return Err(StoreError::NotFound(format!("mailbox {name}")));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus> {
+        self.read(move |c| {
+            // One statement: one snapshot, one pass over the mailbox.
+            c.query_row(
+                "SELECT count(m.uid), coalesce(sum((m.flags & ?2) = 0), 0),
+                        coalesce(sum((m.flags & ?3) != 0), 0), coalesce(sum(m.size), 0),
+                        x.uid_next, x.uid_validity, x.highest_modseq
+                 FROM mailboxes x LEFT JOIN messages m ON m.mailbox_id = x.id
+                 WHERE x.id = ?1 GROUP BY x.id",
+                params![mailbox, FLAG_SEEN, FLAG_DELETED],
+                |r| {
+                    Ok(MailboxStatus {
+                        messages: r.get(0)?,
+                        unseen: r.get(1)?,
+                        deleted: r.get(2)?,
+                        size: r.get::<_, i64>(3)? as u64,
+                        uid_next: r.get(4)?,
+                        uid_validity: r.get(5)?,
+                        highest_modseq: r.get::<_, i64>(6)? as u64,
+                    })
+                },
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound(format!("mailbox {mailbox}")))
+        })
+        .await
+    }
+
+    async fn changes_since(&self, mailbox: MailboxId, modseq: u64) -> Result<Changes> {
+        self.read(move |c| entries::changes_since(c, mailbox, modseq))
+            .await
+    }
+
+    async fn message_data(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<Vec<MessageData>> {
+        if uids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let uids = uids.to_vec();
+        self.read(move |c| entries::message_data(c, mailbox, &uids))
+            .await
+    }
+
+    async fn search(&self, mailbox: MailboxId, key: &SearchKey) -> Result<Vec<Uid>> {
+        let key = key.clone();
+        self.read(move |c| {
+            let query = search::compile(mailbox, &key)?;
+            Ok(c.prepare(&query.sql)?
+                .query_map(rusqlite::params_from_iter(query.params.iter()), |r| {
+                    r.get(0)
+                })?
+                .collect::<rusqlite::Result<Vec<Uid>>>()?)
+        })
+        .await
+    }
+
+    async fn quota(&self, account: AccountId) -> Result<Quota> {
+        self.read(move |c| {
+            c.query_row(
+                "SELECT a.quota_bytes,
+                        (SELECT coalesce(sum(m.size), 0) FROM messages m
+                         JOIN mailboxes x ON x.id = m.mailbox_id WHERE x.account_id = a.id),
+                        (SELECT count(*) FROM messages m
+                         JOIN mailboxes x ON x.id = m.mailbox_id WHERE x.account_id = a.id)
+                 FROM accounts a WHERE a.id = ?1",
+                [account],
+                |r| {
+                    Ok(Quota {
+                        limit_bytes: r.get::<_, Option<i64>>(0)?.map(|n| n as u64),
+                        used_bytes: r.get::<_, i64>(1)? as u64,
+                        messages: r.get::<_, i64>(2)? as u64,
+                    })
+                },
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound(format!("account {account}")))
+        })
+        .await
+    }
+
+    async fn set_quota(&self, address: &str, limit_bytes: Option<u64>) -> Result<()> {
+        let address = valid_address(address)?;
+        let limit = limit_bytes
+            .map(i64::try_from)
+            .transpose()
+            .map_err(|_| StoreError::Invalid("quota too large".into()))?;
+        self.write(move |c| {
+            let n = c.execute(
+                "UPDATE accounts SET quota_bytes = ?2 WHERE address = ?1",
+                params![address, limit],
+            )?;
+            if n == 0 {
+                return Err(StoreError::NotFound(format!("account {address}")));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn mailbox_keywords(&self, mailbox: MailboxId) -> Result<Vec<String>> {
+        let sets = self
+            .read(move |c| {
+                Ok(c.prepare_cached(
+                    "SELECT DISTINCT keywords FROM messages WHERE mailbox_id = ?1 AND keywords != ''",
                 )?
-                .query_map(params![mailbox, crate::model::FLAG_DELETED], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<Uid>>>()?;
-            if !uids.is_empty() {
-                c.execute(
-                    "UPDATE mailboxes SET highest_modseq = highest_modseq + 1 WHERE id = ?1",
-                    [mailbox],
-                )?;
+                .query_map([mailbox], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+            })
+            .await?;
+        let mut all: Vec<String> = Vec::new();
+        for set in &sets {
+            for k in keyword::split(set) {
+                if !all.iter().any(|a| a.eq_ignore_ascii_case(k)) {
+                    all.push(k.to_string());
+                }
             }
-            uids.sort_unstable();
-            Ok(uids)
-        })
-        .await
+        }
+        all.sort_by_key(|k| k.to_ascii_lowercase());
+        Ok(all)
     }
 
-    async fn move_messages(&self, _from: MailboxId, _uids: &[Uid], _to: MailboxId) -> Result<Vec<(Uid, Uid)>> {
-        Err(StoreError::Invalid("not built".into()))
+    fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.watchers.subscribe(mailbox)
     }
-    async fn list_mailboxes(&self, _account: AccountId) -> Result<Vec<MailboxInfo>> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn create_mailbox(&self, _account: AccountId, _name: &str, _special_use: Option<&str>) -> Result<MailboxInfo> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn delete_mailbox(&self, _account: AccountId, _name: &str) -> Result<()> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn rename_mailbox(&self, _account: AccountId, _from: &str, _to: &str) -> Result<()> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn set_subscribed(&self, _account: AccountId, _name: &str, _subscribed: bool) -> Result<()> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn mailbox_status(&self, _mailbox: MailboxId) -> Result<crate::MailboxStatus> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn changes_since(&self, _mailbox: MailboxId, _modseq: u64) -> Result<crate::Changes> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn message_data(&self, _mailbox: MailboxId, _uids: &[Uid]) -> Result<Vec<crate::MessageData>> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn search(&self, _mailbox: MailboxId, _key: &crate::SearchKey) -> Result<Vec<Uid>> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn quota(&self, _account: AccountId) -> Result<crate::Quota> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    async fn set_quota(&self, _address: &str, _limit_bytes: Option<u64>) -> Result<()> {
-        Err(StoreError::Invalid("not built".into()))
-    }
-    fn watch_mailbox(&self, _mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64> {
-        tokio::sync::watch::channel(0).1
-    }
-}
-
-/// UIDs as an `rarray` parameter (SQLite's carray).
-fn uid_list(uids: &[Uid]) -> Vec<rusqlite::types::Value> {
-    uids.iter()
-        .map(|u| rusqlite::types::Value::Integer(i64::from(*u)))
-        .collect()
-}
-
-fn entry_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageEntry> {
-    Ok(MessageEntry {
-        uid: r.get(0)?,
-        blob: r.get(1)?,
-        size: r.get::<_, i64>(2)? as u64,
-        flags: r.get(3)?,
-        internal_date: r.get(4)?,
-        modseq: r.get::<_, i64>(5)? as u64,
-        keywords: Vec::new(),
-    })
 }

@@ -24,6 +24,8 @@ impl ReadPool {
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )?;
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
+            rusqlite::vtab::array::load_module(&conn)?;
+            super::functions::register(&conn)?;
             conns.push(conn);
         }
         Ok(Arc::new(ReadPool {

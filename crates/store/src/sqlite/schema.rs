@@ -130,6 +130,44 @@ const MIGRATIONS: &[&str] = &[
         DELETE FROM blobs WHERE id = NEW.id;
     END;
     "#,
+    // 2: what IMAP needs: the MIME structure and raw header block of each
+    // blob, expunge tombstones for CONDSTORE/QRESYNC catch-up, quotas, and
+    // a per-account UIDVALIDITY high-water mark.
+    r#"
+    -- mime_tree::MessageStructure::to_bytes() and the top-level header
+    -- block (cut at INDEX_WINDOW), written at delivery. NULL for blobs
+    -- delivered before this version: readers compute them from the chunks.
+    ALTER TABLE blobs ADD COLUMN structure BLOB;
+    ALTER TABLE blobs ADD COLUMN header BLOB;
+
+    -- Storage limit in octets; NULL is unlimited.
+    ALTER TABLE accounts ADD COLUMN quota_bytes INTEGER;
+    -- Highest UIDVALIDITY ever given to a mailbox of the account, so a
+    -- mailbox deleted and created again never reuses a UIDVALIDITY+UID pair
+    -- (RFC 3501 §2.3.1.1).
+    ALTER TABLE accounts ADD COLUMN uid_validity_last INTEGER NOT NULL DEFAULT 0;
+    UPDATE accounts SET uid_validity_last =
+        coalesce((SELECT max(uid_validity) FROM mailboxes WHERE account_id = accounts.id), 0);
+
+    -- Mailbox ids are never reused: a session that still holds the id of
+    -- a deleted mailbox must not find another mailbox under it.
+    INSERT INTO meta (key, value)
+        SELECT 'mailbox_id_last', coalesce(max(id), 0) FROM mailboxes;
+
+    -- One row per expunged message: a session learns what other sessions
+    -- expunged after the modseq it knows (RFC 7162 §3.2.10, QRESYNC).
+    -- UIDs are never reused within a mailbox, so (mailbox, uid) is a key.
+    CREATE TABLE expunged (
+        mailbox_id INTEGER NOT NULL REFERENCES mailboxes(id) ON DELETE CASCADE,
+        uid INTEGER NOT NULL,
+        modseq INTEGER NOT NULL,
+        PRIMARY KEY (mailbox_id, uid)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX expunged_modseq ON expunged(mailbox_id, modseq);
+
+    -- changes_since: rows of a mailbox changed after a modseq.
+    CREATE INDEX messages_modseq ON messages(mailbox_id, modseq);
+    "#,
 ];
 
 /// Newest schema version this build knows.
@@ -159,4 +197,56 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
         tracing::info!(version = version + 1, "store schema migrated");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_one_data_is_carried_into_version_two() {
+        let mut c = Connection::open_in_memory().unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        c.execute_batch(
+            "INSERT INTO domains (id, name) VALUES (1, 'example.org');
+             INSERT INTO accounts (id, address, domain_id, password_hash, created)
+                 VALUES (1, 'a@example.org', 1, 'x', 0);
+             INSERT INTO mailboxes (id, account_id, name, uid_validity) VALUES
+                 (3, 1, 'INBOX', 1000), (7, 1, 'Sent', 1200);",
+        )
+        .unwrap();
+        migrate(&mut c).unwrap();
+        let version: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let (last_validity, quota): (i64, Option<i64>) = c
+            .query_row(
+                "SELECT uid_validity_last, quota_bytes FROM accounts WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((last_validity, quota), (1200, None));
+        let last_id: i64 = c
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'mailbox_id_last'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(last_id, 7);
+        // Tombstones go with their mailbox.
+        c.execute_batch(
+            "PRAGMA foreign_keys = ON;
+             INSERT INTO expunged (mailbox_id, uid, modseq) VALUES (7, 1, 2);
+             DELETE FROM mailboxes WHERE id = 7;",
+        )
+        .unwrap();
+        let left: i64 = c
+            .query_row("SELECT count(*) FROM expunged", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
+    }
 }

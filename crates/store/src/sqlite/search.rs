@@ -1,0 +1,376 @@
+//! SEARCH: a [`SearchKey`] tree compiled into one SQL query over the
+//! mailbox's messages and their blobs. User text only ever travels as
+//! bound parameters; the SQL text is built from fixed pieces.
+//!
+//! The matching rules are documented on [`crate::Store::search`].
+
+use std::rc::Rc;
+
+use rusqlite::types::{ToSql, Value};
+
+use super::functions::fold;
+use crate::error::{Result, StoreError};
+use crate::keyword;
+use crate::model::{MailboxId, SearchKey, Uid};
+
+/// Deepest key tree accepted; SQLite's own expression depth limit is 1000,
+/// and no client needs more than a handful of levels.
+const MAX_DEPTH: usize = 64;
+
+/// Up to this many UID ranges are written inline as `BETWEEN`s; more go
+/// as one `rarray` parameter.
+const INLINE_RANGES: usize = 16;
+
+const DAY: i64 = 86_400;
+
+/// The `Date:` field, or the internal date for messages without a usable
+/// one, so every message has a sent date.
+const SENT_DATE: &str = "coalesce(b.hdr_date, m.internal_date)";
+
+/// A compiled search: SQL text and its parameters, in order.
+pub(crate) struct Query {
+    pub sql: String,
+    pub params: Vec<Box<dyn ToSql>>,
+}
+
+/// Compiles a search of `mailbox`.
+pub(crate) fn compile(mailbox: MailboxId, key: &SearchKey) -> Result<Query> {
+    let mut c = Compiler {
+        sql: String::new(),
+        params: vec![Box::new(mailbox)],
+        uses_blob: false,
+    };
+    c.key(key, 0)?;
+    let from = if c.uses_blob {
+        "messages m JOIN blobs b ON b.id = m.blob_id"
+    } else {
+        "messages m"
+    };
+    Ok(Query {
+        sql: format!(
+            "SELECT m.uid FROM {from} WHERE m.mailbox_id = ? AND ({}) ORDER BY m.uid",
+            c.sql
+        ),
+        params: c.params,
+    })
+}
+
+struct Compiler {
+    sql: String,
+    params: Vec<Box<dyn ToSql>>,
+    /// The expression reads a `blobs` column, so the query needs the join.
+    uses_blob: bool,
+}
+
+impl Compiler {
+    fn param(&mut self, v: impl ToSql + 'static) {
+        self.params.push(Box::new(v));
+    }
+
+    fn key(&mut self, key: &SearchKey, depth: usize) -> Result<()> {
+        if depth > MAX_DEPTH {
+            return Err(StoreError::Invalid("search nested too deeply".into()));
+        }
+        match key {
+            SearchKey::All => self.sql.push('1'),
+            SearchKey::And(keys) => {
+                if keys.is_empty() {
+                    self.sql.push('1');
+                } else {
+                    self.sql.push('(');
+                    for (i, k) in keys.iter().enumerate() {
+                        if i > 0 {
+                            self.sql.push_str(" AND ");
+                        }
+                        self.key(k, depth + 1)?;
+                    }
+                    self.sql.push(')');
+                }
+            }
+            SearchKey::Or(a, b) => {
+                self.sql.push('(');
+                self.key(a, depth + 1)?;
+                self.sql.push_str(" OR ");
+                self.key(b, depth + 1)?;
+                self.sql.push(')');
+            }
+            SearchKey::Not(k) => {
+                // Every leaf is 0 or 1, never NULL, so NOT is exact.
+                self.sql.push_str("NOT (");
+                self.key(k, depth + 1)?;
+                self.sql.push(')');
+            }
+            SearchKey::Uids(ranges) => self.uids(ranges),
+            SearchKey::FlagsSet(bits) => {
+                self.sql.push_str("(m.flags & ?) = ?");
+                self.param(*bits);
+                self.param(*bits);
+            }
+            SearchKey::FlagsUnset(bits) => {
+                self.sql.push_str("(m.flags & ?) = 0");
+                self.param(*bits);
+            }
+            SearchKey::Keyword(k) => self.keyword(k, true),
+            SearchKey::Unkeyword(k) => self.keyword(k, false),
+            SearchKey::From(s) => self.column("b.hdr_from", s),
+            SearchKey::To(s) => self.column("b.hdr_to", s),
+            SearchKey::Cc(s) => self.column("b.hdr_cc", s),
+            SearchKey::Subject(s) => self.column("b.hdr_subject", s),
+            // BCC is not an indexed column: the raw header has it. An
+            // empty string is in every message, as for FROM and the rest.
+            SearchKey::Bcc(s) if s.is_empty() => self.sql.push('1'),
+            SearchKey::Bcc(s) => self.header("Bcc", s),
+            SearchKey::Header(name, value) => self.header(name, value),
+            SearchKey::Body(s) => self.text(Some("body"), s),
+            SearchKey::Text(s) => self.text(None, s),
+            SearchKey::SentBefore(d) => self.date_before(SENT_DATE, *d),
+            SearchKey::SentOn(d) => self.date_on(SENT_DATE, *d),
+            SearchKey::SentSince(d) => self.date_since(SENT_DATE, *d),
+            SearchKey::Before(d) => self.date_before("m.internal_date", *d),
+            SearchKey::On(d) => self.date_on("m.internal_date", *d),
+            SearchKey::Since(d) => self.date_since("m.internal_date", *d),
+            SearchKey::Larger(n) => match i64::try_from(*n) {
+                Ok(n) => {
+                    self.sql.push_str("m.size > ?");
+                    self.param(n);
+                }
+                Err(_) => self.sql.push('0'),
+            },
+            SearchKey::Smaller(n) => match i64::try_from(*n) {
+                Ok(n) => {
+                    self.sql.push_str("m.size < ?");
+                    self.param(n);
+                }
+                Err(_) => self.sql.push('1'),
+            },
+            SearchKey::ModSeqAtLeast(n) => match i64::try_from(*n) {
+                Ok(n) => {
+                    self.sql.push_str("m.modseq >= ?");
+                    self.param(n);
+                }
+                Err(_) => self.sql.push('0'),
+            },
+        }
+        Ok(())
+    }
+
+    fn uids(&mut self, ranges: &[(Uid, Uid)]) {
+        // Sorted and merged: IMAP sets like 1,2,3,5:7 become few ranges.
+        let mut merged: Vec<(i64, i64)> = ranges
+            .iter()
+            .map(|&(a, b)| (i64::from(a.min(b)), i64::from(a.max(b))))
+            .collect();
+        merged.sort_unstable();
+        let mut out: Vec<(i64, i64)> = Vec::with_capacity(merged.len());
+        for (lo, hi) in merged {
+            match out.last_mut() {
+                Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+                _ => out.push((lo, hi)),
+            }
+        }
+        if out.is_empty() {
+            self.sql.push('0');
+        } else if out.len() <= INLINE_RANGES {
+            self.sql.push('(');
+            for (i, (lo, hi)) in out.into_iter().enumerate() {
+                if i > 0 {
+                    self.sql.push_str(" OR ");
+                }
+                self.sql.push_str("m.uid BETWEEN ? AND ?");
+                self.param(lo);
+                self.param(hi);
+            }
+            self.sql.push(')');
+        } else {
+            // Each range packed into one integer: low UID in the high 32
+            // bits. One parameter whatever the number of ranges. UIDs from
+            // 2^31 make it negative; SQLite shifts with the sign, hence
+            // the mask after the shift.
+            self.sql.push_str(
+                "EXISTS (SELECT 1 FROM rarray(?) r \
+                 WHERE m.uid BETWEEN ((r.value >> 32) & 4294967295) AND (r.value & 4294967295))",
+            );
+            let packed: Vec<Value> = out
+                .into_iter()
+                .map(|(lo, hi)| Value::Integer(lo.wrapping_shl(32) | hi))
+                .collect();
+            self.param(Rc::new(packed));
+        }
+    }
+
+    fn keyword(&mut self, k: &str, set: bool) {
+        if !keyword::is_keyword(k) {
+            // Not a keyword any message can have.
+            self.sql.push(if set { '0' } else { '1' });
+            return;
+        }
+        // Keywords are ASCII atoms: SQLite's lower() folds all of them.
+        self.sql.push_str(if set {
+            "instr(' ' || lower(m.keywords) || ' ', ?) > 0"
+        } else {
+            "instr(' ' || lower(m.keywords) || ' ', ?) = 0"
+        });
+        self.param(format!(" {} ", k.to_ascii_lowercase()));
+    }
+
+    fn column(&mut self, column: &str, needle: &str) {
+        self.uses_blob = true;
+        self.sql.push_str("sluice_contains(");
+        self.sql.push_str(column);
+        self.sql.push_str(", ?)");
+        self.param(fold(needle));
+    }
+
+    fn header(&mut self, name: &str, value: &str) {
+        self.uses_blob = true;
+        self.sql.push_str("sluice_header(b.header, ?, ?)");
+        self.param(name.to_string());
+        self.param(fold(value));
+    }
+
+    fn text(&mut self, column: Option<&str>, words: &str) {
+        let Some(phrase) = fts_phrase(words) else {
+            // No word in it: nothing to look for, every message matches.
+            self.sql.push('1');
+            return;
+        };
+        let query = match column {
+            Some(col) => format!("{col} : {phrase}"),
+            None => phrase,
+        };
+        self.sql
+            .push_str("m.blob_id IN (SELECT rowid FROM fts WHERE fts MATCH ?)");
+        self.param(query);
+    }
+
+    fn date_before(&mut self, expr: &str, day: i64) {
+        self.uses_blob |= expr.contains("b.");
+        self.sql.push_str(expr);
+        self.sql.push_str(" < ?");
+        self.param(day.saturating_mul(DAY));
+    }
+
+    fn date_since(&mut self, expr: &str, day: i64) {
+        self.uses_blob |= expr.contains("b.");
+        self.sql.push_str(expr);
+        self.sql.push_str(" >= ?");
+        self.param(day.saturating_mul(DAY));
+    }
+
+    fn date_on(&mut self, expr: &str, day: i64) {
+        self.uses_blob |= expr.contains("b.");
+        self.sql.push('(');
+        self.sql.push_str(expr);
+        self.sql.push_str(" >= ? AND ");
+        self.sql.push_str(expr);
+        self.sql.push_str(" < ?)");
+        self.param(day.saturating_mul(DAY));
+        self.param(day.saturating_add(1).saturating_mul(DAY));
+    }
+}
+
+/// Whether the unicode61 tokenizer keeps `c` in a token: its default
+/// categories are letters, numbers and private-use characters.
+fn is_token_char(c: char) -> bool {
+    c.is_alphanumeric()
+        || matches!(c, '\u{E000}'..='\u{F8FF}' | '\u{F0000}'..='\u{FFFFD}' | '\u{100000}'..='\u{10FFFD}')
+}
+
+/// Turns user text into a safe FTS5 query: the words, split where the
+/// tokenizer would split them, each quoted as a string and joined with
+/// `+` into one phrase. `None` when there is no word at all.
+pub(crate) fn fts_phrase(text: &str) -> Option<String> {
+    let tokens: Vec<String> = text
+        .split(|c: char| !is_token_char(c))
+        .filter(|t| !t.is_empty())
+        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .collect();
+    if tokens.is_empty() {
+        None
+    } else {
+        Some(tokens.join(" + "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_text_becomes_quoted_tokens() {
+        assert_eq!(fts_phrase("zebra").unwrap(), "\"zebra\"");
+        assert_eq!(
+            fts_phrase("  Zebra-NUMBERS, \"AND\" OR* ").unwrap(),
+            "\"Zebra\" + \"NUMBERS\" + \"AND\" + \"OR\""
+        );
+        assert_eq!(fts_phrase("Zürich").unwrap(), "\"Zürich\"");
+        assert!(fts_phrase(" -*\"() ").is_none());
+        assert!(fts_phrase("").is_none());
+    }
+
+    #[test]
+    fn no_user_text_in_the_sql() {
+        let key = SearchKey::And(vec![
+            SearchKey::Subject("'; DROP TABLE messages; --".into()),
+            SearchKey::Header("X-Evil'".into(), "?".into()),
+            SearchKey::Text("robert'); --".into()),
+            SearchKey::Keyword("$Evil".into()),
+        ]);
+        let q = compile(1, &key).unwrap();
+        assert!(!q.sql.contains("DROP"));
+        assert!(!q.sql.contains("Evil"));
+        assert!(!q.sql.contains("robert"));
+        assert_eq!(q.params.len(), 1 + 1 + 2 + 1 + 1);
+    }
+
+    #[test]
+    fn many_uid_ranges_travel_packed_and_match_as_few_do() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        rusqlite::vtab::array::load_module(&c).unwrap();
+        c.execute_batch(
+            "CREATE TABLE messages (mailbox_id INTEGER, uid INTEGER, blob_id INTEGER,
+                 flags INTEGER, size INTEGER, keywords TEXT, internal_date INTEGER, modseq INTEGER);",
+        )
+        .unwrap();
+        let uids: [u32; 6] = [1, 5, 40, 2_147_483_647, 2_147_483_648, u32::MAX];
+        for uid in uids {
+            c.execute(
+                "INSERT INTO messages (mailbox_id, uid) VALUES (1, ?1)",
+                [uid],
+            )
+            .unwrap();
+        }
+        let run = |ranges: Vec<(Uid, Uid)>| -> Vec<Uid> {
+            let q = compile(1, &SearchKey::Uids(ranges)).unwrap();
+            c.prepare(&q.sql)
+                .unwrap()
+                .query_map(rusqlite::params_from_iter(q.params.iter()), |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        // Twenty single UIDs apart from each other (packed), and the same
+        // wanted set as three ranges (inline).
+        let mut many: Vec<(Uid, Uid)> = (0..18).map(|i| (100 + 2 * i, 100 + 2 * i)).collect();
+        many.push((5, 5));
+        many.push((u32::MAX, 2_147_483_648));
+        assert!(compile(1, &SearchKey::Uids(many.clone()))
+            .unwrap()
+            .sql
+            .contains("rarray"));
+        let expected = vec![5, 2_147_483_648, u32::MAX];
+        assert_eq!(run(many), expected);
+        assert_eq!(run(vec![(5, 5), (2_147_483_648, u32::MAX)]), expected);
+        assert_eq!(run(vec![(2_147_483_647, 1)]).len(), 4);
+        assert_eq!(run(vec![]), Vec::<Uid>::new());
+    }
+
+    #[test]
+    fn deep_trees_are_refused_not_crashed() {
+        let mut key = SearchKey::All;
+        for _ in 0..200 {
+            key = SearchKey::Not(Box::new(key));
+        }
+        assert!(matches!(compile(1, &key), Err(StoreError::Invalid(_))));
+    }
+}

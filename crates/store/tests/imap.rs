@@ -1,0 +1,1032 @@
+//! The store API the IMAP server builds on: the mailbox tree, keywords,
+//! modification sequences and tombstones, moves, APPEND-style deliveries,
+//! change notices, status and quota figures.
+
+use std::time::Duration;
+
+use rusqlite::Connection;
+use store::{
+    Delivery, FlagChange, MailboxId, SqliteOptions, SqliteStore, Store, StoreError, Uid,
+    FLAG_ANSWERED, FLAG_DELETED, FLAG_FLAGGED, FLAG_SEEN,
+};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: SqliteStore,
+    account: i64,
+    inbox: MailboxId,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    store.add_domain("example.org").await.unwrap();
+    let account = store.add_account("a@example.org", "pw").await.unwrap();
+    let inbox = store.mailbox(account, "INBOX").await.unwrap().unwrap().id;
+    Fixture {
+        _dir: dir,
+        store,
+        account,
+        inbox,
+    }
+}
+
+impl Fixture {
+    async fn id(&self, name: &str) -> MailboxId {
+        self.store
+            .mailbox(self.account, name)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no mailbox {name}"))
+            .id
+    }
+
+    async fn deliver_to(&self, mailbox: MailboxId, text: &[u8], delivery: Delivery) -> Uid {
+        let mut w = self.store.message_writer();
+        w.write(text).await.unwrap();
+        w.deliver(Delivery {
+            mailboxes: vec![mailbox],
+            ..delivery
+        })
+        .await
+        .unwrap()
+        .entries[0]
+            .1
+    }
+
+    async fn deliver_n(&self, mailbox: MailboxId, n: usize) -> Vec<Uid> {
+        let mut uids = Vec::new();
+        for i in 0..n {
+            let text = format!("Subject: m{i}\r\n\r\nbody {i}\r\n");
+            uids.push(
+                self.deliver_to(mailbox, text.as_bytes(), Delivery::default())
+                    .await,
+            );
+        }
+        uids
+    }
+
+    fn count(&self, sql: &str) -> i64 {
+        let c = Connection::open(self.store.path()).unwrap();
+        c.query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    async fn names(&self) -> Vec<String> {
+        self.store
+            .list_mailboxes(self.account)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.name)
+            .collect()
+    }
+}
+
+fn uids(entries: &[store::MessageEntry]) -> Vec<Uid> {
+    entries.iter().map(|m| m.uid).collect()
+}
+
+#[tokio::test]
+async fn default_mailboxes_are_listed_with_special_use_and_subscription() {
+    let f = fixture().await;
+    let all = f.store.list_mailboxes(f.account).await.unwrap();
+    let view: Vec<(&str, Option<&str>, bool)> = all
+        .iter()
+        .map(|m| (m.name.as_str(), m.special_use.as_deref(), m.subscribed))
+        .collect();
+    assert_eq!(
+        view,
+        [
+            ("Archive", Some("\\Archive"), true),
+            ("Drafts", Some("\\Drafts"), true),
+            ("INBOX", None, true),
+            ("Junk", Some("\\Junk"), true),
+            ("Sent", Some("\\Sent"), true),
+            ("Trash", Some("\\Trash"), true),
+        ]
+    );
+    // INBOX is found in any case, other names only as written.
+    assert_eq!(
+        f.store
+            .mailbox(f.account, "inBox")
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        f.inbox
+    );
+    assert!(f.store.mailbox(f.account, "sent").await.unwrap().is_none());
+    let sent = f.store.mailbox(f.account, "Sent").await.unwrap().unwrap();
+    assert_eq!(sent.special_use.as_deref(), Some("\\Sent"));
+
+    f.store
+        .set_subscribed(f.account, "Sent", false)
+        .await
+        .unwrap();
+    assert!(
+        !f.store
+            .mailbox(f.account, "Sent")
+            .await
+            .unwrap()
+            .unwrap()
+            .subscribed
+    );
+    f.store
+        .set_subscribed(f.account, "inbox", false)
+        .await
+        .unwrap();
+    assert!(matches!(
+        f.store.set_subscribed(f.account, "Nope", true).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn create_checks_names_and_makes_parents() {
+    let f = fixture().await;
+    for bad in ["", "/lead", "trail/", "a//b", "cr\rlf", "nl\n", "nul\0"] {
+        assert!(
+            matches!(
+                f.store.create_mailbox(f.account, bad, None).await,
+                Err(StoreError::Invalid(_))
+            ),
+            "{bad:?}"
+        );
+    }
+    for taken in ["INBOX", "inbox", "InBoX", "Sent"] {
+        assert!(
+            matches!(
+                f.store.create_mailbox(f.account, taken, None).await,
+                Err(StoreError::Exists(_))
+            ),
+            "{taken:?}"
+        );
+    }
+    assert!(matches!(
+        f.store
+            .create_mailbox(f.account, "Odd", Some("\\Bogus"))
+            .await,
+        Err(StoreError::Invalid(_))
+    ));
+
+    let made = f
+        .store
+        .create_mailbox(f.account, "Projects/2025/Q1", Some("\\flagged"))
+        .await
+        .unwrap();
+    assert_eq!(made.name, "Projects/2025/Q1");
+    assert_eq!(made.special_use.as_deref(), Some("\\Flagged"));
+    assert_eq!(made.uid_next, 1);
+    assert!(made.subscribed);
+    assert_eq!(
+        f.store
+            .mailbox(f.account, "Projects/2025/Q1")
+            .await
+            .unwrap(),
+        Some(made.clone())
+    );
+    let names = f.names().await;
+    for n in ["Projects", "Projects/2025", "Projects/2025/Q1"] {
+        assert!(names.contains(&n.to_string()), "{names:?}");
+    }
+    assert!(matches!(
+        f.store
+            .create_mailbox(f.account, "Projects/2025/Q1", None)
+            .await,
+        Err(StoreError::Exists(_))
+    ));
+    // Names are case-sensitive except INBOX; children of INBOX are fine.
+    f.store
+        .create_mailbox(f.account, "projects", None)
+        .await
+        .unwrap();
+    let child = f
+        .store
+        .create_mailbox(f.account, "inbox/Lists", None)
+        .await
+        .unwrap();
+    assert_eq!(child.name, "INBOX/Lists");
+    // Unicode names are stored as given.
+    f.store
+        .create_mailbox(f.account, "Zürich/Café", None)
+        .await
+        .unwrap();
+    assert!(f.names().await.contains(&"Zürich/Café".to_string()));
+}
+
+#[tokio::test]
+async fn delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity() {
+    let f = fixture().await;
+    for inbox in ["INBOX", "inbox"] {
+        assert!(matches!(
+            f.store.delete_mailbox(f.account, inbox).await,
+            Err(StoreError::Invalid(_))
+        ));
+    }
+    assert!(matches!(
+        f.store.delete_mailbox(f.account, "Nope").await,
+        Err(StoreError::NotFound(_))
+    ));
+    let first = f
+        .store
+        .create_mailbox(f.account, "Work/Old", None)
+        .await
+        .unwrap();
+    assert!(matches!(
+        f.store.delete_mailbox(f.account, "Work").await,
+        Err(StoreError::Invalid(_))
+    ));
+    f.deliver_n(first.id, 3).await;
+    let blobs = f.count("SELECT count(*) FROM blobs");
+    f.store
+        .update_flags(first.id, &[1], FlagChange::Add, FLAG_DELETED, &[], None)
+        .await
+        .unwrap();
+    f.store.expunge_deleted(first.id, None).await.unwrap();
+    assert_eq!(
+        f.count("SELECT count(*) FROM expunged"),
+        1,
+        "a tombstone while the mailbox lives"
+    );
+    f.store.delete_mailbox(f.account, "Work/Old").await.unwrap();
+    assert!(f
+        .store
+        .mailbox(f.account, "Work/Old")
+        .await
+        .unwrap()
+        .is_none());
+    // Its messages, their blobs and its tombstones went with it.
+    assert_eq!(f.count("SELECT count(*) FROM blobs"), blobs - 3);
+    assert_eq!(f.count("SELECT count(*) FROM expunged"), 0);
+    assert!(matches!(
+        f.store.changes_since(first.id, 0).await,
+        Err(StoreError::NotFound(_))
+    ));
+    f.store.delete_mailbox(f.account, "Work").await.unwrap();
+
+    // Created again within the same second: a greater UIDVALIDITY, and
+    // never the old id (a session may still hold it).
+    let again = f
+        .store
+        .create_mailbox(f.account, "Work/Old", None)
+        .await
+        .unwrap();
+    assert!(again.uid_validity > first.uid_validity);
+    assert_ne!(again.id, first.id);
+    let all = f.store.list_mailboxes(f.account).await.unwrap();
+    assert!(all
+        .iter()
+        .all(|m| m.id == again.id || m.uid_validity < again.uid_validity));
+}
+
+#[tokio::test]
+async fn rename_takes_children_along_and_keeps_uids() {
+    let f = fixture().await;
+    let a = f.store.create_mailbox(f.account, "a", None).await.unwrap();
+    let ab = f
+        .store
+        .create_mailbox(f.account, "a/b", None)
+        .await
+        .unwrap();
+    f.store.create_mailbox(f.account, "ab", None).await.unwrap();
+    f.deliver_n(ab.id, 2).await;
+    f.store
+        .create_mailbox(f.account, "taken", None)
+        .await
+        .unwrap();
+
+    assert!(matches!(
+        f.store.rename_mailbox(f.account, "a", "taken").await,
+        Err(StoreError::Exists(_))
+    ));
+    assert!(matches!(
+        f.store.rename_mailbox(f.account, "a", "INBOX").await,
+        Err(StoreError::Exists(_))
+    ));
+    assert!(matches!(
+        f.store.rename_mailbox(f.account, "a", "a/b/c").await,
+        Err(StoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        f.store.rename_mailbox(f.account, "a", "bad//name").await,
+        Err(StoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        f.store.rename_mailbox(f.account, "nope", "x").await,
+        Err(StoreError::NotFound(_))
+    ));
+
+    f.store
+        .rename_mailbox(f.account, "a", "new/place")
+        .await
+        .unwrap();
+    let names = f.names().await;
+    assert!(names.contains(&"new".to_string()), "parent made: {names:?}");
+    assert!(names.contains(&"new/place/b".to_string()));
+    assert!(
+        names.contains(&"ab".to_string()),
+        "a sibling is not a child"
+    );
+    assert!(!names.iter().any(|n| n == "a" || n == "a/b"));
+    let moved = f
+        .store
+        .mailbox(f.account, "new/place/b")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(moved.id, ab.id);
+    assert_eq!(moved.uid_validity, ab.uid_validity);
+    assert_eq!(moved.uid_next, 3);
+    assert_eq!(
+        uids(&f.store.list_messages(moved.id).await.unwrap()),
+        [1, 2]
+    );
+    let parent = f
+        .store
+        .mailbox(f.account, "new/place")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((parent.id, parent.uid_validity), (a.id, a.uid_validity));
+    // The old name is free and gets a fresh UIDVALIDITY.
+    let fresh = f.store.create_mailbox(f.account, "a", None).await.unwrap();
+    assert!(fresh.uid_validity > a.uid_validity);
+}
+
+#[tokio::test]
+async fn renaming_inbox_moves_its_messages_and_leaves_it_empty() {
+    let f = fixture().await;
+    f.store
+        .create_mailbox(f.account, "INBOX/Child", None)
+        .await
+        .unwrap();
+    f.deliver_n(f.inbox, 3).await;
+    f.store
+        .update_flags(
+            f.inbox,
+            &[2],
+            FlagChange::Add,
+            FLAG_FLAGGED,
+            &["Work".into()],
+            None,
+        )
+        .await
+        .unwrap();
+    f.store.expunge(f.inbox, &[1]).await.unwrap();
+    let before = f.store.mailbox(f.account, "INBOX").await.unwrap().unwrap();
+    let blobs = f.count("SELECT count(*) FROM blobs");
+
+    f.store
+        .rename_mailbox(f.account, "inbox", "Old Mail")
+        .await
+        .unwrap();
+    let inbox = f.store.mailbox(f.account, "INBOX").await.unwrap().unwrap();
+    assert_eq!(inbox.id, before.id);
+    assert_eq!(inbox.uid_validity, before.uid_validity);
+    assert_eq!(inbox.uid_next, before.uid_next, "INBOX UIDs go on");
+    assert!(f.store.list_messages(f.inbox).await.unwrap().is_empty());
+    assert!(
+        f.store
+            .mailbox(f.account, "INBOX/Child")
+            .await
+            .unwrap()
+            .is_some(),
+        "children of INBOX are not renamed"
+    );
+    let old = f
+        .store
+        .mailbox(f.account, "Old Mail")
+        .await
+        .unwrap()
+        .unwrap();
+    let moved = f.store.list_messages(old.id).await.unwrap();
+    assert_eq!(uids(&moved), [1, 2], "new UIDs in the target");
+    assert_eq!(moved[0].flags, FLAG_FLAGGED);
+    assert_eq!(moved[0].keywords, ["Work"]);
+    assert_eq!(f.count("SELECT count(*) FROM blobs"), blobs);
+    let changes = f
+        .store
+        .changes_since(f.inbox, before.highest_modseq)
+        .await
+        .unwrap();
+    assert_eq!(changes.expunged, [2, 3]);
+}
+
+#[tokio::test]
+async fn keywords_are_added_removed_and_replaced_case_insensitively() {
+    let f = fixture().await;
+    f.deliver_n(f.inbox, 3).await;
+    let changed = f
+        .store
+        .update_flags(
+            f.inbox,
+            &[1, 2],
+            FlagChange::Add,
+            0,
+            &["$Forwarded".into(), "Work".into()],
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(uids(&changed), [1, 2]);
+    assert_eq!(changed[0].keywords, ["$Forwarded", "Work"]);
+    // Same keywords in other case: nothing changes, nothing returned.
+    let changed = f
+        .store
+        .update_flags(f.inbox, &[1], FlagChange::Add, 0, &["WORK".into()], None)
+        .await
+        .unwrap();
+    assert!(changed.is_empty());
+    let changed = f
+        .store
+        .update_flags(f.inbox, &[1], FlagChange::Remove, 0, &["work".into()], None)
+        .await
+        .unwrap();
+    assert_eq!(changed[0].keywords, ["$Forwarded"]);
+    // Replace sets system flags and keywords together.
+    let changed = f
+        .store
+        .update_flags(
+            f.inbox,
+            &[2, 3],
+            FlagChange::Replace,
+            FLAG_SEEN,
+            &["work".into(), "Home".into()],
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed[0].keywords, ["Work", "Home"], "first spelling kept");
+    assert_eq!(changed[1].keywords, ["work", "Home"]);
+    assert!(changed.iter().all(|m| m.flags == FLAG_SEEN));
+    let listed = f.store.list_messages(f.inbox).await.unwrap();
+    assert_eq!(listed[0].keywords, ["$Forwarded"]);
+    assert_eq!(listed[1].keywords, ["Work", "Home"]);
+    assert_eq!(
+        f.store.mailbox_keywords(f.inbox).await.unwrap(),
+        ["$Forwarded", "Home", "Work"]
+    );
+    let changed = f
+        .store
+        .update_flags(f.inbox, &[1, 2, 3], FlagChange::Replace, 0, &[], None)
+        .await
+        .unwrap();
+    assert_eq!(uids(&changed), [1, 2, 3]);
+    assert!(changed
+        .iter()
+        .all(|m| m.keywords.is_empty() && m.flags == 0));
+    assert!(f.store.mailbox_keywords(f.inbox).await.unwrap().is_empty());
+
+    for bad in ["two words", "", "\\Seen", "paren("] {
+        assert!(matches!(
+            f.store
+                .update_flags(f.inbox, &[1], FlagChange::Add, 0, &[bad.into()], None)
+                .await,
+            Err(StoreError::Invalid(_))
+        ));
+    }
+}
+
+#[tokio::test]
+async fn unchanged_since_leaves_newer_messages_alone() {
+    let f = fixture().await;
+    f.deliver_n(f.inbox, 3).await;
+    let base = f
+        .store
+        .mailbox_status(f.inbox)
+        .await
+        .unwrap()
+        .highest_modseq;
+    f.store
+        .update_flags(f.inbox, &[2], FlagChange::Add, FLAG_ANSWERED, &[], None)
+        .await
+        .unwrap();
+    let changed = f
+        .store
+        .update_flags(
+            f.inbox,
+            &[1, 2, 3],
+            FlagChange::Add,
+            FLAG_SEEN,
+            &[],
+            Some(base),
+        )
+        .await
+        .unwrap();
+    assert_eq!(uids(&changed), [1, 3], "2 changed after {base}");
+    let listed = f.store.list_messages(f.inbox).await.unwrap();
+    assert_eq!(listed[1].flags, FLAG_ANSWERED);
+    // A failed conditional store with nothing else to do changes nothing.
+    let before = f
+        .store
+        .mailbox_status(f.inbox)
+        .await
+        .unwrap()
+        .highest_modseq;
+    let changed = f
+        .store
+        .update_flags(f.inbox, &[2], FlagChange::Add, FLAG_SEEN, &[], Some(1))
+        .await
+        .unwrap();
+    assert!(changed.is_empty());
+    assert_eq!(
+        f.store
+            .mailbox_status(f.inbox)
+            .await
+            .unwrap()
+            .highest_modseq,
+        before,
+        "no change, no new modseq"
+    );
+}
+
+#[tokio::test]
+async fn changes_since_reports_new_changed_and_expunged() {
+    let f = fixture().await;
+    f.deliver_n(f.inbox, 5).await;
+    let all = f.store.changes_since(f.inbox, 0).await.unwrap();
+    assert_eq!(uids(&all.changed), [1, 2, 3, 4, 5]);
+    assert!(all.expunged.is_empty());
+    assert_eq!(all.uid_next, 6);
+    let mark = all.highest_modseq;
+    assert_eq!(
+        f.store.changes_since(f.inbox, mark).await.unwrap().changed,
+        []
+    );
+
+    f.store
+        .update_flags(f.inbox, &[2], FlagChange::Add, 0, &["Later".into()], None)
+        .await
+        .unwrap();
+    f.store.expunge(f.inbox, &[4]).await.unwrap();
+    f.store
+        .update_flags(f.inbox, &[5], FlagChange::Add, FLAG_DELETED, &[], None)
+        .await
+        .unwrap();
+    f.store.expunge_deleted(f.inbox, None).await.unwrap();
+    let trash = f.id("Trash").await;
+    f.store.move_messages(f.inbox, &[1], trash).await.unwrap();
+    f.deliver_n(f.inbox, 1).await;
+
+    let c = f.store.changes_since(f.inbox, mark).await.unwrap();
+    assert_eq!(uids(&c.changed), [2, 6]);
+    assert_eq!(c.changed[0].keywords, ["Later"]);
+    assert_eq!(c.expunged, [1, 4, 5]);
+    assert_eq!(c.uid_next, 7);
+    let status = f.store.mailbox_status(f.inbox).await.unwrap();
+    assert_eq!(c.highest_modseq, status.highest_modseq);
+    assert!(c.changed.iter().all(|m| m.modseq > mark));
+    // Caught up: nothing more.
+    let none = f
+        .store
+        .changes_since(f.inbox, c.highest_modseq)
+        .await
+        .unwrap();
+    assert!(none.changed.is_empty() && none.expunged.is_empty());
+    // The expunges after the flag change only.
+    let flag_modseq = c.changed[0].modseq;
+    let later = f.store.changes_since(f.inbox, flag_modseq).await.unwrap();
+    assert_eq!(later.expunged, [1, 4, 5]);
+    assert_eq!(uids(&later.changed), [6]);
+}
+
+#[tokio::test]
+async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
+    let f = fixture().await;
+    f.deliver_n(f.inbox, 4).await;
+    f.store
+        .update_flags(
+            f.inbox,
+            &[3],
+            FlagChange::Add,
+            FLAG_SEEN,
+            &["Kept".into()],
+            None,
+        )
+        .await
+        .unwrap();
+    let archive = f.id("Archive").await;
+    f.deliver_n(archive, 1).await;
+    let before = f.store.mailbox_status(f.inbox).await.unwrap();
+    let blobs = f.count("SELECT count(*) FROM blobs");
+    let stats = f.store.writer_stats();
+    let map = f
+        .store
+        .move_messages(f.inbox, &[4, 3, 99], archive)
+        .await
+        .unwrap();
+    assert_eq!(map, [(3, 2), (4, 3)]);
+    let after = f.store.writer_stats();
+    assert_eq!(after.jobs - stats.jobs, 1, "one transaction");
+    assert_eq!(uids(&f.store.list_messages(f.inbox).await.unwrap()), [1, 2]);
+    let target = f.store.list_messages(archive).await.unwrap();
+    assert_eq!(uids(&target), [1, 2, 3]);
+    assert_eq!(
+        (target[1].flags, target[1].keywords.clone()),
+        (FLAG_SEEN, vec!["Kept".to_string()])
+    );
+    assert_eq!(
+        f.count("SELECT count(*) FROM blobs"),
+        blobs,
+        "no blob freed"
+    );
+    assert_eq!(f.count("SELECT max(refcount) FROM blobs"), 1);
+    let changes = f
+        .store
+        .changes_since(f.inbox, before.highest_modseq)
+        .await
+        .unwrap();
+    assert_eq!(changes.expunged, [3, 4]);
+    assert!(changes.highest_modseq > before.highest_modseq);
+    // Nothing to move: nothing happens.
+    assert!(f
+        .store
+        .move_messages(f.inbox, &[42], archive)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn uid_expunge_takes_only_the_named_deleted_messages() {
+    let f = fixture().await;
+    f.deliver_n(f.inbox, 5).await;
+    f.store
+        .update_flags(
+            f.inbox,
+            &[1, 2, 3, 4],
+            FlagChange::Add,
+            FLAG_DELETED,
+            &[],
+            None,
+        )
+        .await
+        .unwrap();
+    let gone = f
+        .store
+        .expunge_deleted(f.inbox, Some(&[2, 4, 5]))
+        .await
+        .unwrap();
+    assert_eq!(gone, [2, 4]);
+    assert_eq!(
+        uids(&f.store.list_messages(f.inbox).await.unwrap()),
+        [1, 3, 5]
+    );
+    assert_eq!(
+        f.store.expunge_deleted(f.inbox, None).await.unwrap(),
+        [1, 3]
+    );
+}
+
+/// Fills a mailbox with `n` entries straight through SQL, all sharing one
+/// blob: a big mailbox without thousands of deliveries.
+fn bulk_fill(store: &SqliteStore, mailbox: MailboxId, n: u32) {
+    let c = Connection::open(store.path()).unwrap();
+    c.busy_timeout(Duration::from_secs(10)).unwrap();
+    c.execute_batch("BEGIN IMMEDIATE").unwrap();
+    c.execute(
+        "INSERT INTO blobs (size, complete, created, hdr_subject) VALUES (10, 1, 0, 'bulk')",
+        [],
+    )
+    .unwrap();
+    let blob = c.last_insert_rowid();
+    c.execute(
+        "INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?1, 0, CAST('Subject: x' AS BLOB))",
+        [blob],
+    )
+    .unwrap();
+    c.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?3)
+         INSERT INTO messages (mailbox_id, uid, blob_id, size, flags, internal_date, modseq)
+         SELECT ?1, i, ?2, 10, CASE WHEN i % 5 = 0 THEN 8 ELSE 0 END, 0, 1 FROM n",
+        rusqlite::params![mailbox, blob, n],
+    )
+    .unwrap();
+    c.execute(
+        "UPDATE mailboxes SET uid_next = ?2 + 1, highest_modseq = 1 WHERE id = ?1",
+        rusqlite::params![mailbox, n],
+    )
+    .unwrap();
+    c.execute_batch("COMMIT").unwrap();
+}
+
+#[tokio::test]
+async fn expunging_a_fifth_of_a_big_mailbox_is_one_job() {
+    let f = fixture().await;
+    bulk_fill(&f.store, f.inbox, 5000);
+    let before = f.store.writer_stats();
+    let gone = f.store.expunge_deleted(f.inbox, None).await.unwrap();
+    let after = f.store.writer_stats();
+    assert_eq!(gone, (1..=1000).map(|i| i * 5).collect::<Vec<Uid>>());
+    assert_eq!(after.jobs - before.jobs, 1);
+    assert_eq!(after.transactions - before.transactions, 1);
+    assert_eq!(f.store.list_messages(f.inbox).await.unwrap().len(), 4000);
+    let changes = f.store.changes_since(f.inbox, 1).await.unwrap();
+    assert_eq!(changes.expunged, gone);
+    assert!(changes.changed.is_empty());
+    assert_eq!(
+        f.count("SELECT refcount FROM blobs WHERE hdr_subject = 'bulk'"),
+        4000
+    );
+    // And the same for a move of 1000 messages.
+    let trash = f.id("Trash").await;
+    let some: Vec<Uid> = (1..=1000).collect();
+    let before = f.store.writer_stats();
+    let map = f.store.move_messages(f.inbox, &some, trash).await.unwrap();
+    assert_eq!(map.len(), 800);
+    assert_eq!(f.store.writer_stats().jobs - before.jobs, 1);
+}
+
+#[tokio::test]
+async fn append_style_delivery_keeps_flags_keywords_date_and_header() {
+    let f = fixture().await;
+    let text = b"From: Alice <alice@example.org>\r\nSubject: drafted\r\nX-Long: one\r\n two\r\n\r\nBody.\r\n";
+    let drafts = f.id("Drafts").await;
+    let uid = f
+        .deliver_to(
+            drafts,
+            text,
+            Delivery {
+                internal_date: Some(1_700_000_000),
+                flags: FLAG_SEEN | store::FLAG_DRAFT,
+                keywords: vec!["$MDNSent".into(), "$mdnsent".into(), "Work".into()],
+                ..Default::default()
+            },
+        )
+        .await;
+    let listed = f.store.list_messages(drafts).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    let m = &listed[0];
+    assert_eq!(m.uid, uid);
+    assert_eq!(m.internal_date, 1_700_000_000);
+    assert_eq!(m.flags, FLAG_SEEN | store::FLAG_DRAFT);
+    assert_eq!(m.keywords, ["$MDNSent", "Work"]);
+
+    let data = f.store.message_data(drafts, &[uid, 77]).await.unwrap();
+    assert_eq!(data.len(), 1);
+    assert_eq!(&data[0].entry, m);
+    assert_eq!(data[0].headers.subject, "drafted");
+    assert_eq!(
+        data[0].header,
+        b"From: Alice <alice@example.org>\r\nSubject: drafted\r\nX-Long: one\r\n two\r\n\r\n"
+    );
+    let mut builder = mime_tree::StructureBuilder::new();
+    builder.feed(text);
+    assert_eq!(
+        data[0].structure,
+        builder.finish(),
+        "the structure builder's output, stored and read back"
+    );
+    assert!(f.store.message_data(drafts, &[]).await.unwrap().is_empty());
+
+    // A bad keyword refuses the delivery.
+    let mut w = f.store.message_writer();
+    w.write(text).await.unwrap();
+    assert!(matches!(
+        w.deliver(Delivery {
+            mailboxes: vec![drafts],
+            keywords: vec!["no good".into()],
+            ..Default::default()
+        })
+        .await,
+        Err(StoreError::Invalid(_))
+    ));
+    assert_eq!(f.store.list_messages(drafts).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn header_block_is_cut_at_the_window_and_old_blobs_are_worked_out() {
+    let f = fixture().await;
+    // A header longer than the index window: stored cut at the window.
+    let mut text = b"Subject: long\r\n".to_vec();
+    while text.len() < store::INDEX_WINDOW + 1000 {
+        text.extend_from_slice(b"X-Filler: 0123456789012345678901234567890123456789\r\n");
+    }
+    text.extend_from_slice(b"\r\nbody\r\n");
+    let uid = f.deliver_to(f.inbox, &text, Delivery::default()).await;
+    let data = f.store.message_data(f.inbox, &[uid]).await.unwrap();
+    assert_eq!(data[0].header, &text[..store::INDEX_WINDOW]);
+
+    // A blob delivered before the store kept header blocks: read from the
+    // chunks instead.
+    let small = b"Subject: old\r\nTo: x@example.org\r\n\r\nold body\r\n";
+    let uid = f.deliver_to(f.inbox, small, Delivery::default()).await;
+    Connection::open(f.store.path())
+        .unwrap()
+        .execute("UPDATE blobs SET structure = NULL, header = NULL", [])
+        .unwrap();
+    let data = f.store.message_data(f.inbox, &[uid]).await.unwrap();
+    assert_eq!(data[0].header, b"Subject: old\r\nTo: x@example.org\r\n\r\n");
+}
+
+#[tokio::test]
+async fn a_damaged_structure_is_an_error_not_a_panic() {
+    let f = fixture().await;
+    let uid = f.deliver_n(f.inbox, 1).await[0];
+    Connection::open(f.store.path())
+        .unwrap()
+        .execute("UPDATE blobs SET structure = X'FFFF00'", [])
+        .unwrap();
+    assert!(matches!(
+        f.store.message_data(f.inbox, &[uid]).await,
+        Err(StoreError::Corrupt(_))
+    ));
+}
+
+#[tokio::test]
+async fn watchers_wake_after_deliveries_flag_changes_and_expunges() {
+    let f = fixture().await;
+    let mut rx = f.store.watch_mailbox(f.inbox);
+    let mut other = f.store.watch_mailbox(f.id("Sent").await);
+    let wait = Duration::from_secs(10);
+
+    f.deliver_n(f.inbox, 1).await;
+    tokio::time::timeout(wait, rx.changed())
+        .await
+        .expect("no notice after a delivery")
+        .unwrap();
+    rx.borrow_and_update();
+
+    f.store
+        .update_flags(f.inbox, &[1], FlagChange::Add, FLAG_SEEN, &[], None)
+        .await
+        .unwrap();
+    tokio::time::timeout(wait, rx.changed())
+        .await
+        .expect("no notice after a flag change")
+        .unwrap();
+    rx.borrow_and_update();
+
+    // A no-op change wakes nobody; an expunge does.
+    f.store
+        .update_flags(f.inbox, &[1], FlagChange::Add, FLAG_SEEN, &[], None)
+        .await
+        .unwrap();
+    assert!(!rx.has_changed().unwrap());
+    f.store.expunge(f.inbox, &[1]).await.unwrap();
+    tokio::time::timeout(wait, rx.changed())
+        .await
+        .expect("no notice after an expunge")
+        .unwrap();
+    assert!(!other.has_changed().unwrap(), "other mailboxes stay quiet");
+    other.borrow_and_update();
+
+    // Several receivers of one mailbox all hear it.
+    let mut second = f.store.watch_mailbox(f.inbox);
+    rx.borrow_and_update();
+    let copy = f.deliver_n(f.inbox, 1).await;
+    for r in [&mut rx, &mut second] {
+        tokio::time::timeout(wait, r.changed())
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    // A move wakes both ends.
+    let sent = f.id("Sent").await;
+    f.store.move_messages(f.inbox, &copy, sent).await.unwrap();
+    tokio::time::timeout(wait, other.changed())
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::time::timeout(wait, rx.changed())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn status_and_quota_figures() {
+    let f = fixture().await;
+    let q = f.store.quota(f.account).await.unwrap();
+    assert_eq!(
+        q,
+        store::Quota::default(),
+        "a new account: unlimited, empty"
+    );
+    let sizes: Vec<u64> = {
+        let mut sizes = Vec::new();
+        for i in 0..4 {
+            let text = format!("Subject: {i}\r\n\r\n{}\r\n", "x".repeat(i * 100));
+            f.deliver_to(f.inbox, text.as_bytes(), Delivery::default())
+                .await;
+            sizes.push(text.len() as u64);
+        }
+        sizes
+    };
+    f.store
+        .update_flags(f.inbox, &[1, 2], FlagChange::Add, FLAG_SEEN, &[], None)
+        .await
+        .unwrap();
+    f.store
+        .update_flags(f.inbox, &[2, 3], FlagChange::Add, FLAG_DELETED, &[], None)
+        .await
+        .unwrap();
+    let s = f.store.mailbox_status(f.inbox).await.unwrap();
+    assert_eq!(
+        (s.messages, s.unseen, s.deleted, s.size, s.uid_next),
+        (4, 2, 2, sizes.iter().sum(), 5)
+    );
+    let info = f.store.mailbox(f.account, "INBOX").await.unwrap().unwrap();
+    assert_eq!(
+        (s.uid_validity, s.highest_modseq),
+        (info.uid_validity, info.highest_modseq)
+    );
+    let empty = f.store.mailbox_status(f.id("Junk").await).await.unwrap();
+    assert_eq!((empty.messages, empty.size, empty.uid_next), (0, 0, 1));
+    assert!(matches!(
+        f.store.mailbox_status(987_654).await,
+        Err(StoreError::NotFound(_))
+    ));
+
+    // A copy counts again: each entry is the user's message.
+    f.store
+        .copy_messages(f.inbox, &[4], f.id("Archive").await)
+        .await
+        .unwrap();
+    f.store
+        .set_quota("A@example.org", Some(1_000_000))
+        .await
+        .unwrap();
+    let q = f.store.quota(f.account).await.unwrap();
+    assert_eq!(q.messages, 5);
+    assert_eq!(q.used_bytes, sizes.iter().sum::<u64>() + sizes[3]);
+    assert_eq!(q.limit_bytes, Some(1_000_000));
+    f.store.set_quota("a@example.org", None).await.unwrap();
+    assert_eq!(f.store.quota(f.account).await.unwrap().limit_bytes, None);
+    assert!(matches!(
+        f.store.set_quota("b@example.org", Some(1)).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        f.store.quota(987_654).await,
+        Err(StoreError::NotFound(_))
+    ));
+    // Another account starts unlimited and empty.
+    let b = f.store.add_account("b@example.org", "pw").await.unwrap();
+    assert_eq!(f.store.quota(b).await.unwrap(), store::Quota::default());
+}
+
+#[tokio::test]
+async fn moving_within_a_mailbox_renumbers_and_delivering_nowhere_fails() {
+    let f = fixture().await;
+    f.deliver_n(f.inbox, 2).await;
+    let map = f
+        .store
+        .move_messages(f.inbox, &[1, 2], f.inbox)
+        .await
+        .unwrap();
+    assert_eq!(map, [(1, 3), (2, 4)]);
+    assert_eq!(uids(&f.store.list_messages(f.inbox).await.unwrap()), [3, 4]);
+    assert_eq!(
+        f.store.changes_since(f.inbox, 0).await.unwrap().expunged,
+        [1, 2]
+    );
+    assert_eq!(f.count("SELECT min(refcount) FROM blobs"), 1);
+
+    let mut w = f.store.message_writer();
+    w.write(b"Subject: lost\r\n\r\n").await.unwrap();
+    assert!(matches!(
+        w.deliver(Delivery {
+            mailboxes: vec![987_654],
+            ..Default::default()
+        })
+        .await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        f.store.copy_messages(f.inbox, &[3], 987_654).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        f.count("SELECT count(*) FROM blobs"),
+        2,
+        "nothing left behind"
+    );
+}
+
+#[tokio::test]
+async fn watchers_wake_when_their_mailbox_is_renamed_or_deleted() {
+    let f = fixture().await;
+    let made = f
+        .store
+        .create_mailbox(f.account, "w/x", None)
+        .await
+        .unwrap();
+    let mut rx = f.store.watch_mailbox(made.id);
+    let wait = Duration::from_secs(10);
+    f.store.rename_mailbox(f.account, "w", "v").await.unwrap();
+    tokio::time::timeout(wait, rx.changed())
+        .await
+        .expect("no notice after a rename of the parent")
+        .unwrap();
+    rx.borrow_and_update();
+    f.store.delete_mailbox(f.account, "v/x").await.unwrap();
+    tokio::time::timeout(wait, rx.changed())
+        .await
+        .expect("no notice after a delete")
+        .unwrap();
+    assert!(matches!(
+        f.store.mailbox_status(made.id).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
