@@ -12,10 +12,8 @@ use crate::session::Session;
 impl Session<'_> {
     pub(crate) async fn idle(&mut self) -> store::Result<Reply> {
         self.out.raw(b"+ idling\r\n");
-        let condstore = self.condstore;
-        if let Some(sel) = self.selected.as_mut() {
-            sel.sync(self.ctx.store.as_ref(), &mut self.out, true, condstore)
-                .await?;
+        if !self.sync(true).await? {
+            return Ok(Reply::bad("Mailbox deleted").close());
         }
         // RFC 2177: clients re-issue IDLE within 29 minutes; the timeout
         // ends the session like any autologout.
@@ -50,9 +48,8 @@ impl Session<'_> {
                     Err(ReadError::Closed) => return Ok(Reply::bad("Connection lost").close()),
                 },
                 _ = wait_change(self.selected.as_mut()) => {
-                    let condstore = self.condstore;
-                    if let Some(sel) = self.selected.as_mut() {
-                        sel.sync(self.ctx.store.as_ref(), &mut self.out, true, condstore).await?;
+                    if !self.sync(true).await? {
+                        return Ok(Reply::bad("Mailbox deleted").close());
                     }
                 }
                 _ = tokio::time::sleep_until(deadline) => {
