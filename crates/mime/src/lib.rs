@@ -8,10 +8,27 @@
 //! every MIME part where its header and body sit in the raw message, how
 //! long they are, how many lines the body has, and the parsed header fields
 //! BODYSTRUCTURE needs. Strings are kept raw (encoded words are not decoded),
-//! as RFC 3501 §7.4.2 asks for ENVELOPE and BODYSTRUCTURE.
+//! as RFC 3501 §7.4.2 asks for ENVELOPE and BODYSTRUCTURE; header bytes that
+//! are not UTF-8 become U+FFFD.
+//!
+//! Inside: `builder` is the streaming state machine, `header` reads header
+//! fields, `address` address lists, `envelope` the ENVELOPE fields, and
+//! `encode` the stored form.
 #![forbid(unsafe_code)]
 
+mod address;
+mod builder;
+mod encode;
+mod envelope;
+mod header;
+
 use serde::{Deserialize, Serialize};
+
+pub use address::{parse_address_list, MISSING_DOMAIN, MISSING_MAILBOX};
+pub use builder::{
+    StructureBuilder, MAX_BOUNDARY_LEN, MAX_DEPTH, MAX_HEADER_BYTES, MAX_PARTS,
+    MAX_TOTAL_HEADER_BYTES,
+};
 
 /// The structure of a whole message (or of a message/rfc822 part).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -51,14 +68,18 @@ pub struct Envelope {
 
 /// One RFC 3501 address structure. Group syntax is marked as the RFC does:
 /// a group start has `host: None` and the group name in `mailbox`; a group
-/// end has both `mailbox` and `host` `None`.
+/// end has both `mailbox` and `host` `None`. Since `host: None` means group
+/// syntax, an address without a domain has host [`MISSING_DOMAIN`], and one
+/// without a local part mailbox [`MISSING_MAILBOX`], as Dovecot reports
+/// them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Address {
-    /// Display name (phrase), raw.
+    /// Display name (phrase), raw but for its quoted strings, which are
+    /// unquoted; comments are dropped.
     pub name: Option<String>,
     /// Source route (obsolete), raw.
     pub adl: Option<String>,
-    /// Local part, or group name.
+    /// Local part as written (quotes kept), or group name.
     pub mailbox: Option<String>,
     /// Domain.
     pub host: Option<String>,
@@ -70,19 +91,33 @@ pub struct Part {
     /// Where the entity's header block starts.
     pub header_offset: u64,
     /// Length of the header block, including the empty line that ends it.
+    /// Without an empty line the header runs to the end of the entity (a
+    /// message that is all header has an empty body). Header bytes past
+    /// [`MAX_HEADER_BYTES`] are counted here but their fields are not read.
     pub header_len: u64,
     /// Where the body starts (`header_offset + header_len`).
     pub body_offset: u64,
     /// Length of the body. For a multipart child this stops before the CRLF
-    /// that precedes the next boundary line (RFC 2046 §5.1.1).
+    /// (or bare LF) that precedes the next boundary line (RFC 2046 §5.1.1).
+    /// A multipart's body holds its preamble, children, boundary lines and
+    /// epilogue; a message/rfc822 part's body is the whole enclosed message.
     pub body_len: u64,
-    /// Lines in the body (RFC 3501 body-fld-lines).
+    /// Lines in the body (RFC 3501 body-fld-lines), counted as Dovecot
+    /// does: the LFs in the body, plus one if the body is not empty and does
+    /// not end with an LF. Counted for every part; BODYSTRUCTURE shows it for
+    /// text/* and message/rfc822.
     pub body_lines: u64,
-    /// Media type, lower-case (`text` when absent).
+    /// Media type, lower-case (`text` when absent or invalid; `message` for
+    /// a child of multipart/digest, RFC 2046 §5.1.5).
     pub media_type: String,
-    /// Media subtype, lower-case (`plain` when absent).
+    /// Media subtype, lower-case (`plain` when absent or invalid; `rfc822`
+    /// in a multipart/digest).
     pub media_subtype: String,
-    /// Content-Type parameters, names lower-case, values unquoted.
+    /// Content-Type parameters, names lower-case, values unquoted, in the
+    /// order written; the first of two with the same name wins. RFC 2231
+    /// parameters (`name*`, `name*0*`) are kept as written, not decoded. A
+    /// text/* part without a charset gets `charset=us-ascii` appended
+    /// (RFC 2046 §4.1.2), which is also what Dovecot reports.
     pub params: Vec<(String, String)>,
     /// `Content-ID:`.
     pub id: Option<String>,
@@ -92,7 +127,8 @@ pub struct Part {
     pub encoding: String,
     /// `Content-MD5:`.
     pub md5: Option<String>,
-    /// `Content-Disposition:` value and parameters.
+    /// `Content-Disposition:` value as written and parameters (as `params`,
+    /// without the charset default).
     pub disposition: Option<(String, Vec<(String, String)>)>,
     /// `Content-Language:` tags.
     pub language: Vec<String>,
@@ -108,48 +144,53 @@ pub enum PartKind {
     /// A body of its own.
     #[default]
     Leaf,
-    /// multipart/*: the children in order.
+    /// multipart/*: the children in order. Empty when no child could be
+    /// read: no usable boundary parameter, no boundary line in the body, or
+    /// past [`MAX_DEPTH`] or [`MAX_PARTS`]. RFC 3501 requires at least one
+    /// body in a multipart BODYSTRUCTURE; for an empty one, write one empty
+    /// text/plain child as Dovecot does:
+    /// `("text" "plain" ("charset" "us-ascii") NIL NIL "7bit" 0 0)`.
     Multipart(Vec<Part>),
-    /// message/rfc822 (or message/global): the enclosed message.
+    /// message/rfc822 (or message/global): the enclosed message. A message
+    /// part in base64 or quoted-printable, or past [`MAX_DEPTH`] or
+    /// [`MAX_PARTS`], is a [`PartKind::Leaf`] with media type `message`:
+    /// write it as a basic body.
     Message(Box<MessageStructure>),
 }
 
-/// Computes a [`MessageStructure`] from a message streamed in pieces.
-#[derive(Debug, Default)]
-pub struct StructureBuilder {}
-
-impl StructureBuilder {
-    /// A builder for a new message.
-    pub fn new() -> Self {
-        StructureBuilder {}
-    }
-
-    /// Feeds the next bytes of the raw message.
-    pub fn feed(&mut self, data: &[u8]) {
-        let _ = data;
-    }
-
-    /// The structure of everything fed so far.
-    pub fn finish(self) -> MessageStructure {
-        MessageStructure::default()
-    }
-}
-
-/// A stored structure could not be read back.
-#[derive(Debug)]
+/// A stored structure could not be read back: the bytes are not something
+/// [`MessageStructure::to_bytes`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("stored message structure is corrupt or of an unknown version")]
 pub struct DecodeError;
 
 impl MessageStructure {
-    /// A compact encoding for storing next to the message.
+    /// A compact encoding for storing next to the message (see `encode.rs`
+    /// for the format).
     pub fn to_bytes(&self) -> Vec<u8> {
-        Vec::new()
+        encode::encode(self)
     }
 
-    /// Reads back what [`MessageStructure::to_bytes`] wrote.
+    /// Reads back what [`MessageStructure::to_bytes`] wrote. The empty slice
+    /// (rows stored before structures existed) gives the default structure;
+    /// anything else that is not a valid encoding is an error, never a
+    /// panic.
     pub fn from_bytes(bytes: &[u8]) -> Result<MessageStructure, DecodeError> {
         if bytes.is_empty() {
             return Ok(MessageStructure::default());
         }
-        Err(DecodeError)
+        encode::decode(bytes)
+    }
+
+    /// Reads only the envelope back from what [`MessageStructure::to_bytes`]
+    /// wrote, for views that need ENVELOPE but not BODYSTRUCTURE: the
+    /// envelope comes first and the parts are not decoded, which makes this
+    /// several times cheaper than [`MessageStructure::from_bytes`]. The empty
+    /// slice gives the default envelope.
+    pub fn envelope_from_bytes(bytes: &[u8]) -> Result<Envelope, DecodeError> {
+        if bytes.is_empty() {
+            return Ok(Envelope::default());
+        }
+        encode::decode_envelope(bytes)
     }
 }
