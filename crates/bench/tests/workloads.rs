@@ -156,13 +156,24 @@ fn pop3_retrieves_and_deletes_everything_it_reports() {
 }
 
 #[test]
+fn imap_seven_requests_against_sluice() {
+    let s = Sluice::start(1);
+    seven_requests(&s.imap.to_string());
+}
+
+#[test]
 fn imap_seven_requests_against_dovecot() {
     let Some(d) = Dovecot::start(1) else { return };
-    let imap = d.imap.to_string();
+    seven_requests(&d.imap.to_string());
+}
+
+/// The seven requests on 300 loaded messages, with exact result counts,
+/// then a short concurrent mix.
+fn seven_requests(imap: &str) {
     let r = bench(&[
         "imap",
         "--server",
-        &imap,
+        imap,
         "--user",
         "user1@example.org",
         "--load",

@@ -125,14 +125,10 @@ impl Session<'_> {
                 Reply::no("Internal error; try again later").code(code("SERVERBUG"))
             }
         };
-        if let Some(sel) = self.selected.as_mut() {
-            let condstore = self.condstore;
-            if let Err(e) = sel
-                .sync(self.ctx.store.as_ref(), &mut self.out, true, condstore)
-                .await
-            {
-                tracing::warn!(error = %e, "imap sync failed");
-            }
+        match self.sync(true).await {
+            Ok(true) => {}
+            Ok(false) => return Next::Close,
+            Err(e) => tracing::warn!(error = %e, "imap sync failed"),
         }
         let text = reply.text.as_str();
         match reply.kind {

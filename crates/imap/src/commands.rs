@@ -56,6 +56,9 @@ impl Session<'_> {
             }
             CommandBody::Noop => Reply::ok("NOOP completed"),
             CommandBody::Logout => {
+                if let Some(a) = &self.account {
+                    tracing::info!(user = %a.address, "imap logout");
+                }
                 self.out.bye(None, "Logging out");
                 Reply::ok("LOGOUT completed").close()
             }
@@ -272,17 +275,11 @@ impl Session<'_> {
             }
             other => Reply::bad(format!("{} is not supported", other.name())),
         };
-        if self.selected.is_some() && !matches!(reply.next, Next::Close) {
-            let condstore = self.condstore;
-            if let Some(sel) = self.selected.as_mut() {
-                sel.sync(
-                    self.ctx.store.as_ref(),
-                    &mut self.out,
-                    reply.expunge_ok,
-                    condstore,
-                )
-                .await?;
-            }
+        if self.selected.is_some()
+            && !matches!(reply.next, Next::Close)
+            && !self.sync(reply.expunge_ok).await?
+        {
+            return Ok(Next::Close);
         }
         let text = reply.text.as_str();
         match reply.kind {
@@ -291,6 +288,33 @@ impl Session<'_> {
             Kind::Bad => self.out.bad(Some(tag), reply.code, text),
         }
         Ok(reply.next)
+    }
+
+    /// Catches the selected mailbox up (see [`Selected::sync`]). False
+    /// when the mailbox was deleted meanwhile: the session is told (BYE)
+    /// and closed, since its view can no longer be kept.
+    pub(crate) async fn sync(&mut self, expunge_ok: bool) -> store::Result<bool> {
+        let condstore = self.condstore;
+        let Some(sel) = self.selected.as_mut() else {
+            return Ok(true);
+        };
+        match sel
+            .sync(
+                self.ctx.store.as_ref(),
+                &mut self.out,
+                expunge_ok,
+                condstore,
+            )
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(store::StoreError::NotFound(_)) => {
+                self.selected = None;
+                self.out.bye(None, "The selected mailbox was deleted");
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     pub(crate) fn account_id(&self) -> store::AccountId {

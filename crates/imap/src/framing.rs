@@ -41,7 +41,8 @@ pub(crate) enum ReadError {
     Timeout,
 }
 
-/// The literal announced at the end of a line: `{N}`, `{N+}` (LITERAL+).
+/// The literal announced at the end of `cmd`'s last line: `{N}`, `{N+}`
+/// (LITERAL+), as (length, synchronising, offset of the `{`).
 pub(crate) fn literal_announcement(line: &[u8]) -> Option<(u64, bool, usize)> {
     let line = line.strip_suffix(b"\n")?;
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -84,12 +85,8 @@ pub(crate) async fn read_command(
         let Some((length, sync, at)) = literal_announcement(&cmd) else {
             return Ok(Frame::Command(cmd));
         };
-        let line_start = cmd[..cmd.len() - 1]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |p| p + 1);
-        if is_append_message(&cmd[..line_start + at]) {
-            cmd.truncate(line_start + at);
+        if is_append_message(&cmd[..at]) {
+            cmd.truncate(at);
             return Ok(Frame::Append {
                 head: cmd,
                 length,
@@ -225,6 +222,108 @@ pub(crate) async fn close(stream: &mut Stream) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use tokio::io::AsyncReadExt;
+
+    /// Runs `read_command` over `input` sent in `pieces`; returns the
+    /// frames and what the server wrote back.
+    fn frames(input: &[u8], pieces: &[usize], max: usize) -> (Vec<Frame>, Vec<u8>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (client, server) = tokio::io::duplex(1 << 20);
+            let mut stream: Stream = Box::new(server);
+            let (mut rd, mut wr) = tokio::io::split(client);
+            let data = input.to_vec();
+            let cuts = pieces.to_vec();
+            let writer = tokio::spawn(async move {
+                let mut rest = &data[..];
+                for c in cuts {
+                    let (now, later) = rest.split_at(c.min(rest.len()));
+                    wr.write_all(now).await.unwrap();
+                    rest = later;
+                    tokio::task::yield_now().await;
+                }
+                wr.write_all(rest).await.unwrap();
+                wr.shutdown().await.unwrap();
+            });
+            let mut input = Input::new(64);
+            let mut out = Vec::new();
+            loop {
+                match read_command(&mut input, &mut stream, max, Duration::from_secs(5), |_| {
+                    false
+                })
+                .await
+                {
+                    Ok(f) => out.push(f),
+                    Err(_) => break,
+                }
+            }
+            writer.await.unwrap();
+            drop(stream);
+            let mut echoed = Vec::new();
+            rd.read_to_end(&mut echoed).await.unwrap();
+            (out, echoed)
+        })
+    }
+
+    #[test]
+    fn literals_are_read_whole() {
+        let (f, echoed) = frames(
+            b"a LOGIN {3}\r\nbob {5+}\r\nsecre\r\nb NOOP\r\n",
+            &[5, 9, 3],
+            1000,
+        );
+        assert_eq!(
+            f,
+            vec![
+                Frame::Command(b"a LOGIN {3}\r\nbob {5+}\r\nsecre\r\n".to_vec()),
+                Frame::Command(b"b NOOP\r\n".to_vec())
+            ]
+        );
+        // One continuation, for the synchronising literal only.
+        assert_eq!(echoed, b"+ Ready for literal data\r\n");
+    }
+
+    #[test]
+    fn oversized_commands_are_skipped() {
+        let long = format!("a NOOP {}\r\nb NOOP\r\n", "x".repeat(300));
+        let (f, _) = frames(long.as_bytes(), &[], 100);
+        assert!(matches!(&f[0], Frame::TooLong { .. }));
+        assert_eq!(f[1], Frame::Command(b"b NOOP\r\n".to_vec()));
+        let (f, echoed) = frames(b"a LOGIN {500}\r\nb NOOP\r\n", &[], 100);
+        assert!(matches!(&f[0], Frame::LiteralRefused { .. }));
+        assert_eq!(f[1], Frame::Command(b"b NOOP\r\n".to_vec()));
+        assert!(echoed.is_empty());
+        // A non-synchronising literal is on its way: it is drained.
+        let mut big = b"a LOGIN {500+}\r\n".to_vec();
+        big.extend(std::iter::repeat_n(b'z', 500));
+        big.extend_from_slice(b" x\r\nb NOOP\r\n");
+        let (f, _) = frames(&big, &[7, 100], 100);
+        assert!(matches!(&f[0], Frame::TooLong { .. }));
+        assert_eq!(f[1], Frame::Command(b"b NOOP\r\n".to_vec()));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// However the bytes arrive, the same commands come out.
+        #[test]
+        fn chunking_does_not_matter(
+            words in proptest::collection::vec("[a-z]{1,12}", 1..6),
+            literal in proptest::collection::vec(any::<u8>(), 0..200),
+            pieces in proptest::collection::vec(1usize..40, 0..20),
+        ) {
+            let mut cmd = format!("t1 X {} {{{}+}}\r\n", words.join(" "), literal.len()).into_bytes();
+            cmd.extend_from_slice(&literal);
+            cmd.extend_from_slice(b"\r\nt2 NOOP\r\n");
+            let (f, _) = frames(&cmd, &pieces, 10_000);
+            let first_len = cmd.len() - b"t2 NOOP\r\n".len();
+            prop_assert_eq!(f.len(), 2);
+            prop_assert_eq!(&f[0], &Frame::Command(cmd[..first_len].to_vec()));
+        }
+    }
 
     #[test]
     fn announcements() {

@@ -12,10 +12,8 @@ use crate::session::Session;
 impl Session<'_> {
     pub(crate) async fn idle(&mut self) -> store::Result<Reply> {
         self.out.raw(b"+ idling\r\n");
-        let condstore = self.condstore;
-        if let Some(sel) = self.selected.as_mut() {
-            sel.sync(self.ctx.store.as_ref(), &mut self.out, true, condstore)
-                .await?;
+        if !self.sync(true).await? {
+            return Ok(Reply::bad("Mailbox deleted").close());
         }
         // RFC 2177: clients re-issue IDLE within 29 minutes; the timeout
         // ends the session like any autologout.
@@ -25,33 +23,44 @@ impl Session<'_> {
             if !self.flush().await {
                 return Ok(Reply::bad("Connection lost").close());
             }
-            let max = self.ctx.config.max_command_bytes;
-            let line = tokio::select! {
-                line = framing::read_rest(&mut self.input, &mut self.stream, max, timeout) => line,
-                _ = wait_change(self.selected.as_mut()) => {
-                    let condstore = self.condstore;
-                    if let Some(sel) = self.selected.as_mut() {
-                        sel.sync(self.ctx.store.as_ref(), &mut self.out, true, condstore).await?;
+            // Only whole lines are taken from the input, and waiting for
+            // more input is cancel-safe, so a change that wins the race
+            // loses no byte of the client's DONE.
+            if let Some(end) = self.input.buffered().iter().position(|&b| b == b'\n') {
+                let ok = trim_crlf(&self.input.buffered()[..=end]).eq_ignore_ascii_case(b"DONE");
+                self.input.consume(end + 1);
+                return Ok(if ok {
+                    Reply::ok("IDLE terminated")
+                } else {
+                    Reply::bad("Expected DONE")
+                });
+            }
+            if self.input.buffered().len() >= self.input.capacity() {
+                return Ok(Reply::bad("Expected DONE").close());
+            }
+            tokio::select! {
+                r = framing::fill(&mut self.input, &mut self.stream, timeout) => match r {
+                    Ok(()) => {}
+                    Err(ReadError::Timeout) => {
+                        self.out.bye(None, "Autologout; idle for too long");
+                        return Ok(Reply::bad("IDLE timed out").close());
                     }
-                    continue;
+                    Err(ReadError::Closed) => return Ok(Reply::bad("Connection lost").close()),
+                },
+                _ = wait_change(self.selected.as_mut()) => {
+                    if !self.sync(true).await? {
+                        return Ok(Reply::bad("Mailbox deleted").close());
+                    }
                 }
-                _ = tokio::time::sleep_until(deadline) => Err(ReadError::Timeout),
+                _ = tokio::time::sleep_until(deadline) => {
+                    self.out.bye(None, "Autologout; idle for too long");
+                    return Ok(Reply::bad("IDLE timed out").close());
+                }
                 _ = self.ctx.shutdown.token.cancelled() => {
                     self.out.bye(None, "Server shutting down");
                     return Ok(Reply::bad("Server shutting down").close());
                 }
-            };
-            return Ok(match line {
-                Ok(l) if trim_crlf(&l).eq_ignore_ascii_case(b"DONE") => {
-                    Reply::ok("IDLE terminated")
-                }
-                Ok(_) => Reply::bad("Expected DONE"),
-                Err(ReadError::Timeout) => {
-                    self.out.bye(None, "Autologout; idle for too long");
-                    Reply::bad("IDLE timed out").close()
-                }
-                Err(ReadError::Closed) => Reply::bad("Connection lost").close(),
-            });
+            }
         }
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct Selected {
     /// sent during FETCH, STORE or SEARCH).
     pending_expunge: Vec<Uid>,
     watch: watch::Receiver<u64>,
+    /// A change was signalled and not yet looked at.
+    dirty: bool,
 }
 
 impl Selected {
@@ -57,6 +59,7 @@ impl Selected {
             keywords,
             pending_expunge: Vec::new(),
             watch,
+            dirty: false,
         }
     }
 
@@ -72,7 +75,9 @@ impl Selected {
 
     /// Waits until a commit touches the mailbox.
     pub(crate) async fn changed(&mut self) {
-        if self.watch.changed().await.is_err() {
+        let result = self.watch.changed().await;
+        self.dirty = true;
+        if result.is_err() {
             // The store is gone (shutdown): nothing will change again.
             std::future::pending::<()>().await;
         }
@@ -196,8 +201,9 @@ impl Selected {
         expunge_ok: bool,
         condstore: bool,
     ) -> store::Result<()> {
-        let dirty = self.watch.has_changed().unwrap_or(false);
+        let dirty = self.dirty || self.watch.has_changed().unwrap_or(false);
         if dirty {
+            self.dirty = false;
             self.watch.borrow_and_update();
             let changes = store
                 .changes_since(self.info.id, self.highest_modseq)

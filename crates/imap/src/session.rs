@@ -285,3 +285,29 @@ pub(crate) fn code(name: &'static str) -> Code<'static> {
         name.as_bytes(),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_message_literals_are_recognised() {
+        assert!(is_append_message(b"a APPEND INBOX "));
+        assert!(is_append_message(b"a APPEND INBOX (\\Seen) "));
+        assert!(is_append_message(
+            b"a APPEND \"Sent\" (\\Seen $Foo) \"01-Jan-2024 10:00:00 +0000\" "
+        ));
+        assert!(is_append_message(b"a append {5}\r\nINBOX "));
+        // The literal is the mailbox name, or not an APPEND at all.
+        assert!(!is_append_message(b"a APPEND "));
+        assert!(!is_append_message(b"a LOGIN "));
+        assert!(!is_append_message(b"a LOGIN user "));
+    }
+
+    #[test]
+    fn tags_of_bad_commands() {
+        assert_eq!(tag_of(b"a1 FOO\r\n").unwrap().inner(), "a1");
+        assert!(tag_of(b"\r\n").is_none());
+        assert!(tag_of(b"a{ FOO\r\n").is_none());
+    }
+}

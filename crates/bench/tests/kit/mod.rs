@@ -53,6 +53,7 @@ pub struct Sluice {
     child: Child,
     pub smtp: SocketAddr,
     pub pop3: SocketAddr,
+    pub imap: SocketAddr,
 }
 
 impl Sluice {
@@ -68,7 +69,7 @@ impl Sluice {
         std::fs::write(
             &config,
             format!(
-                "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n",
+                "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n",
                 dir.path().join("data")
             ),
         )
@@ -121,9 +122,9 @@ impl Sluice {
                 let _ = tx.send(line);
             }
         });
-        let (mut smtp, mut pop3) = (None, None);
+        let (mut smtp, mut pop3, mut imap) = (None, None, None);
         let deadline = Instant::now() + Duration::from_secs(30);
-        while smtp.is_none() || pop3.is_none() {
+        while smtp.is_none() || pop3.is_none() || imap.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = rx.recv_timeout(left).expect("sluice did not start");
             if !line.contains("listening") {
@@ -137,6 +138,7 @@ impl Sluice {
             match field("listener=").as_str() {
                 "smtp" => smtp = Some(addr),
                 "pop3" => pop3 = Some(addr),
+                "imap" => imap = Some(addr),
                 _ => {}
             }
         }
@@ -145,6 +147,7 @@ impl Sluice {
             child,
             smtp: smtp.unwrap(),
             pop3: pop3.unwrap(),
+            imap: imap.unwrap(),
         }
     }
 }
