@@ -53,7 +53,9 @@ def login():
 def run(m, name, *args):
     m.untagged_responses.clear()
     typ, dat = m._simple_command(name, *args)
-    return typ, dat, {k: list(v) for k, v in m.untagged_responses.items()}
+    untagged = {k: list(v) for k, v in m.untagged_responses.items()}
+    m.untagged_responses.clear()
+    return typ, dat, untagged
 
 def status(m, box, items="(MESSAGES UIDNEXT UIDVALIDITY UNSEEN HIGHESTMODSEQ SIZE)"):
     typ, dat = m.status(box, items)
@@ -122,10 +124,11 @@ class Raw:
         ok(t.split()[1] == "OK", t)
 "#;
 
-/// The last lines of the server's log, for failure messages.
+/// The last lines of the server's log, for failure messages (without
+/// the frames of a backtrace).
 fn log_tail(server: &Server) -> String {
     let log = server.log();
-    let lines: Vec<&str> = log.lines().collect();
+    let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with(' ')).collect();
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
@@ -350,12 +353,15 @@ l = names()
 ok("a/b/c" not in l and "\\hasnochildren" in l["a/b"], l)
 eq(m.delete("trailing")[0], "OK", "DELETE trailing")
 
-# SUBSCRIBE, LSUB, UNSUBSCRIBE.
-eq(m.subscribe("a/b")[0], "OK", "SUBSCRIBE")
+# SUBSCRIBE, LSUB, UNSUBSCRIBE (whether CREATE subscribes is left open).
+eq(m.unsubscribe("a")[0], "OK", "UNSUBSCRIBE a")
+eq(m.subscribe("a/b")[0], "OK", "SUBSCRIBE a/b")
 ls = names(cmd="lsub")
 ok("a/b" in ls and "a" not in ls, ls)
-eq(m.unsubscribe("a/b")[0], "OK", "UNSUBSCRIBE")
+eq(m.unsubscribe("a/b")[0], "OK", "UNSUBSCRIBE a/b")
 ok("a/b" not in names(cmd="lsub"), "still subscribed")
+eq(m.subscribe("a")[0], "OK", "SUBSCRIBE a")
+ok("a" in names(cmd="lsub"), "not subscribed")
 
 # RENAME: children follow, implied parents are created.
 eq(m.rename("a", "x")[0], "OK", "RENAME a x")
@@ -967,67 +973,77 @@ fn literals_limits_toobig_and_long_commands() {
         r#"
 r = Raw()
 # LITERAL+: no continuation requests.
-r.send("r1 LOGIN {%d+}\r\n%s {%d+}\r\n%s\r\n" % (len(USER), USER, len(PASS), PASS))
-u, t = r.finish("r1")
-ok(t.startswith("r1 OK") and not [x for x in u if x.startswith("+")], (u, t))
+tag = r.tag()
+r.send("%s LOGIN {%d+}\r\n%s {%d+}\r\n%s\r\n" % (tag, len(USER), USER, len(PASS), PASS))
+u, t = r.finish(tag)
+ok(t.startswith(tag + " OK") and not [x for x in u if x.startswith("+")], (u, t))
 # A synchronising literal gets one.
-r.send("r2 SELECT {5}\r\n")
+tag = r.tag()
+r.send(tag + " SELECT {5}\r\n")
 ok(r.read().startswith("+ "), "continuation for a synchronising literal")
 r.send("INBOX\r\n")
-u, t = r.finish("r2")
-ok(t.startswith("r2 OK"), t)
+u, t = r.finish(tag)
+ok(t.startswith(tag + " OK"), t)
 
 def fill(n):
     head = message("limit", "<limit-%d@kit.test>" % n, body="")
     return head + b"x" * (n - len(head) - 2) + b"\r\n"
 
 # Too big, synchronising: refused before the data is sent.
-r.send("r3 APPEND INBOX {1001}\r\n")
+tag = r.tag()
+r.send(tag + " APPEND INBOX {1001}\r\n")
 line = r.read()
-ok(line.startswith("r3 NO [TOOBIG]"), "expected NO [TOOBIG] and no continuation, got %r" % line)
+ok(line.startswith(tag + " NO [TOOBIG]"), "expected NO [TOOBIG] and no continuation, got %r" % line)
 u, t = r.cmd("NOOP")
-ok(t.endswith("OK NOOP completed") or " OK " in t, t)
+ok(" OK " in t, t)
 # Too big, non-synchronising: the data is read and dropped.
-r.send(b"r5 APPEND INBOX {2000+}\r\n" + b"x" * 2000 + b"\r\n")
-u, t = r.finish("r5")
-ok(t.startswith("r5 NO [TOOBIG]"), t)
+tag = r.tag()
+r.send(tag.encode() + b" APPEND INBOX {2000+}\r\n" + b"x" * 2000 + b"\r\n")
+u, t = r.finish(tag)
+ok(t.startswith(tag + " NO [TOOBIG]"), t)
 u, t = r.cmd("NOOP")
 ok(" OK " in t, t)
 # At the limit, both kinds.
 msg = fill(1000)
-r.send("r7 APPEND INBOX (\\Seen) {1000}\r\n")
+tag = r.tag()
+r.send(tag + " APPEND INBOX (\\Seen) {1000}\r\n")
 ok(r.read().startswith("+ "), "continuation for a message within the limit")
 r.send(msg + b"\r\n")
-u, t = r.finish("r7")
-ok(t.startswith("r7 OK [APPENDUID "), t)
+u, t = r.finish(tag)
+ok(t.startswith(tag + " OK [APPENDUID "), t)
 small = message("small", "<small@kit.test>")
-r.send(b"r8 APPEND INBOX {%d+}\r\n" % len(small) + small + b"\r\n")
-u, t = r.finish("r8")
-ok(t.startswith("r8 OK [APPENDUID ") and not [x for x in u if x.startswith("+")], (u, t))
+tag = r.tag()
+r.send(tag.encode() + b" APPEND INBOX {%d+}\r\n" % len(small) + small + b"\r\n")
+u, t = r.finish(tag)
+ok(t.startswith(tag + " OK [APPENDUID ") and not [x for x in u if x.startswith("+")], (u, t))
 # A missing mailbox with LITERAL+: the data is drained, then TRYCREATE.
-r.send(b"r9 APPEND Nowhere {%d+}\r\n" % len(small) + small + b"\r\n")
-u, t = r.finish("r9")
-ok(t.startswith("r9 NO [TRYCREATE]"), t)
+tag = r.tag()
+r.send(tag.encode() + b" APPEND Nowhere {%d+}\r\n" % len(small) + small + b"\r\n")
+u, t = r.finish(tag)
+ok(t.startswith(tag + " NO [TRYCREATE]"), t)
 # A command longer than max_command_bytes.
 u, t = r.cmd("NOOP " + "x" * 70000)
-ok(t.startswith("r10 BAD"), t[:100])
+eq(t.split()[:2], ["r%d" % r.n, "BAD"], "a command over max_command_bytes")
 u, t = r.cmd("NOOP")
 ok(" OK " in t, t)
 # A literal that would make a command too long is refused, not invited.
-r.send("r12 SEARCH TEXT {100000}\r\n")
+tag = r.tag()
+r.send(tag + " SEARCH TEXT {100000}\r\n")
 line = r.read()
-ok(line.startswith("r12 NO") or line.startswith("r12 BAD"), "expected a refusal, got %r" % line)
+ok(line.startswith(tag + " NO") or line.startswith(tag + " BAD"), "expected a refusal, got %r" % line)
 u, t = r.cmd("NOOP")
 ok(" OK " in t, t)
 # Literals in other commands, both kinds.
-r.send("r14 SEARCH SUBJECT {5+}\r\nsmall\r\n")
-u, t = r.finish("r14")
-ok(t.startswith("r14 OK") and "* SEARCH 2" in u, (u, t))
-r.send("r15 FETCH 1 (BODY.PEEK[HEADER.FIELDS ({7}\r\n")
+tag = r.tag()
+r.send(tag + " SEARCH SUBJECT {5+}\r\nsmall\r\n")
+u, t = r.finish(tag)
+ok(t.startswith(tag + " OK") and "* SEARCH 2" in u, (u, t))
+tag = r.tag()
+r.send(tag + " FETCH 1 (BODY.PEEK[HEADER.FIELDS ({7}\r\n")
 ok(r.read().startswith("+ "), "continuation inside FETCH")
 r.send("SUBJECT)])\r\n")
-u, t = r.finish("r15")
-ok(t.startswith("r15 OK") and "Subject: limit" in u[0], (u, t))
+u, t = r.finish(tag)
+ok(t.startswith(tag + " OK") and "Subject: limit" in u[0], (u, t))
 u, t = r.cmd("STATUS INBOX (MESSAGES)")
 ok(u == ["* STATUS INBOX (MESSAGES 2)"], u)
 r.cmd("LOGOUT")
@@ -1057,6 +1073,8 @@ m = login()
 line = b"0123456789" * 7 + b"abcdef\r\n"
 msg = message("fifty megabytes", "<big@kit.test>", body=b"") + line * (50_000_000 // len(line))
 digest = hashlib.sha256(msg).hexdigest()
+print("ready", flush=True)
+sys.stdin.readline()
 typ, dat = m.append("INBOX", None, None, msg)
 ok(typ == "OK" and b"[APPENDUID " in dat[0], (typ, dat))
 print("appended", len(msg), digest, flush=True)
@@ -1070,9 +1088,7 @@ m.logout()
     );
     let stop = AtomicBool::new(false);
     let peak = AtomicU64::new(0);
-    let baseline = server.rss_kb();
-    let (appended, fetched, append_peak, fetch_peak) = std::thread::scope(|s| {
-        s.spawn(|| sample_rss(&server, &stop, &peak));
+    let (baseline, appended, fetched, append_peak, fetch_peak) = std::thread::scope(|s| {
         let mut child = Command::new("python3")
             .arg("-c")
             .arg(&script)
@@ -1082,17 +1098,26 @@ m.logout()
             .spawn()
             .expect("python3 must be installed");
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut stdin = child.stdin.take().unwrap();
+        // The baseline is taken once the session is logged in (password
+        // hashing has its own, passing, memory cost).
+        let mut ready = String::new();
+        stdout.read_line(&mut ready).unwrap();
+        assert_eq!(ready.trim(), "ready", "{}", log_tail(&server));
+        let baseline = server.rss_kb();
+        s.spawn(|| sample_rss(&server, &stop, &peak));
+        stdin.write_all(b"go\n").unwrap();
         let mut appended = String::new();
         stdout.read_line(&mut appended).unwrap();
         let append_peak = peak.swap(0, Ordering::Relaxed);
-        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        stdin.write_all(b"go\n").unwrap();
         let mut fetched = String::new();
         stdout.read_line(&mut fetched).unwrap();
         let fetch_peak = peak.load(Ordering::Relaxed);
         stop.store(true, Ordering::Relaxed);
         let status = child.wait().unwrap();
         assert!(status.success(), "client failed\n{}", log_tail(&server));
-        (appended, fetched, append_peak, fetch_peak)
+        (baseline, appended, fetched, append_peak, fetch_peak)
     });
     let sent: Vec<&str> = appended.split_whitespace().collect();
     let got: Vec<&str> = fetched.split_whitespace().collect();
@@ -1175,9 +1200,10 @@ fn mbsync_syncs_a_mailbox_down_and_changes_back_up() {
     );
     let home = tempfile::tempdir().unwrap();
     let mail = home.path().join("Mail");
+    std::fs::create_dir(&mail).unwrap();
     let config = format!(
         "IMAPAccount sluice\nHost 127.0.0.1\nPort {port}\nUser {user}\nPass \"{PASSWORD}\"\n\
-         TLSType None\nAuthMechs LOGIN\nTimeout 30\n\n\
+         SSLType None\nAuthMechs LOGIN\nTimeout 30\n\n\
          IMAPStore sluice-far\nAccount sluice\n\n\
          MaildirStore sluice-near\nPath {mail}/\nInbox {mail}/INBOX\nSubFolders Verbatim\n\n\
          Channel inbox\nFar :sluice-far:INBOX\nNear :sluice-near:INBOX\nCreate Near\n\
@@ -1205,9 +1231,9 @@ fn mbsync_syncs_a_mailbox_down_and_changes_back_up() {
     assert!(text.contains("Subject: mbsync 7") && text.contains("Hello."));
 
     // Read one, trash one, delete one; sync back up.
-    add_maildir_flag(&find(&files, 10).unwrap(), 'S');
-    add_maildir_flag(&find(&files, 20).unwrap(), 'T');
-    std::fs::remove_file(find(&files, 30).unwrap()).unwrap();
+    add_maildir_flag(&find(&maildir_files(&inbox), 10).unwrap(), 'S');
+    add_maildir_flag(&find(&maildir_files(&inbox), 20).unwrap(), 'T');
+    std::fs::remove_file(find(&maildir_files(&inbox), 30).unwrap()).unwrap();
     sync();
     let files = maildir_files(&inbox);
     assert_eq!(files.len(), 298, "near side after the second sync");
@@ -1223,7 +1249,8 @@ m.select("INBOX", readonly=True)
 found = {}
 for n in ARGS:
     typ, dat = m.search(None, "HEADER Message-ID <mbsync-%s@kit.test>" % n)
-    found[n] = sorted(flagset(m.fetch(x, "(FLAGS)")[1][0])) if dat[0] else "gone"
+    hits = dat[0].split()
+    found[n] = sorted(flagset(m.fetch(hits[0], "(FLAGS)")[1][0])) if len(hits) == 1 else len(hits) or "gone"
 print(s, found)
 "#;
     let after = client(&server, &user, check, &["10", "11", "20", "30"]);
@@ -1243,19 +1270,27 @@ print(s, found)
     assert_eq!(maildir_files(&inbox), files);
 }
 
-/// Removes the `Received:` field fetchmail puts on top of each message.
+/// Removes the `Received:` field fetchmail adds to each message's header
+/// (it puts it under a `Return-Path:` it moves to the top).
 fn without_fetchmail_trace(message: &[u8]) -> Vec<u8> {
-    let text = message.to_vec();
-    assert!(text.starts_with(b"Received: "), "no trace field on top");
-    let mut end = text.iter().position(|&b| b == b'\n').unwrap() + 1;
-    while matches!(text.get(end), Some(b' ' | b'\t')) {
-        end += text[end..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    let header_end = message
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .expect("a header");
+    // Fields with their continuation lines.
+    let mut fields: Vec<Vec<u8>> = Vec::new();
+    for line in message[..header_end + 1].split_inclusive(|&b| b == b'\n') {
+        match (line.first(), fields.last_mut()) {
+            (Some(b' ' | b'\t'), Some(field)) => field.extend_from_slice(line),
+            _ => fields.push(line.to_vec()),
+        }
     }
-    assert!(
-        String::from_utf8_lossy(&text[..end]).contains("fetchmail"),
-        "first field is not fetchmail's"
-    );
-    text[end..].to_vec()
+    let before = fields.len();
+    fields.retain(|f| !(f.starts_with(b"Received: ") && f.windows(10).any(|w| w == b"fetchmail-")));
+    assert_eq!(fields.len() + 1, before, "no fetchmail trace field");
+    let mut out = fields.concat();
+    out.extend_from_slice(&message[header_end + 1..]);
+    out
 }
 
 fn lf_only(text: &[u8]) -> Vec<u8> {
@@ -1425,9 +1460,11 @@ class Session:
     def handle(self, untagged, tagged, text):
         for line in untagged:
             if line.startswith("* SEARCH"):
+                # Arrivals announced after the last fill are not known by
+                # UID yet: as many strays as unknowns, all above the rest.
                 found = {int(x) for x in line.split()[2:]}
                 stray = found - set(self.uids)
-                if stray:
+                if len(stray) > self.uids.count(None) or stray and min(stray) <= self.max_uid:
                     self.fail("UID SEARCH found %r outside the view" % sorted(stray))
             self.apply(line)
         kind = tagged.split()[1]
