@@ -331,9 +331,16 @@ ok(typ == "NO" and b"[ALREADYEXISTS]" in dat[0], (typ, dat))
 eq(m.create("INBOX")[0], "NO", "CREATE INBOX")
 eq(m.create("trailing/")[0], "OK", "CREATE with a trailing delimiter")
 ok("trailing" in names(), "trailing/ created as trailing")
+eq(m.create('"My Folder"')[0], "OK", "CREATE with a space")
+eq(m.create("Entw&APw-rfe")[0], "OK", "CREATE in modified UTF-7 (RFC 3501 5.1.3)")
+ok({"My Folder", "Entw&APw-rfe"} <= set(names()), names())
+eq(status(m, '"My Folder"', "(MESSAGES)"), {"MESSAGES": 0}, "STATUS of a quoted name")
+eq(m.select("Entw&APw-rfe"), ("OK", [b"0"]), "SELECT of a modified UTF-7 name")
+m.unselect()
 
 # LIST patterns and references.
-eq(set(names('""', "%")), {"INBOX", "Sent", "Drafts", "Trash", "Junk", "Archive", "a", "trailing"}, "%")
+eq(set(names('""', "%")), {"INBOX", "Sent", "Drafts", "Trash", "Junk", "Archive", "a", "trailing",
+                            "My Folder", "Entw&APw-rfe"}, "%")
 eq(set(names('""', "a/*")), {"a/b", "a/b/c"}, "a/*")
 eq(set(names('""', "a/%")), {"a/b"}, "a/%")
 eq(set(names("a/", "%")), {"a/b"}, "reference a/")
@@ -371,6 +378,9 @@ typ, dat = m.rename("x", "Sent")
 ok(typ == "NO" and b"[ALREADYEXISTS]" in dat[0], (typ, dat))
 typ, dat = m.rename("nope", "y")
 ok(typ == "NO" and b"[NONEXISTENT]" in dat[0], (typ, dat))
+typ, dat = m.rename("x", "x/b/y")
+eq(typ, "NO", "RENAME of a mailbox under itself: %r" % dat)
+ok({"x", "x/b"} <= set(names()) and "x/b/y" not in names(), names())
 eq(m.rename("x/b", "p/q/r")[0], "OK", "RENAME into new parents")
 l = names()
 ok({"p", "p/q", "p/q/r"} <= set(l) and "x/b" not in l, l)
@@ -496,7 +506,30 @@ eq(m.close()[0], "OK", "CLOSE")
 ok("EXPUNGE" not in m.untagged_responses, m.untagged_responses)
 eq(m.state, "AUTH", "state after CLOSE")
 eq(status(m, "INBOX", "(MESSAGES UIDNEXT)"), {"MESSAGES": 0, "UIDNEXT": 6}, "after CLOSE")
+
+# APPEND to the selected mailbox is announced before its tagged OK.
+m.select("INBOX")
+m.untagged_responses.clear()
+eq(m.append("INBOX", None, None, msgs[0])[0], "OK", "APPEND")
+eq(m.untagged_responses.get("EXISTS"), [b"1"], "EXISTS after APPEND to the selected mailbox")
+# RFC 3501 6.4.8: in "100:*", "*" is the highest UID in use, so the
+# range includes the last message even though 100 is beyond it.
+eq(m.uid("FETCH", "100:*", "(FLAGS)"), ("OK", [b"1 (UID 6 FLAGS ())"]), "UID FETCH 100:*")
+eq(m.uid("SEARCH", "UID 100:*"), ("OK", [b"6"]), "UID SEARCH UID 100:*")
 m.logout()
+
+# A failed SELECT leaves no mailbox selected (RFC 3501 6.3.1).
+r = Raw()
+r.login()
+u, t = r.cmd("SELECT INBOX")
+ok(" OK [READ-WRITE]" in t, t)
+u, t = r.cmd("SELECT Nowhere")
+ok(t.split()[1] == "NO", t)
+u, t = r.cmd("FETCH 1 (FLAGS)")
+eq(t.split()[1], "NO", "FETCH after a failed SELECT: %s" % t)
+u, t = r.cmd("CLOSE")
+ok(t.split()[1] in ("NO", "BAD"), "CLOSE without a mailbox: %s" % t)
+r.cmd("LOGOUT")
 "#,
         &[],
     );
@@ -529,10 +562,13 @@ body = ("--b1\r\n" + p1h + "\r\n" + text_body + "\r\n--b1\r\n" + p2h + "\r\n" + 
         "\r\n--b1\r\n" + p3h + "\r\n" + inner + "\r\n--b1--\r\n")
 msg = (top_head + "\r\n" + body).encode()
 simple = [message("simple %d" % i, "<simple%d@kit.test>" % i, body="Line one\r\nLine two\r\n") for i in range(3)]
+odd = (b'From: "Doe, John" <john@example.com>\r\nTo: undisclosed-recipients:;\r\n'
+       b'Cc: Team: a@example.com, "B" <b@example.com>;\r\nSubject: He said "hi" \\o/\r\n'
+       b'Date: Tue, 2 Jan 2024 11:00:00 +0000\r\nMessage-ID: <odd@kit.test>\r\n\r\nbody\r\n')
 
 m = login()
 eq(m.append("INBOX", None, '"01-Jan-2024 10:00:05 +0000"', msg)[0], "OK", "APPEND")
-for s in simple:
+for s in simple + [odd]:
     m.append("INBOX", None, None, s)
 m.select("INBOX")
 
@@ -559,6 +595,14 @@ want_env = ('("Mon, 1 Jan 2024 10:00:00 +0000" "structure test" %s %s %s %s %s N
             % (alice, alice, alice, addr("Bob", "bob", "example.org"), addr(None, "carol", "example.net")))
 text, _ = one("1", "(ENVELOPE)")
 eq(text.decode(), "1 (ENVELOPE %s)" % want_env, "ENVELOPE")
+# Quoted strings with escapes; groups as RFC 3501 7.4.2 writes them.
+doe = addr("Doe, John", "john", "example.com")
+text, _ = one("5", "(ENVELOPE BODYSTRUCTURE)")
+eq(text.decode(), '5 (ENVELOPE ("Tue, 2 Jan 2024 11:00:00 +0000" "He said \\"hi\\" \\\\o/" %s %s %s '
+                  '((NIL NIL "undisclosed-recipients" NIL)(NIL NIL NIL NIL)) '
+                  '((NIL NIL "Team" NIL)(NIL NIL "a" "example.com")("B" NIL "b" "example.com")(NIL NIL NIL NIL)) '
+                  'NIL NIL "<odd@kit.test>") BODYSTRUCTURE ("TEXT" "PLAIN" ("CHARSET" "us-ascii") NIL NIL "7BIT" 6 1 NIL NIL NIL NIL))'
+                  % (doe, doe, doe), "ENVELOPE with quoting and groups")
 
 carol = addr("Carol", "carol", "example.net")
 inner_env = ('("Tue, 2 Jan 2024 11:00:00 +0000" "inner note" %s %s %s %s NIL NIL NIL "<inner@example.net>")'
@@ -595,6 +639,7 @@ sections = [
     ("BODY.PEEK[3]", "BODY[3]", inner.encode()),
     ("BODY.PEEK[3.HEADER]", "BODY[3.HEADER]", (inner_head + "\r\n").encode()),
     ("BODY.PEEK[3.TEXT]", "BODY[3.TEXT]", inner_body.encode()),
+    ("BODY.PEEK[3.HEADER.FIELDS (SUBJECT)]", "BODY[3.HEADER.FIELDS (SUBJECT)]", b"Subject: inner note\r\n\r\n"),
     ("BODY.PEEK[3.1]", "BODY[3.1]", inner_body.encode()),
     ("BODY.PEEK[]<0.10>", "BODY[]<0>", msg[:10]),
     ("BODY.PEEK[]<10.20>", "BODY[]<10>", msg[10:30]),
