@@ -94,9 +94,12 @@ impl Session<'_> {
             Ok(f) => f,
             Err(flag) => return Ok(Reply::bad(format!("Cannot store {flag}"))),
         };
-        let unchanged_since = modifiers.iter().find_map(|m| match m {
-            StoreModifier::UnchangedSince(n) => Some(*n),
-        });
+        let unchanged_since = modifiers
+            .iter()
+            .map(|m| match m {
+                StoreModifier::UnchangedSince(n) => *n,
+            })
+            .next();
         if unchanged_since.is_some() {
             self.condstore = true;
         }

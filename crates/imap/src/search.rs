@@ -114,7 +114,7 @@ pub(crate) fn take_return(cmd: &[u8]) -> Option<Result<(Vec<u8>, ReturnOptions),
         opts.all = true;
     }
     let tail = rest[close + 1..].trim_start_matches(' ');
-    let mut out = text[..pos].as_bytes().to_vec();
+    let mut out = text.as_bytes()[..pos].to_vec();
     out.extend_from_slice(tail.as_bytes());
     Some(Ok((out, opts)))
 }

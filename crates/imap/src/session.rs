@@ -135,8 +135,9 @@ impl<'a> Session<'a> {
     pub(crate) fn capabilities(&self) -> Vec<Capability<'static>> {
         let mut caps = vec![Capability::Imap4Rev1];
         let other = |s: &str| {
-            Capability::try_from(imap_codec::imap_types::core::Atom::try_from(s.to_string()).ok()?)
+            imap_codec::imap_types::core::Atom::try_from(s.to_string())
                 .ok()
+                .map(Capability::from)
         };
         if self.account.is_none() {
             if !self.tls && self.ctx.tls.is_some() {
@@ -237,7 +238,7 @@ impl<'a> Session<'a> {
             }
         };
         let command = match CommandCodec::default().decode(&bytes) {
-            Ok((rest, command)) if rest.is_empty() => command,
+            Ok(([], command)) => command,
             Ok(_) | Err(CommandDecodeError::Failed | CommandDecodeError::Incomplete) => {
                 let tag = tag_of(&bytes);
                 let text = if tag.is_some() {
