@@ -274,6 +274,20 @@ m.login(USER, PASS)
 eq(m.select("INBOX"), ("OK", [b"0"]), "SELECT over STARTTLS")
 m.logout()
 
+# Commands pipelined behind STARTTLS in plaintext are discarded, not run
+# after the handshake (RFC 3501 6.2.1; the STARTTLS command injection).
+r = Raw()
+r.send('r1 STARTTLS\r\nr2 LOGIN "%s" "%s"\r\n' % (USER, PASS))
+line = r.read()
+ok(line.startswith("r1 OK"), line)
+tls = TLS.wrap_socket(r.sock, server_hostname="localhost")
+tls.sendall(b"r3 CAPABILITY\r\n")
+reader = tls.makefile("rb")
+answers = [reader.readline(), reader.readline()]
+ok(answers[0].startswith(b"* CAPABILITY ") and b"AUTH=PLAIN" in answers[0], answers)
+ok(answers[1].startswith(b"r3 OK"), "the injected LOGIN was run: %r" % answers)
+tls.close()
+
 # Implicit TLS on the imaps port.
 m = imaplib.IMAP4_SSL(HOST, IMAPS, ssl_context=TLS, timeout=30)
 ok("STARTTLS" not in m.capabilities and "AUTH=PLAIN" in m.capabilities, m.capabilities)
@@ -345,6 +359,9 @@ eq(set(names('""', "a/*")), {"a/b", "a/b/c"}, "a/*")
 eq(set(names('""', "a/%")), {"a/b"}, "a/%")
 eq(set(names("a/", "%")), {"a/b"}, "reference a/")
 eq(set(names('""', "inbox")), {"INBOX"}, "INBOX is case-insensitive")
+eq(m.select("inbox"), ("OK", [b"0"]), "SELECT inbox")
+eq(status(m, "Inbox", "(MESSAGES)"), {"MESSAGES": 0}, "STATUS Inbox")
+m.unselect()
 eq(set(names('""', "*c")), {"a/b/c"}, "*c")
 eq(m.list('""', '""'), ("OK", [b'(\\Noselect) "/" ""']), "the root and delimiter")
 
@@ -492,6 +509,9 @@ ok(typ == "OK" and "READ-ONLY" in u, (typ, u))
 eq(u["PERMANENTFLAGS"], [b"()"], "PERMANENTFLAGS in EXAMINE")
 eq(m.store("1", "+FLAGS", "(\\Flagged)")[0], "NO", "STORE in EXAMINE")
 eq(m.expunge()[0], "NO", "EXPUNGE in EXAMINE")
+eq(m._simple_command("MOVE", "1", "Archive")[0], "NO", "MOVE in EXAMINE")
+eq(m.copy("1", "Archive")[0], "OK", "COPY in EXAMINE")
+eq(status(m, "Archive", "(MESSAGES)"), {"MESSAGES": 1}, "COPY from EXAMINE")
 typ, dat = m.fetch("2", "(BODY[])")
 eq(dat[0][1], msgs[4], "BODY[] in EXAMINE")
 typ, dat = m.fetch("2", "(FLAGS)")
@@ -644,6 +664,7 @@ sections = [
     ("BODY.PEEK[]<0.10>", "BODY[]<0>", msg[:10]),
     ("BODY.PEEK[]<10.20>", "BODY[]<10>", msg[10:30]),
     ("BODY.PEEK[TEXT]<5.1000000>", "BODY[TEXT]<5>", body.encode()[5:]),
+    ("BODY.PEEK[]<100000.10>", "BODY[]<100000>", b""),
     ("RFC822.HEADER", "RFC822.HEADER", (top_head + "\r\n").encode()),
 ]
 for item, label, want in sections:
@@ -984,9 +1005,13 @@ eq(flagset(line.encode()), {"\\Flagged"}, "flags pushed during IDLE")
 other.store("1", "+FLAGS", "(\\Deleted)")
 other.expunge()
 within_a_second(r"\* 1 EXPUNGE$")
-r.send("DONE\r\n")
-line = r.read()
-ok(line.startswith("i1 OK"), line)
+# DONE in two pieces with a change between them.
+r.send("DO")
+deliver([message("second", "<idle-2@kit.test>")])
+within_a_second(r"\* 1 EXISTS$")
+r.send("NE\r\n")
+u, line = r.finish("i1")
+ok(line.startswith("i1 OK") and set(u) <= {"* 0 RECENT"}, (u, line))
 u, t = r.cmd("NOOP")
 ok(" OK " in t and not u, (u, t))
 
@@ -1091,6 +1116,12 @@ u, t = r.finish(tag)
 ok(t.startswith(tag + " OK") and "Subject: limit" in u[0], (u, t))
 u, t = r.cmd("STATUS INBOX (MESSAGES)")
 ok(u == ["* STATUS INBOX (MESSAGES 2)"], u)
+# Pipelined commands, answered in order.
+tags = [r.tag() for _ in range(4)]
+r.send("%s NOOP\r\n%s UID SEARCH ALL\r\n%s FETCH 2 (UID)\r\n%s CHECK\r\n" % tuple(tags))
+got = [r.finish(tag) for tag in tags]
+ok([t.split()[1] for _, t in got] == ["OK"] * 4, got)
+eq((got[1][0], got[2][0]), (["* SEARCH 1 2"], ["* 2 FETCH (UID 2)"]), "pipelined answers")
 r.cmd("LOGOUT")
 "#,
         &[],
