@@ -408,6 +408,7 @@ one = message("one", "<one@kit.test>")
 two = message("two", "<two@kit.test>", body="A longer body.\r\n" * 5)
 eq(m.append("INBOX", "(\\Seen)", None, one)[0], "OK", "APPEND one")
 eq(m.append("INBOX", None, None, two)[0], "OK", "APPEND two")
+inbox_before = status(m, "INBOX", "(UIDVALIDITY UIDNEXT)")
 eq(m.rename("INBOX", "Old")[0], "OK", "RENAME INBOX")
 ok("INBOX" in names() and "Old" in names(), names())
 eq(status(m, "INBOX", "(MESSAGES)"), {"MESSAGES": 0}, "INBOX after RENAME")
@@ -425,6 +426,27 @@ eq(subjects, [b"Subject: one", b"Subject: two"], "messages of the renamed INBOX"
 m.close()
 typ, dat = m.status("nope", "(MESSAGES)")
 eq(typ, "NO", "STATUS of a missing mailbox")
+
+# A name used again must not reuse UIDs under the same UIDVALIDITY
+# (RFC 3501 2.3.1.1): after RENAME INBOX, DELETE and CREATE, RENAME away.
+def no_reuse(before, box, what):
+    after = status(m, box, "(UIDVALIDITY UIDNEXT)")
+    ok(after["UIDVALIDITY"] != before["UIDVALIDITY"] or after["UIDNEXT"] >= before["UIDNEXT"],
+       "%s: %r then %r" % (what, before, after))
+
+no_reuse(inbox_before, "INBOX", "INBOX after RENAME INBOX")
+eq(m.create("T")[0], "OK", "CREATE T")
+m.append("T", None, None, one)
+before = status(m, "T", "(UIDVALIDITY UIDNEXT)")
+m.delete("T")
+m.create("T")
+no_reuse(before, "T", "T deleted and created again")
+m.append("T", None, None, two)
+before = status(m, "T", "(UIDVALIDITY UIDNEXT)")
+eq(m.rename("T", "T2")[0], "OK", "RENAME T T2")
+eq(status(m, "T2", "(MESSAGES)"), {"MESSAGES": 1}, "T2 after RENAME")
+m.create("T")
+no_reuse(before, "T", "T renamed away and created again")
 m.logout()
 "#,
         &[],
@@ -682,6 +704,21 @@ ok(b"RFC822 {" in text and b"FLAGS (\\Seen)" in text and lits == [simple[0]], (t
 text, lits = one("3", "(RFC822.TEXT)")
 ok(b"RFC822.TEXT {" in text and b"FLAGS (\\Seen)" in text and lits == [b"Line one\r\nLine two\r\n"], (text, lits))
 eq(flags("4"), set(), "message 4 untouched")
+
+# A message without a body, and one with bare LF line ends, stored as sent.
+r = Raw()
+r.login()
+for data in (b"Subject: headers only\r\n", b"Subject: lf only\nFrom: a@example.com\n\nline1\nline2\n"):
+    u, t = r.cmd("APPEND INBOX {%d+}\r\n%s" % (len(data), data.decode()))
+    ok(" OK " in t, t)
+r.cmd("LOGOUT")
+m.noop()
+text, lits = one("6", "(RFC822.SIZE BODY.PEEK[HEADER] BODY.PEEK[TEXT] BODYSTRUCTURE)")
+eq(lits, [b"Subject: headers only\r\n", b""], "header-only message")
+ok(b"RFC822.SIZE 23 " in text and b'"7BIT" 0 0 ' in text, text)
+text, lits = one("7", "(RFC822.SIZE BODY.PEEK[HEADER] BODY.PEEK[TEXT] BODYSTRUCTURE)")
+eq(lits, [b"Subject: lf only\nFrom: a@example.com\n\n", b"line1\nline2\n"], "bare LF message")
+ok(b"RFC822.SIZE 50 " in text and b'"7BIT" 12 2 ' in text, text)
 
 # Macros and UID FETCH.
 text, _ = one("4", "FAST")
@@ -941,6 +978,24 @@ for bad in ("9", "FROM", "FROBNICATE x"):
         raise AssertionError("SEARCH %s accepted" % bad)
     except imaplib.IMAP4.error as e:
         ok("BAD" in str(e), str(e))
+
+# Strings are found through RFC 2047 words, base64, quoted-printable and
+# other charsets.
+m.create("Encoded")
+for msg in [
+    b"Subject: =?ISO-8859-1?Q?K=F6ln_am_Rhein?=\r\nMIME-Version: 1.0\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+    + base64.encodebytes("Die Brücke über den Fluss\r\n".encode()).replace(b"\n", b"\r\n"),
+    b"Subject: qp\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=iso-8859-1\r\n"
+    b"Content-Transfer-Encoding: quoted-printable\r\n\r\nStra=DFe und Gr=FC=DFe\r\n",
+]:
+    m.append("Encoded", None, None, msg)
+m.select("Encoded")
+for key, text, want in [("SUBJECT", "Köln", [b"1"]), ("SUBJECT", "Rhein", [b"1"]), ("BODY", "Brücke", [b"1"]),
+                        ("BODY", "Straße", [b"2"]), ("TEXT", "Grüße", [b"2"]), ("BODY", "RGllIEJy", [b""])]:
+    m.literal = text.encode()
+    eq(m.search("UTF-8", key), ("OK", want), "SEARCH CHARSET UTF-8 %s %s" % (key, text))
+m.select("INBOX")
 
 # ESEARCH (RFC 4731).
 def esearch(*args):
