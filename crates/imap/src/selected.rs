@@ -32,7 +32,7 @@ pub(crate) struct Selected {
     pub(crate) keywords: BTreeSet<String>,
     /// Expunged by someone else, not yet announced (EXPUNGE may not be
     /// sent during FETCH, STORE or SEARCH).
-    pending_expunge: Vec<Uid>,
+    pending_expunge: BTreeSet<Uid>,
     watch: watch::Receiver<u64>,
     /// A change was signalled and not yet looked at.
     dirty: bool,
@@ -57,7 +57,7 @@ impl Selected {
             modseqs: entries.iter().map(|e| e.modseq).collect(),
             highest_modseq,
             keywords,
-            pending_expunge: Vec::new(),
+            pending_expunge: BTreeSet::new(),
             watch,
             dirty: false,
         }
@@ -174,22 +174,33 @@ impl Selected {
         }
     }
 
-    /// Removes messages this session expunged and announces them.
+    /// Removes expunged messages from the view and announces them.
     pub(crate) fn expunged(&mut self, uids: &[Uid], out: &mut Out) {
-        let mut uids = uids.to_vec();
-        uids.sort_unstable();
+        let mut gone = uids.to_vec();
+        gone.sort_unstable();
+        gone.dedup();
+        // Positions in the view, ascending (both lists are sorted).
+        let positions: Vec<usize> = gone
+            .iter()
+            .filter_map(|u| self.uids.binary_search(u).ok())
+            .collect();
         // Highest first, so the numbers of the others do not move.
-        for uid in uids.iter().rev() {
-            if let Ok(i) = self.uids.binary_search(uid) {
-                self.uids.remove(i);
-                self.modseqs.remove(i);
-                if let Some(seq) = NonZeroU32::new(i as u32 + 1) {
-                    out.data(Data::Expunge(seq));
-                }
+        for &i in positions.iter().rev() {
+            if let Some(seq) = NonZeroU32::new(i as u32 + 1) {
+                out.data(Data::Expunge(seq));
             }
         }
+        // One pass over the view, however many went.
+        let mut kept = vec![true; self.uids.len()];
+        for &i in &positions {
+            kept[i] = false;
+        }
+        let mut keep = kept.iter();
+        self.uids.retain(|_| *keep.next().unwrap_or(&true));
+        let mut keep = kept.iter();
+        self.modseqs.retain(|_| *keep.next().unwrap_or(&true));
         self.pending_expunge
-            .retain(|u| uids.binary_search(u).is_err());
+            .retain(|u| gone.binary_search(u).is_err());
     }
 
     /// Catches up with the store: new messages (EXISTS), flag changes by
@@ -209,8 +220,8 @@ impl Selected {
                 .changes_since(self.info.id, self.highest_modseq)
                 .await?;
             for uid in &changes.expunged {
-                if self.uids.binary_search(uid).is_ok() && !self.pending_expunge.contains(uid) {
-                    self.pending_expunge.push(*uid);
+                if self.uids.binary_search(uid).is_ok() {
+                    self.pending_expunge.insert(*uid);
                 }
             }
             let last = self.uids.last().copied().unwrap_or(0);
@@ -267,7 +278,9 @@ impl Selected {
             self.info.uid_next = self.info.uid_next.max(changes.uid_next);
         }
         if expunge_ok && !self.pending_expunge.is_empty() {
-            let pending = std::mem::take(&mut self.pending_expunge);
+            let pending: Vec<Uid> = std::mem::take(&mut self.pending_expunge)
+                .into_iter()
+                .collect();
             self.expunged(&pending, out);
         }
         Ok(())
