@@ -1553,7 +1553,7 @@ fn concurrent_sessions_keep_consistent_views() {
         &server,
         &user,
         r#"
-SESSIONS, SECONDS = 8, 4.0
+SESSIONS, SECONDS = 8, 4.0   # working sessions, plus one that only idles
 errors = []
 lock = threading.Lock()
 identity = {}          # UID -> Message-ID, from every session and source
@@ -1713,6 +1713,27 @@ def worker(s, seed, end):
     except Exception:
         errors.append("%s: %s" % (s.name, traceback.format_exc()))
 
+def idler(s, end):
+    """Keeps its model from what IDLE pushes, for the whole run."""
+    try:
+        tag = s.r.tag()
+        s.kind = "IDLE"
+        s.r.send("%s IDLE\r\n" % tag)
+        line = s.r.read()
+        if not line.startswith("+ "):
+            s.fail("IDLE answered %r" % line)
+        timer = threading.Timer(max(0.0, end - time.monotonic()), s.r.send, ["DONE\r\n"])
+        timer.start()
+        u, t = s.r.finish(tag)
+        s.handle(u, t, "IDLE")
+        timer.join()
+        with lock:
+            counts["IDLE pushes"] = len(u)
+    except Stop:
+        pass
+    except Exception:
+        errors.append("%s: %s" % (s.name, traceback.format_exc()))
+
 def mail(end):
     try:
         k = 0
@@ -1728,8 +1749,10 @@ def mail(end):
 
 deliver([message("seed %d" % i, "<seed-%d@kit.test>" % i) for i in range(20)])
 sessions = [Session("s%d" % i) for i in range(SESSIONS)]
+idling = Session("idle")
 end = time.monotonic() + SECONDS
 threads = [threading.Thread(target=worker, args=(s, i, end)) for i, s in enumerate(sessions)]
+threads.append(threading.Thread(target=idler, args=(idling, end)))
 threads.append(threading.Thread(target=mail, args=(end,)))
 for t in threads:
     t.start()
@@ -1748,7 +1771,7 @@ for line in u:
         truth.append((int(re.search(r"\bUID (\d+)", line).group(1)),
                       frozenset(re.search(r"\bFLAGS \(([^)]*)\)", line).group(1).split())))
 try:
-    for s in sessions:
+    for s in sessions + [idling]:
         s.do("NOOP")
         s.fill()
         s.do("FETCH 1:* (UID FLAGS)")
