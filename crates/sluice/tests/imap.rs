@@ -1347,10 +1347,28 @@ fn mbsync_syncs_a_mailbox_down_and_changes_back_up() {
     let rc = rc.to_str().unwrap();
     let inbox = mail.join("INBOX");
     let sync = || run_tool(&server, home.path(), "mbsync", &["-c", rc, "-a"]);
+    // The server's counters and the flags of a few messages.
+    let check = r#"
+m = login()
+s = status(m, "INBOX", "(MESSAGES UIDNEXT HIGHESTMODSEQ)")
+m.select("INBOX", readonly=True)
+found = {}
+for n in ARGS:
+    typ, dat = m.search(None, "HEADER Message-ID <mbsync-%s@kit.test>" % n)
+    hits = dat[0].split()
+    found[n] = sorted(flagset(m.fetch(hits[0], "(FLAGS)")[1][0])) if len(hits) == 1 else len(hits) or "gone"
+print(s, found)
+"#;
+    let server_state = || client(&server, &user, check, &["10", "11", "20", "30"]);
 
     sync();
     let files = maildir_files(&inbox);
     assert_eq!(files.len(), 300, "messages synced down");
+    // A second sync has nothing to do: no change on either side.
+    let before = server_state();
+    sync();
+    assert_eq!(server_state(), before, "the server changed");
+    assert_eq!(maildir_files(&inbox), files, "the Maildir changed");
     let find = |files: &[PathBuf], n: u32| -> Option<PathBuf> {
         let id = format!("Message-ID: <mbsync-{n}@kit.test>");
         files
@@ -1373,18 +1391,7 @@ fn mbsync_syncs_a_mailbox_down_and_changes_back_up() {
         "the trashed message was expunged"
     );
 
-    let check = r#"
-m = login()
-s = status(m, "INBOX", "(MESSAGES UIDNEXT HIGHESTMODSEQ)")
-m.select("INBOX", readonly=True)
-found = {}
-for n in ARGS:
-    typ, dat = m.search(None, "HEADER Message-ID <mbsync-%s@kit.test>" % n)
-    hits = dat[0].split()
-    found[n] = sorted(flagset(m.fetch(hits[0], "(FLAGS)")[1][0])) if len(hits) == 1 else len(hits) or "gone"
-print(s, found)
-"#;
-    let after = client(&server, &user, check, &["10", "11", "20", "30"]);
+    let after = server_state();
     assert!(after.contains("'MESSAGES': 298"), "{after}");
     assert!(
         after.contains("{'10': ['\\\\Seen'], '11': [], '20': 'gone', '30': 'gone'}"),
@@ -1392,13 +1399,10 @@ print(s, found)
     );
     assert_eq!(server.count("SELECT count(*) FROM messages"), 298);
 
-    // A third sync has nothing to do: no change on either side.
+    // And again nothing to do.
     sync();
-    assert_eq!(
-        client(&server, &user, check, &["10", "11", "20", "30"]),
-        after
-    );
-    assert_eq!(maildir_files(&inbox), files);
+    assert_eq!(server_state(), after, "the server changed");
+    assert_eq!(maildir_files(&inbox), files, "the Maildir changed");
 }
 
 /// Removes the `Received:` field fetchmail adds to each message's header
@@ -1424,6 +1428,7 @@ fn without_fetchmail_trace(message: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `text` with CRLF line ends made LF.
 fn lf_only(text: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len());
     for (i, &b) in text.iter().enumerate() {
