@@ -1326,7 +1326,7 @@ fn mbsync_syncs_a_mailbox_down_and_changes_back_up() {
     client(
         &server,
         &user,
-        r#"deliver([message("mbsync %d" % i, "<mbsync-%d@kit.test>" % i) for i in range(300)])"#,
+        r#"deliver([message("mbsync %d" % i, "<mbsync-%d@kit.test>" % i) for i in range(600)])"#,
         &[],
     );
     let home = tempfile::tempdir().unwrap();
@@ -1347,11 +1347,17 @@ fn mbsync_syncs_a_mailbox_down_and_changes_back_up() {
     let rc = rc.to_str().unwrap();
     let inbox = mail.join("INBOX");
     let sync = || run_tool(&server, home.path(), "mbsync", &["-c", rc, "-a"]);
-    // The server's counters and the flags of a few messages.
+    // The server's counters, every message's identity (one FETCH across
+    // more than one batch of the server's), and the flags of a few.
     let check = r#"
 m = login()
 s = status(m, "INBOX", "(MESSAGES UIDNEXT HIGHESTMODSEQ)")
 m.select("INBOX", readonly=True)
+typ, dat = m.fetch("1:*", "(UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])")
+ids = [(int(re.search(rb"UID (\d+)", d[0]).group(1)), d[1].strip()) for d in dat if isinstance(d, tuple)]
+eq(len(ids), s["MESSAGES"], "messages fetched")
+eq(sorted(ids), ids, "FETCH answers in order")
+eq(len(set(i for _, i in ids)), len(ids), "distinct messages")
 found = {}
 for n in ARGS:
     typ, dat = m.search(None, "HEADER Message-ID <mbsync-%s@kit.test>" % n)
@@ -1363,7 +1369,7 @@ print(s, found)
 
     sync();
     let files = maildir_files(&inbox);
-    assert_eq!(files.len(), 300, "messages synced down");
+    assert_eq!(files.len(), 600, "messages synced down");
     // A second sync has nothing to do: no change on either side.
     let before = server_state();
     sync();
@@ -1385,19 +1391,19 @@ print(s, found)
     std::fs::remove_file(find(&maildir_files(&inbox), 30).unwrap()).unwrap();
     sync();
     let files = maildir_files(&inbox);
-    assert_eq!(files.len(), 298, "near side after the second sync");
+    assert_eq!(files.len(), 598, "near side after syncing back");
     assert!(
         find(&files, 20).is_none(),
         "the trashed message was expunged"
     );
 
     let after = server_state();
-    assert!(after.contains("'MESSAGES': 298"), "{after}");
+    assert!(after.contains("'MESSAGES': 598"), "{after}");
     assert!(
         after.contains("{'10': ['\\\\Seen'], '11': [], '20': 'gone', '30': 'gone'}"),
         "{after}"
     );
-    assert_eq!(server.count("SELECT count(*) FROM messages"), 298);
+    assert_eq!(server.count("SELECT count(*) FROM messages"), 598);
 
     // And again nothing to do.
     sync();
