@@ -1491,6 +1491,8 @@ for i, b in enumerate(bodies):
         ),
     )
     .unwrap();
+    // STARTTLS is required (sslproto), and the certificate is checked with
+    // the server's self-signed one as the trust anchor and its host name.
     let rc = home.path().join("fetchmailrc");
     std::fs::write(
         &rc,
@@ -1498,8 +1500,10 @@ for i, b in enumerate(bodies):
             "set no syslog\nset no bouncemail\n\
              poll 127.0.0.1 service {port} protocol IMAP auth password timeout 30\n  \
              user \"{user}\" there with password \"{PASSWORD}\"\n  \
-             sslproto \"tls1.2+\" no sslcertck\n  no rewrite\n  fetchall\n  mda \"{mda}\"\n",
+             sslproto \"tls1.2+\" sslcertck sslcertfile \"{cert}\" sslcommonname \"mx.example.org\"\n  \
+             no rewrite\n  fetchall\n  mda \"{mda}\"\n",
             port = server.imap.port(),
+            cert = server.data_dir().join("tls/cert.pem").display(),
             mda = mda.display()
         ),
     )
