@@ -106,14 +106,23 @@ struct Boundary {
     text: Vec<u8>,
 }
 
-/// Where an entity ends, and what the line count needs to know there.
+/// What the previous line was, which decides whose its line end is when a
+/// boundary line follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PrevLine {
+    /// A boundary line: its line end is its own.
+    Boundary,
+    /// The empty line that ended the header of the frame at this index.
+    HeaderEnd(usize),
+    /// Anything else (or none).
+    Other,
+}
+
+/// Where an entity ends, and the LFs before that.
 #[derive(Debug, Clone, Copy)]
 struct End {
     pos: u64,
-    /// LFs before `pos`.
     lfs: u64,
-    /// The byte before `pos` is an LF.
-    after_lf: bool,
 }
 
 /// Computes a [`MessageStructure`] from a message streamed in pieces.
@@ -139,9 +148,10 @@ pub struct StructureBuilder {
     pos: u64,
     /// LFs fed so far.
     lfs: u64,
-    /// Positions of the last LF and the one before it.
+    /// Position of the last LF.
     last_lf: Option<u64>,
-    prev_lf: Option<u64>,
+    /// What the line that ended at `last_lf` was.
+    prev_line: PrevLine,
     /// The last LF had a CR just before it.
     last_lf_after_cr: bool,
     /// The last byte fed.
@@ -178,7 +188,7 @@ impl StructureBuilder {
             pos: 0,
             lfs: 0,
             last_lf: None,
-            prev_lf: None,
+            prev_line: PrevLine::Other,
             last_lf_after_cr: false,
             last_byte: 0,
             line_start: 0,
@@ -214,16 +224,17 @@ impl StructureBuilder {
 
     /// The structure of everything fed so far.
     pub fn finish(mut self) -> MessageStructure {
-        // A last line without an LF can still be a boundary line.
+        // A last line without an LF can still be a boundary line. It ends
+        // what is inside its multipart but, having no line end, starts no
+        // new child (as in Dovecot).
         if self.line_len > 0 {
-            if let Some((k, close)) = self.boundary_line() {
-                self.on_boundary(k, close, self.pos);
+            if let Some((k, _)) = self.boundary_line() {
+                self.on_boundary(k, true, self.pos);
             }
         }
         let end = End {
             pos: self.pos,
             lfs: self.lfs,
-            after_lf: self.last_lf.is_some_and(|p| p + 1 == self.pos),
         };
         while let Some(top) = self.frames.last() {
             if top.stage == Stage::Header {
@@ -243,10 +254,6 @@ impl StructureBuilder {
         let n = data.iter().filter(|&&b| b == b'\n').count() as u64;
         if n > 0 {
             let last = memchr::memrchr(b'\n', data).unwrap_or(0);
-            self.prev_lf = match memchr::memrchr(b'\n', &data[..last]) {
-                Some(i) => Some(self.pos + i as u64),
-                None => self.last_lf,
-            };
             self.last_lf_after_cr = if last > 0 {
                 data[last - 1] == b'\r'
             } else {
@@ -254,6 +261,7 @@ impl StructureBuilder {
             };
             self.last_lf = Some(self.pos + last as u64);
             self.lfs += n;
+            self.prev_line = PrevLine::Other;
         }
         self.pos += data.len() as u64;
         self.last_byte = data[data.len() - 1];
@@ -302,9 +310,12 @@ impl StructureBuilder {
         if let Some((k, close)) = self.boundary_line() {
             self.on_boundary(k, close, self.pos);
             self.count_lf(cr_before_lf);
+            self.prev_line = PrevLine::Boundary;
         } else {
             self.count_lf(cr_before_lf);
+            self.prev_line = PrevLine::Other;
             if blank && self.top_stage() == Some(Stage::Header) {
+                self.prev_line = PrevLine::HeaderEnd(self.frames.len() - 1);
                 self.end_header(self.pos, self.lfs);
             }
         }
@@ -315,7 +326,6 @@ impl StructureBuilder {
     }
 
     fn count_lf(&mut self, cr_before: bool) {
-        self.prev_lf = self.last_lf;
         self.last_lf = Some(self.pos - 1);
         self.last_lf_after_cr = cr_before;
         self.lfs += 1;
@@ -346,48 +356,83 @@ impl StructureBuilder {
 
     /// The current line is a boundary line of boundary `k` (and its LF, if
     /// any, not counted yet): everything inside the boundary's multipart
-    /// ends before the line end that precedes the line (RFC 2046 §5.1.1:
-    /// that CRLF belongs to the boundary), and the next child, if any,
-    /// starts at `next`.
+    /// ends, and the next child, if any, starts at `next`.
+    ///
+    /// RFC 2046 §5.1.1: the line end before a boundary line belongs to the
+    /// boundary, so what ends, ends before it. Where that line end sits
+    /// decides the details, which follow Dovecot:
+    /// - after another boundary line, whose line end is its own, nothing is
+    ///   taken back, so `--x--` CRLF `--y` leaves the CRLF to `x`;
+    /// - in a body, every entity inside the multipart ends before it;
+    /// - in a header (one cut short by the boundary line, or the empty line
+    ///   of a header followed at once by the boundary line), the entity of
+    ///   that header ends before it, without the line end (and without an
+    ///   empty line: its body is empty), while the entities around it keep
+    ///   the line end and end at the boundary line. So a message/rfc822 part
+    ///   whose message is `Subject: s` CRLF CRLF then the boundary line keeps
+    ///   both CRLFs in its body, as Dovecot returns it for `BODY[n]`.
     fn on_boundary(&mut self, k: usize, close: bool, next: u64) {
         let start = self.line_start;
-        let at_start = End {
+        let at_line = End {
             pos: start,
             lfs: self.lfs,
-            after_lf: start > 0,
         };
-        let mut end = match self.last_lf {
-            Some(lf) if lf + 1 == start => {
-                let pos = lf - u64::from(self.last_lf_after_cr);
-                End {
-                    pos,
-                    lfs: self.lfs - 1,
-                    after_lf: self.prev_lf.is_some_and(|p| p + 1 == pos),
+        let owner = self.boundaries[k].frame;
+        let Some(lf) = self
+            .last_lf
+            .filter(|&lf| lf + 1 == start && self.prev_line != PrevLine::Boundary)
+        else {
+            // After a boundary line, or on the very first line.
+            self.close_inside(k, close, at_line, at_line, usize::MAX, next);
+            return;
+        };
+        let before = End {
+            pos: lf - u64::from(self.last_lf_after_cr),
+            lfs: self.lfs - 1,
+        };
+        let top = self.frames.len() - 1;
+        let header_of = match self.prev_line {
+            PrevLine::HeaderEnd(f) if f > owner && f <= top => {
+                // The empty line goes back from the header to the boundary;
+                // the messages opened right after it start where it was.
+                let frame = &mut self.frames[f];
+                frame.part.header_len -= (start - before.pos).min(frame.part.header_len);
+                frame.part.body_offset = before.pos;
+                frame.lfs_before_body = before.lfs;
+                for inner in &mut self.frames[f + 1..] {
+                    inner.part.header_offset = before.pos;
                 }
+                f
             }
-            // Only the very first line has no line end before it.
-            _ => at_start,
+            // A header cut short by the boundary line.
+            PrevLine::Other if self.frames[top].stage == Stage::Header && top > owner => top,
+            // The line end is in a body (or in the owner's own header, which
+            // no boundary line can cut): everything ends before it.
+            _ => owner + 1,
         };
-        // When that line end is not inside the innermost entity (it ends the
-        // entity's header, or the previous boundary line), everything ends at
-        // the boundary line itself instead: every entity then ends at the same
-        // place, and none ends past its parent.
-        let innermost = self.frames.last().map_or(0, |f| match f.stage {
-            Stage::Header => f.part.header_offset,
-            Stage::Body => f.part.body_offset,
-        });
-        if innermost > end.pos {
-            end = at_start;
-        }
-        self.close_inside(k, close, end, next);
+        self.close_inside(k, close, before, at_line, header_of, next);
     }
 
-    /// Closes every frame inside the multipart that owns boundary `k` at
-    /// `end`, then opens its next child at `next`, or, for a close
-    /// delimiter, leaves it reading its epilogue.
-    fn close_inside(&mut self, k: usize, close: bool, end: End, next: u64) {
+    /// Closes every frame inside the multipart that owns boundary `k`: those
+    /// from index `split` up at `inner`, those below at `outer`. Then opens
+    /// the multipart's next child at `next`, or, for a close delimiter,
+    /// leaves it reading its epilogue.
+    fn close_inside(
+        &mut self,
+        k: usize,
+        close: bool,
+        inner: End,
+        outer: End,
+        split: usize,
+        next: u64,
+    ) {
         let owner = self.boundaries[k].frame;
         while self.frames.len() > owner + 1 {
+            let end = if self.frames.len() > split {
+                inner
+            } else {
+                outer
+            };
             if self.top_stage() == Some(Stage::Header) {
                 let pos = end
                     .pos
@@ -471,12 +516,11 @@ impl StructureBuilder {
         let p = &mut f.part;
         let end_pos = end.pos.max(p.body_offset);
         p.body_len = end_pos - p.body_offset;
-        // Dovecot's count: LFs in the body, plus one for a last line
-        // without one.
+        // Dovecot's count: the LFs in the body.
         p.body_lines = if p.body_len == 0 {
             0
         } else {
-            end.lfs.saturating_sub(f.lfs_before_body) + u64::from(!end.after_lf)
+            end.lfs.saturating_sub(f.lfs_before_body)
         };
         p.kind = match f.content {
             Content::Leaf => PartKind::Leaf,

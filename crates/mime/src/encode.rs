@@ -24,11 +24,10 @@
 //!
 //! Speed: `examples/decode_speed.rs` decodes a typical structure (a
 //! multipart/mixed holding a multipart/alternative and a PDF attachment,
-//! with a full envelope: 603 bytes encoded) in about 2 µs on one core of the
-//! development machine (1.9–3 µs from run to run on a shared machine), so
-//! 20,000 of them take 40–60 ms; nearly all of it is allocating the strings.
-//! The envelope alone ([`MessageStructure::envelope_from_bytes`]) takes
-//! about 0.6 µs.
+//! with a full envelope: 603 bytes encoded) in about 2 µs on an idle core of
+//! the development machine (3.5 µs with the machine busy), so 20,000 of them
+//! take 40–70 ms; nearly all of it is allocating the strings. The envelope
+//! alone ([`MessageStructure::envelope_from_bytes`]) takes 0.6–1 µs.
 
 use crate::{Address, DecodeError, Envelope, MessageStructure, Part, PartKind};
 

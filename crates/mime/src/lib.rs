@@ -92,20 +92,32 @@ pub struct Part {
     pub header_offset: u64,
     /// Length of the header block, including the empty line that ends it.
     /// Without an empty line the header runs to the end of the entity (a
-    /// message that is all header has an empty body). Header bytes past
+    /// message that is all header has an empty body). In a multipart, a
+    /// boundary line takes the line end before it (RFC 2046 §5.1.1), also
+    /// from a header it cuts short or whose empty line it follows at once:
+    /// such a header ends without that line end. Header bytes past
     /// [`MAX_HEADER_BYTES`] are counted here but their fields are not read.
     pub header_len: u64,
     /// Where the body starts (`header_offset + header_len`).
     pub body_offset: u64,
     /// Length of the body. For a multipart child this stops before the CRLF
-    /// (or bare LF) that precedes the next boundary line (RFC 2046 §5.1.1).
-    /// A multipart's body holds its preamble, children, boundary lines and
-    /// epilogue; a message/rfc822 part's body is the whole enclosed message.
+    /// (or bare LF) that precedes the next boundary line (RFC 2046 §5.1.1),
+    /// except right after a close delimiter line, whose line end stays with
+    /// it. A multipart's body holds its preamble, children, boundary lines
+    /// and epilogue; a message/rfc822 part's body is the whole enclosed
+    /// message (plus, when the enclosed header meets a boundary line, the
+    /// line end that header gave up). These rules follow Dovecot 2.3, so
+    /// sizes, line counts and `BODY[...]` sections match Dovecot's for CRLF
+    /// messages (bare-LF input is measured as given, where Dovecot counts
+    /// each LF as CRLF).
     pub body_len: u64,
     /// Lines in the body (RFC 3501 body-fld-lines), counted as Dovecot
-    /// does: the LFs in the body, plus one if the body is not empty and does
-    /// not end with an LF. Counted for every part; BODYSTRUCTURE shows it for
-    /// text/* and message/rfc822.
+    /// does: the number of LFs in the body. A last line without a line end
+    /// is not counted, so `hello\r\nworld` is 1 line (Dovecot 2.3 reports
+    /// exactly that), and since a multipart child's body stops before the
+    /// CRLF of the next boundary line, its last line usually does not count
+    /// either. Counted for every part; BODYSTRUCTURE shows it for text/* and
+    /// message/rfc822.
     pub body_lines: u64,
     /// Media type, lower-case (`text` when absent or invalid; `message` for
     /// a child of multipart/digest, RFC 2046 §5.1.5).
