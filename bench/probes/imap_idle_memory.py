@@ -40,6 +40,23 @@ def read_tagged(f, tag):
             return
 
 
+def idle_session(host, port, args, i, prefix):
+    """A connection logged in, with INBOX selected, in IDLE."""
+    # One client address per 20 connections keeps per-address limits out of the way.
+    src = f"{prefix}.{i // 20 // 250}.{i // 20 % 250 + 1}"
+    s = socket.create_connection((host, int(port)), source_address=(src, 0))
+    f = s.makefile("rb")
+    f.readline()  # greeting
+    s.sendall(f'a LOGIN "{args.user}" "{args.password}"\r\n'.encode())
+    read_tagged(f, b"a")
+    s.sendall(b"b SELECT INBOX\r\n")
+    read_tagged(f, b"b")
+    s.sendall(b"c IDLE\r\n")
+    if not f.readline().startswith(b"+"):
+        raise SystemExit("IDLE was not accepted")
+    return s, f
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--server", default="127.0.0.1:1143")
@@ -48,26 +65,20 @@ def main():
     ap.add_argument("--user", default="user1@example.org")
     ap.add_argument("--password", default="password")
     ap.add_argument("--source-prefix", default="127.2", help="spread clients over PREFIX.x.y")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="first open and close this many sessions, so one-time growth "
+                         "(database page caches, allocator arenas) is not counted per connection")
     args = ap.parse_args()
     host, port = args.server.rsplit(":", 1)
     pids = [int(p) for p in args.pid.split(",")]
+    if args.warmup:
+        warm = [idle_session(host, port, args, i, "127.9") for i in range(args.warmup)]
+        for s, f in warm:
+            s.sendall(b"DONE\r\nd LOGOUT\r\n")
+            s.close()
     time.sleep(0.5)
     before = rss_kb(pids)
-    conns = []
-    for i in range(args.connections):
-        # One client address per 20 connections keeps per-address limits out of the way.
-        src = f"{args.source_prefix}.{i // 20 // 250}.{i // 20 % 250 + 1}"
-        s = socket.create_connection((host, int(port)), source_address=(src, 0))
-        f = s.makefile("rb")
-        f.readline()  # greeting
-        s.sendall(f'a LOGIN "{args.user}" "{args.password}"\r\n'.encode())
-        read_tagged(f, b"a")
-        s.sendall(b"b SELECT INBOX\r\n")
-        read_tagged(f, b"b")
-        s.sendall(b"c IDLE\r\n")
-        if not f.readline().startswith(b"+"):
-            raise SystemExit("IDLE was not accepted")
-        conns.append((s, f))
+    conns = [idle_session(host, port, args, i, args.source_prefix) for i in range(args.connections)]
     time.sleep(2.0)
     after = rss_kb(pids)
     added = after - before

@@ -21,6 +21,7 @@ use crate::reply::{Kind, Reply};
 use crate::search::ReturnOptions;
 use crate::selected::Selected;
 use crate::session::{code, mailbox_name, wire_mailbox, Next, Session};
+use crate::uidmap::UidMap;
 
 fn list_text(m: &ListMailbox<'_>) -> String {
     match m {
@@ -331,8 +332,17 @@ impl Session<'_> {
         // is missed.
         let watch = store.watch_mailbox(info.id);
         let status = store.mailbox_status(info.id).await?;
-        let entries = store.list_messages(info.id).await?;
-        let view = Selected::new(info, read_only, &entries, status.highest_modseq, watch);
+        let uids = UidMap::from_runs(&store.uid_runs(info.id).await?);
+        let keywords = store.mailbox_keywords(info.id).await?.into_iter().collect();
+        let first_unseen = store.first_unseen(info.id).await?;
+        let view = Selected::new(
+            info,
+            read_only,
+            uids,
+            keywords,
+            status.highest_modseq,
+            watch,
+        );
         self.out
             .data(Data::Flags(flags::mailbox_flags(&view.keywords)));
         self.out.ok(
@@ -346,10 +356,11 @@ impl Session<'_> {
         );
         self.out.data(Data::Exists(view.exists()));
         self.out.data(Data::Recent(0));
-        if let Some(first) = entries.iter().position(|e| e.flags & store::FLAG_SEEN == 0) {
-            if let Some(n) = NonZeroU32::new(first as u32 + 1) {
-                self.out.ok(None, Some(Code::Unseen(n)), "First unseen");
-            }
+        if let Some(n) = first_unseen
+            .and_then(|u| view.seq_of(u))
+            .and_then(NonZeroU32::new)
+        {
+            self.out.ok(None, Some(Code::Unseen(n)), "First unseen");
         }
         if let Some(v) = NonZeroU32::new(status.uid_validity) {
             self.out.ok(None, Some(Code::UidValidity(v)), "UIDs valid");

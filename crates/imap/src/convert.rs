@@ -81,23 +81,24 @@ pub(crate) fn body_structure(s: &MessageStructure, extended: bool) -> BodyStruct
 
 fn part_structure(part: &Part, extended: bool) -> BodyStructure<'static> {
     if let PartKind::Multipart(children) = &part.kind {
-        if let Ok(bodies) = Vec1::try_from(
+        let bodies: Vec<BodyStructure<'static>> = if children.is_empty() {
+            // The grammar needs at least one body: a multipart without
+            // parts gets an empty text part, as Dovecot writes it.
+            vec![part_structure(&empty_text_part(), extended)]
+        } else {
             children
                 .iter()
                 .map(|c| part_structure(c, extended))
-                .collect::<Vec<_>>(),
-        ) {
-            return BodyStructure::Multi {
-                bodies,
-                subtype: istring(&part.media_subtype.to_ascii_uppercase()),
-                extension_data: extended.then(|| MultiPartExtensionData {
-                    parameter_list: params(&part.params),
-                    tail: Some(disposition(part)),
-                }),
-            };
-        }
-        // A multipart without parts cannot be written as one (the grammar
-        // needs a body): it is shown as the single part it really is.
+                .collect()
+        };
+        return BodyStructure::Multi {
+            bodies: Vec1::unvalidated(bodies),
+            subtype: istring(&part.media_subtype.to_ascii_uppercase()),
+            extension_data: extended.then(|| MultiPartExtensionData {
+                parameter_list: params(&part.params),
+                tail: Some(disposition(part)),
+            }),
+        };
     }
     let lines = part.body_lines.min(u64::from(u32::MAX)) as u32;
     let specific = match &part.kind {
@@ -130,6 +131,16 @@ fn part_structure(part: &Part, extended: bool) -> BodyStructure<'static> {
             md5: nstring(part.md5.as_deref()),
             tail: Some(disposition(part)),
         }),
+    }
+}
+
+fn empty_text_part() -> Part {
+    Part {
+        media_type: "text".into(),
+        media_subtype: "plain".into(),
+        params: vec![("charset".into(), "us-ascii".into())],
+        encoding: "7bit".into(),
+        ..Part::default()
     }
 }
 
@@ -202,6 +213,23 @@ mod tests {
         assert_eq!(
             out,
             "* 1 FETCH (ENVELOPE (NIL \"a \\\"quoted\\\" \\\\ subject\" ((\"Al\" NIL \"al\" \"example.org\")) NIL NIL ((NIL NIL \"undisclosed\" NIL)(NIL NIL NIL NIL)) NIL NIL NIL NIL))\r\n"
+        );
+    }
+
+    #[test]
+    fn multipart_without_parts_gets_an_empty_text_part() {
+        let s = MessageStructure {
+            root: Part {
+                media_type: "multipart".into(),
+                media_subtype: "mixed".into(),
+                kind: PartKind::Multipart(Vec::new()),
+                ..Part::default()
+            },
+            ..MessageStructure::default()
+        };
+        assert_eq!(
+            encode(MessageDataItem::Body(body_structure(&s, false))),
+            "* 1 FETCH (BODY ((\"TEXT\" \"PLAIN\" (\"CHARSET\" \"us-ascii\") NIL NIL \"7BIT\" 0 0) \"MIXED\"))\r\n"
         );
     }
 

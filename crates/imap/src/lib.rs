@@ -39,6 +39,7 @@ mod section;
 mod selected;
 mod server;
 mod session;
+mod uidmap;
 
 pub use config::ImapConfig;
 pub use server::{serve, Context};

@@ -2,7 +2,7 @@
 //! and catching up with what other sessions and new mail changed
 //! (RFC 3501 §5.2, §7.4.1; RFC 7162 §3.1).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::num::{NonZeroU32, NonZeroU64};
 
 use imap_codec::imap_types::core::Vec1;
@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::flags::flag_list;
 use crate::out::Out;
+use crate::uidmap::UidMap;
 
 /// A set named a message sequence number the mailbox does not have.
 #[derive(Debug, PartialEq, Eq)]
@@ -22,10 +23,12 @@ pub(crate) struct BadSequence;
 pub(crate) struct Selected {
     pub(crate) info: MailboxInfo,
     pub(crate) read_only: bool,
-    /// UID of message `n` at index `n - 1`.
-    pub(crate) uids: Vec<Uid>,
-    /// Modification sequence of each message as last shown to the client.
-    pub(crate) modseqs: Vec<u64>,
+    /// UID of each message sequence number.
+    uids: UidMap,
+    /// Flag changes this session made and already showed, since the last
+    /// catch-up: `(uid, modseq)`. Not shown again when the catch-up
+    /// reads them back.
+    shown: HashMap<Uid, u64>,
     /// The store's HIGHESTMODSEQ this view has caught up to.
     pub(crate) highest_modseq: u64,
     /// Keywords announced in FLAGS.
@@ -42,19 +45,16 @@ impl Selected {
     pub(crate) fn new(
         info: MailboxInfo,
         read_only: bool,
-        entries: &[MessageEntry],
+        uids: UidMap,
+        keywords: BTreeSet<String>,
         highest_modseq: u64,
         watch: watch::Receiver<u64>,
     ) -> Selected {
-        let keywords = entries
-            .iter()
-            .flat_map(|e| e.keywords.iter().cloned())
-            .collect();
         Selected {
             info,
             read_only,
-            uids: entries.iter().map(|e| e.uid).collect(),
-            modseqs: entries.iter().map(|e| e.modseq).collect(),
+            uids,
+            shown: HashMap::new(),
             highest_modseq,
             keywords,
             pending_expunge: BTreeSet::new(),
@@ -65,12 +65,12 @@ impl Selected {
 
     /// Messages in the view (EXISTS).
     pub(crate) fn exists(&self) -> u32 {
-        self.uids.len() as u32
+        self.uids.len()
     }
 
     /// Sequence number of a UID in the view.
     pub(crate) fn seq_of(&self, uid: Uid) -> Option<u32> {
-        self.uids.binary_search(&uid).ok().map(|i| i as u32 + 1)
+        self.uids.position(uid).map(|i| i + 1)
     }
 
     /// Waits until a commit touches the mailbox.
@@ -91,9 +91,9 @@ impl Selected {
         set: &SequenceSet,
         uid: bool,
     ) -> Result<Vec<(u32, Uid)>, BadSequence> {
-        let mut idx: Vec<usize> = Vec::new();
-        let largest_uid = self.uids.last().copied().unwrap_or(0);
-        let n = self.uids.len() as u32;
+        let mut idx: Vec<u32> = Vec::new();
+        let largest_uid = self.uids.last().unwrap_or(0);
+        let n = self.uids.len();
         for seq in set.0.as_ref() {
             let (a, b) = match seq {
                 Sequence::Single(x) => (x, x),
@@ -114,8 +114,9 @@ impl Selected {
                 (x.min(y), x.max(y))
             };
             if uid {
-                let start = self.uids.partition_point(|&u| u < lo);
-                let end = self.uids.partition_point(|&u| u <= hi);
+                let start = self.uids.count_below(lo);
+                let end = self.uids.count_below(hi.saturating_add(1));
+                let end = if hi == u32::MAX { n } else { end };
                 idx.extend(start..end);
             } else {
                 if n == 0 && matches!((a, b), (SeqOrUid::Asterisk, _) | (_, SeqOrUid::Asterisk)) {
@@ -124,14 +125,14 @@ impl Selected {
                 if lo == 0 || hi > n {
                     return Err(BadSequence);
                 }
-                idx.extend(lo as usize - 1..hi as usize);
+                idx.extend(lo - 1..hi);
             }
         }
         idx.sort_unstable();
         idx.dedup();
         Ok(idx
             .into_iter()
-            .map(|i| (i as u32 + 1, self.uids[i]))
+            .filter_map(|i| Some((i + 1, self.uids.uid_at(i)?)))
             .collect())
     }
 
@@ -142,7 +143,7 @@ impl Selected {
         uid: bool,
     ) -> Result<Vec<(Uid, Uid)>, BadSequence> {
         if uid {
-            let largest = self.uids.last().copied().unwrap_or(0);
+            let largest = self.uids.last().unwrap_or(0);
             return Ok(set
                 .0
                 .as_ref()
@@ -167,11 +168,9 @@ impl Selected {
             .collect())
     }
 
-    /// Records flag changes this session made and has already shown.
+    /// Records a flag change this session made and has already shown.
     pub(crate) fn saw(&mut self, entry: &MessageEntry) {
-        if let Ok(i) = self.uids.binary_search(&entry.uid) {
-            self.modseqs[i] = self.modseqs[i].max(entry.modseq);
-        }
+        self.shown.insert(entry.uid, entry.modseq);
     }
 
     /// Removes expunged messages from the view and announces them.
@@ -179,26 +178,13 @@ impl Selected {
         let mut gone = uids.to_vec();
         gone.sort_unstable();
         gone.dedup();
-        // Positions in the view, ascending (both lists are sorted).
-        let positions: Vec<usize> = gone
-            .iter()
-            .filter_map(|u| self.uids.binary_search(u).ok())
-            .collect();
+        let positions = self.uids.remove(&gone);
         // Highest first, so the numbers of the others do not move.
         for &i in positions.iter().rev() {
-            if let Some(seq) = NonZeroU32::new(i as u32 + 1) {
+            if let Some(seq) = NonZeroU32::new(i + 1) {
                 out.data(Data::Expunge(seq));
             }
         }
-        // One pass over the view, however many went.
-        let mut kept = vec![true; self.uids.len()];
-        for &i in &positions {
-            kept[i] = false;
-        }
-        let mut keep = kept.iter();
-        self.uids.retain(|_| *keep.next().unwrap_or(&true));
-        let mut keep = kept.iter();
-        self.modseqs.retain(|_| *keep.next().unwrap_or(&true));
         self.pending_expunge
             .retain(|u| gone.binary_search(u).is_err());
     }
@@ -220,24 +206,24 @@ impl Selected {
                 .changes_since(self.info.id, self.highest_modseq)
                 .await?;
             for uid in &changes.expunged {
-                if self.uids.binary_search(uid).is_ok() {
+                if self.uids.position(*uid).is_some() {
                     self.pending_expunge.insert(*uid);
                 }
             }
-            let last = self.uids.last().copied().unwrap_or(0);
+            let last = self.uids.last().unwrap_or(0);
             let mut new = Vec::new();
             let mut flags_changed = Vec::new();
+            let shown = std::mem::take(&mut self.shown);
             for entry in changes.changed {
-                match self.uids.binary_search(&entry.uid) {
-                    Ok(i) if entry.modseq > self.modseqs[i] => {
-                        self.modseqs[i] = entry.modseq;
+                match self.uids.position(entry.uid) {
+                    Some(_) if shown.get(&entry.uid) == Some(&entry.modseq) => {}
+                    Some(i) => {
                         if !self.pending_expunge.contains(&entry.uid) {
-                            flags_changed.push((i as u32 + 1, entry));
+                            flags_changed.push((i + 1, entry));
                         }
                     }
-                    Ok(_) => {}
-                    Err(_) if entry.uid > last => new.push(entry),
-                    Err(_) => {}
+                    None if entry.uid > last => new.push(entry),
+                    None => {}
                 }
             }
             let fresh: Vec<String> = new
@@ -268,7 +254,6 @@ impl Selected {
             if !new.is_empty() {
                 for e in &new {
                     self.uids.push(e.uid);
-                    self.modseqs.push(e.modseq);
                 }
                 self.highest_modseq = self.highest_modseq.max(changes.highest_modseq);
                 out.data(Data::Exists(self.exists()));
@@ -293,18 +278,6 @@ mod tests {
     use imap_codec::imap_types::sequence::SequenceSet;
 
     fn view(uids: &[Uid]) -> Selected {
-        let entries: Vec<MessageEntry> = uids
-            .iter()
-            .map(|&uid| MessageEntry {
-                uid,
-                blob: 1,
-                size: 1,
-                flags: 0,
-                internal_date: 0,
-                modseq: 1,
-                keywords: Vec::new(),
-            })
-            .collect();
         let info = MailboxInfo {
             id: 1,
             account: 1,
@@ -315,7 +288,14 @@ mod tests {
             special_use: None,
             subscribed: true,
         };
-        Selected::new(info, false, &entries, 1, watch::channel(0).1)
+        Selected::new(
+            info,
+            false,
+            UidMap::from_sorted(uids.iter().copied()),
+            BTreeSet::new(),
+            1,
+            watch::channel(0).1,
+        )
     }
 
     fn set(s: &str) -> SequenceSet {
@@ -358,6 +338,6 @@ mod tests {
         let mut out = Out::default();
         v.expunged(&[5, 20], &mut out);
         assert_eq!(out.buf, b"* 4 EXPUNGE\r\n* 2 EXPUNGE\r\n");
-        assert_eq!(v.uids, vec![3, 9]);
+        assert_eq!(v.uids.to_vec(), vec![3, 9]);
     }
 }

@@ -15,6 +15,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc rather than the system allocator: thousands of long-lived
+/// sessions interleave small allocations with the large transient ones of
+/// queries and message pieces, and glibc's malloc then keeps freed pages
+/// pinned. Measured with `bench/probes/imap_idle_memory.py`: 1,000 idle
+/// IMAP sessions cost 28.9 KiB each with glibc, 1.8 KiB with mimalloc.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A mail server in one program.
 #[derive(Parser)]
 #[command(name = "sluice", version, about)]

@@ -246,6 +246,12 @@ pub trait Store: Send + Sync + 'static {
     /// spelling met), sorted ignoring case: for the FLAGS and
     /// PERMANENTFLAGS responses (RFC 3501 §7.2.6).
     async fn mailbox_keywords(&self, mailbox: MailboxId) -> Result<Vec<String>>;
+    /// The UIDs of a mailbox as runs of consecutive UIDs, `(first, count)`,
+    /// ascending: what a session keeps of a mailbox it selects, without
+    /// reading every message row into memory.
+    async fn uid_runs(&self, mailbox: MailboxId) -> Result<Vec<(Uid, u32)>>;
+    /// The lowest UID without `\Seen` (SELECT's UNSEEN).
+    async fn first_unseen(&self, mailbox: MailboxId) -> Result<Option<Uid>>;
     /// A receiver that changes whenever a commit touches the mailbox (new
     /// message, flags, copy or move into or out of it, expunge, rename,
     /// deletion), in this process: IDLE waits on it. It is bumped only

@@ -1030,3 +1030,22 @@ async fn watchers_wake_when_their_mailbox_is_renamed_or_deleted() {
         Err(StoreError::NotFound(_))
     ));
 }
+
+#[tokio::test]
+async fn uid_runs_and_first_unseen() {
+    let f = fixture().await;
+    assert!(f.store.uid_runs(f.inbox).await.unwrap().is_empty());
+    assert_eq!(f.store.first_unseen(f.inbox).await.unwrap(), None);
+    f.deliver_n(f.inbox, 10).await;
+    assert_eq!(f.store.uid_runs(f.inbox).await.unwrap(), vec![(1, 10)]);
+    f.store.expunge(f.inbox, &[1, 4, 5, 10]).await.unwrap();
+    assert_eq!(
+        f.store.uid_runs(f.inbox).await.unwrap(),
+        vec![(2, 2), (6, 4)]
+    );
+    f.store
+        .update_flags(f.inbox, &[2, 3, 6], FlagChange::Add, FLAG_SEEN, &[], None)
+        .await
+        .unwrap();
+    assert_eq!(f.store.first_unseen(f.inbox).await.unwrap(), Some(7));
+}

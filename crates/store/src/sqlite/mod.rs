@@ -796,6 +796,31 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn uid_runs(&self, mailbox: MailboxId) -> Result<Vec<(Uid, u32)>> {
+        self.read(move |c| {
+            // Gaps and islands: within a run, uid - rank is constant.
+            Ok(c.prepare_cached(
+                "SELECT min(uid), count(*) FROM (
+                     SELECT uid, uid - row_number() OVER (ORDER BY uid) AS island
+                     FROM messages WHERE mailbox_id = ?1)
+                 GROUP BY island ORDER BY 1",
+            )?
+            .query_map([mailbox], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn first_unseen(&self, mailbox: MailboxId) -> Result<Option<Uid>> {
+        self.read(move |c| {
+            Ok(c.prepare_cached(
+                "SELECT min(uid) FROM messages WHERE mailbox_id = ?1 AND flags & ?2 = 0",
+            )?
+            .query_row(params![mailbox, crate::model::FLAG_SEEN], |r| r.get(0))?)
+        })
+        .await
+    }
+
     async fn mailbox_keywords(&self, mailbox: MailboxId) -> Result<Vec<String>> {
         let sets = self
             .read(move |c| {
