@@ -251,15 +251,9 @@ mod tests {
             });
             let mut input = Input::new(64);
             let mut out = Vec::new();
-            loop {
-                match read_command(&mut input, &mut stream, max, Duration::from_secs(5), |_| {
-                    false
-                })
-                .await
-                {
-                    Ok(f) => out.push(f),
-                    Err(_) => break,
-                }
+            let timeout = Duration::from_secs(5);
+            while let Ok(f) = read_command(&mut input, &mut stream, max, timeout, |_| false).await {
+                out.push(f);
             }
             writer.await.unwrap();
             drop(stream);

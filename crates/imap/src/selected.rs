@@ -217,11 +217,8 @@ impl Selected {
             for entry in changes.changed {
                 match self.uids.position(entry.uid) {
                     Some(_) if shown.get(&entry.uid) == Some(&entry.modseq) => {}
-                    Some(i) => {
-                        if !self.pending_expunge.contains(&entry.uid) {
-                            flags_changed.push((i + 1, entry));
-                        }
-                    }
+                    Some(_) if self.pending_expunge.contains(&entry.uid) => {}
+                    Some(i) => flags_changed.push((i + 1, entry)),
                     None if entry.uid > last => new.push(entry),
                     None => {}
                 }
