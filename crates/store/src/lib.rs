@@ -92,13 +92,17 @@ pub trait Store: Send + Sync + 'static {
     async fn mailbox(&self, account: AccountId, name: &str) -> Result<Option<MailboxInfo>>;
     /// Lists the messages of a mailbox in UID order.
     async fn list_messages(&self, mailbox: MailboxId) -> Result<Vec<MessageEntry>>;
-    /// Reads piece `seq` (0-based) of a blob; `None` past the end.
+    /// Reads piece `seq` (0-based) of a blob; `None` past the end, and for
+    /// a blob no entry or queue row references any more.
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>>;
-    /// The indexed header fields of a blob, read without opening its body.
+    /// The indexed header fields of a blob, read without opening its body;
+    /// `None` for a blob nothing references any more.
     async fn headers(&self, blob: BlobId) -> Result<Option<IndexedHeaders>>;
     /// Removes messages from a mailbox in one transaction, leaving
     /// tombstones for [`Store::changes_since`]. Blobs whose last reference
-    /// goes are deleted with their index entries.
+    /// goes are released: unreadable at once, deleted with their index
+    /// entries by a background sweep soon after, so the expunge does not
+    /// wait for that.
     async fn expunge(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<()>;
     /// Recipients waiting in the outbound queue.
     async fn queued(&self) -> Result<Vec<QueuedRecipient>>;

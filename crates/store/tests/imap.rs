@@ -256,6 +256,7 @@ async fn delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity() {
         .unwrap()
         .is_none());
     // Its messages, their blobs and its tombstones went with it.
+    f.store.sweep_now().await.unwrap();
     assert_eq!(f.count("SELECT count(*) FROM blobs"), blobs - 3);
     assert_eq!(f.count("SELECT count(*) FROM expunged"), 0);
     assert!(matches!(
@@ -374,6 +375,7 @@ async fn renaming_inbox_moves_its_messages_and_leaves_it_empty() {
         .unwrap();
     f.store.expunge(f.inbox, &[1]).await.unwrap();
     let before = f.store.mailbox(f.account, "INBOX").await.unwrap().unwrap();
+    f.store.sweep_now().await.unwrap();
     let blobs = f.count("SELECT count(*) FROM blobs");
 
     f.store
@@ -403,6 +405,7 @@ async fn renaming_inbox_moves_its_messages_and_leaves_it_empty() {
     assert_eq!(uids(&moved), [1, 2], "new UIDs in the target");
     assert_eq!(moved[0].flags, FLAG_FLAGGED);
     assert_eq!(moved[0].keywords, ["Work"]);
+    f.store.sweep_now().await.unwrap();
     assert_eq!(f.count("SELECT count(*) FROM blobs"), blobs);
     let changes = f
         .store
@@ -608,6 +611,7 @@ async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
     let archive = f.id("Archive").await;
     f.deliver_n(archive, 1).await;
     let before = f.store.mailbox_status(f.inbox).await.unwrap();
+    f.store.sweep_now().await.unwrap();
     let blobs = f.count("SELECT count(*) FROM blobs");
     let stats = f.store.writer_stats();
     let map = f
@@ -625,6 +629,7 @@ async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
         (target[1].flags, target[1].keywords.clone()),
         (FLAG_SEEN, vec!["Kept".to_string()])
     );
+    f.store.sweep_now().await.unwrap();
     assert_eq!(
         f.count("SELECT count(*) FROM blobs"),
         blobs,

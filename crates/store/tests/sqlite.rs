@@ -72,6 +72,7 @@ async fn one_blob_for_many_recipients_freed_with_the_last_reference() {
     for b in &boxes[1..] {
         store.expunge(*b, &[1]).await.unwrap();
     }
+    store.sweep_now().await.unwrap();
     assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 0);
     assert_eq!(count(&store, "SELECT count(*) FROM blob_chunks"), 0);
     assert_eq!(
@@ -160,6 +161,7 @@ async fn removing_an_account_releases_its_references() {
     store.remove_account("a@example.org").await.unwrap();
     assert_eq!(count(&store, "SELECT refcount FROM blobs"), 1);
     store.remove_account("B@example.org").await.unwrap();
+    store.sweep_now().await.unwrap();
     assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 0);
 }
 
@@ -337,6 +339,7 @@ async fn copies_share_blobs_and_get_new_uids_in_order() {
     assert_eq!(copies[0].blob, originals[1].blob);
     // The source can go; the copies stay readable.
     store.expunge(inbox_id, &[1, 2, 3, 4]).await.unwrap();
+    store.sweep_now().await.unwrap();
     assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 3);
     assert!(store.read_chunk(copies[2].blob, 0).await.unwrap().is_some());
     let next = store
@@ -405,6 +408,111 @@ async fn flag_updates_touch_only_what_changes_and_expunge_takes_the_deleted() {
     );
     assert_eq!(store.expunge_deleted(mbox, None).await.unwrap(), [1, 3]);
     assert_eq!(store.list_messages(mbox).await.unwrap().len(), 3);
+    store.sweep_now().await.unwrap();
     assert_eq!(count(&store, "SELECT count(*) FROM blobs"), 3);
     assert!(store.expunge_deleted(mbox, None).await.unwrap().is_empty());
+}
+
+/// Delivers `text` to `mailbox` and returns its blob.
+async fn deliver_text(store: &SqliteStore, mailbox: i64, text: &[u8]) -> i64 {
+    let mut w = store.message_writer();
+    w.write(text).await.unwrap();
+    w.deliver(Delivery {
+        mailboxes: vec![mailbox],
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .blob
+}
+
+#[tokio::test]
+async fn expunged_blobs_are_swept_with_their_chunks_and_index_entries_unless_copied() {
+    let (_dir, store) = open().await;
+    let account = store.add_account("a@example.org", "pw").await.unwrap();
+    let inbox_id = inbox(&store, "a@example.org").await;
+    let archive = store.mailbox(account, "Archive").await.unwrap().unwrap().id;
+    // Two chunks, so the sweep has more than one to delete.
+    let mut big = b"Subject: walrus census\r\n\r\nThe walrus count.\r\n".to_vec();
+    big.resize(CHUNK_SIZE + 100, b'w');
+    let gone = deliver_text(&store, inbox_id, &big).await;
+    let kept = deliver_text(&store, inbox_id, MAIL).await;
+    store.copy_messages(inbox_id, &[2], archive).await.unwrap();
+    let swept_before = store.writer_stats().blobs_swept;
+
+    store.expunge(inbox_id, &[1, 2]).await.unwrap();
+    // Released: unreadable at once, whether or not swept yet.
+    assert_eq!(store.read_chunk(gone, 0).await.unwrap(), None);
+    assert_eq!(store.headers(gone).await.unwrap(), None);
+
+    store.sweep_now().await.unwrap();
+    // The background sweep may have taken it first; either way, once.
+    assert_eq!(store.writer_stats().blobs_swept - swept_before, 1);
+    let sql = |q: &str| count(&store, &q.replace("?", &gone.to_string()));
+    assert_eq!(sql("SELECT count(*) FROM blobs WHERE id = ?"), 0);
+    assert_eq!(sql("SELECT count(*) FROM blob_chunks WHERE blob_id = ?"), 0);
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM fts WHERE fts MATCH 'walrus'"),
+        0
+    );
+
+    // The copy in the archive keeps its blob, text and index entry.
+    assert_eq!(
+        count(
+            &store,
+            &format!("SELECT refcount FROM blobs WHERE id = {kept}")
+        ),
+        1
+    );
+    assert_eq!(store.read_chunk(kept, 0).await.unwrap().unwrap(), MAIL);
+    assert_eq!(
+        store
+            .search(archive, &store::SearchKey::Body("zebra".into()))
+            .await
+            .unwrap(),
+        [1]
+    );
+    assert_eq!(store.sweep_now().await.unwrap(), 0);
+    assert_eq!(store.writer_stats().blobs_swept - swept_before, 1);
+}
+
+#[tokio::test]
+async fn blobs_released_but_not_swept_by_a_previous_run_are_swept_at_open() {
+    let (dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    deliver_n(&store, mbox, 3).await;
+    drop(store);
+    // The last references go in a run that never sweeps: the triggers
+    // alone count them down, as for a server stopped before its sweep.
+    let c = Connection::open(dir.path().join("sluice.db")).unwrap();
+    c.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+    c.execute("DELETE FROM messages", []).unwrap();
+    assert_eq!(
+        c.query_row("SELECT count(*) FROM blobs WHERE refcount = 0", [], |r| r
+            .get::<_, i64>(
+            0
+        ))
+        .unwrap(),
+        3
+    );
+
+    let reopened = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while reopened.writer_stats().blobs_swept < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not swept within 10 s of opening"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(reopened.writer_stats().blobs_swept, 3);
+    assert_eq!(count(&reopened, "SELECT count(*) FROM blobs"), 0);
+    assert_eq!(count(&reopened, "SELECT count(*) FROM blob_chunks"), 0);
+    assert_eq!(
+        count(&reopened, "SELECT count(*) FROM fts WHERE fts MATCH 'body'"),
+        0
+    );
+    // Housekeeping is not counted as changes anyone asked for.
+    assert_eq!(reopened.writer_stats().jobs, 0);
 }

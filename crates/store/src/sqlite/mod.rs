@@ -1,6 +1,7 @@
 //! The SQLite back end: one database file in the data directory, in WAL
-//! mode, with one writer thread ([`writer`]) and a pool of readers
-//! ([`pool`]).
+//! mode, with one writer thread ([`writer`]), a pool of readers ([`pool`])
+//! and two background threads: WAL checkpoints ([`checkpoint`]) and the
+//! release of blobs nothing references any more ([`sweep`]).
 
 mod checkpoint;
 mod entries;
@@ -11,6 +12,7 @@ mod notify;
 mod pool;
 mod schema;
 mod search;
+mod sweep;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -76,6 +78,7 @@ pub(crate) struct Inner {
     readers: Arc<ReadPool>,
     watchers: Watchers,
     path: PathBuf,
+    sweeper: sweep::Sweeper,
     _checkpointer: checkpoint::Checkpointer,
 }
 
@@ -152,12 +155,15 @@ impl SqliteStore {
         let checkpointer = checkpoint::Checkpointer::start(&path)?;
         let readers = ReadPool::open(&path, options.readers.max(1))?;
         let writer = Writer::start(conn, options.group_commit);
+        // Sweeps at once whatever a previous run released and left.
+        let sweeper = sweep::Sweeper::start(&path, writer.clone())?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 writer,
                 readers,
                 watchers: Watchers::default(),
                 path,
+                sweeper,
                 _checkpointer: checkpointer,
             }),
         })
@@ -166,6 +172,14 @@ impl SqliteStore {
     /// How many changes and transactions the writer has committed.
     pub fn writer_stats(&self) -> WriterStats {
         self.inner.writer.stats()
+    }
+
+    /// Deletes every blob released so far (its last entry or queue row
+    /// gone) and returns how many this call deleted. A background thread
+    /// does the same on its own shortly after each expunge; this is for
+    /// callers that need the space back, or the tables settled, now.
+    pub async fn sweep_now(&self) -> Result<usize> {
+        sweep::sweep_all(&self.inner.writer).await
     }
 
     /// Path of the database file.
@@ -215,6 +229,18 @@ impl SqliteStore {
     {
         let (answer, touched) = self.inner.writer.exec(true, f).await?;
         self.inner.watchers.notify(touched);
+        Ok(answer)
+    }
+
+    /// Like `write_notify`, for changes that delete entries and so may
+    /// release blobs: once they are committed the sweeper is told to look.
+    async fn write_release<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<(R, Vec<MailboxId>)> + Send + 'static,
+    {
+        let answer = self.write_notify(f).await?;
+        self.inner.sweeper.wake();
         Ok(answer)
     }
 }
@@ -348,7 +374,7 @@ impl Store for SqliteStore {
 
     async fn remove_account(&self, address: &str) -> Result<()> {
         let address = valid_address(address)?;
-        self.write_notify(move |c| {
+        self.write_release(move |c| {
             let id: Option<i64> = c
                 .query_row("SELECT id FROM accounts WHERE address = ?1", [&address], |r| r.get(0))
                 .optional()?;
@@ -499,9 +525,14 @@ impl Store for SqliteStore {
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
         self.read(move |c| {
             Ok(
-                c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")?
-                    .query_row(params![blob, seq], |r| r.get(0))
-                    .optional()?,
+                // A released blob reads as gone, as it did when the last
+                // reference took it at once.
+                c.prepare_cached(
+                    "SELECT c.data FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id
+                     WHERE c.blob_id = ?1 AND c.seq = ?2 AND b.refcount > 0",
+                )?
+                .query_row(params![blob, seq], |r| r.get(0))
+                .optional()?,
             )
         })
         .await
@@ -511,7 +542,7 @@ impl Store for SqliteStore {
         self.read(move |c| {
             Ok(c.query_row(
                 "SELECT hdr_from, hdr_to, hdr_cc, hdr_subject, hdr_date, hdr_message_id
-                 FROM blobs WHERE id = ?1",
+                 FROM blobs WHERE id = ?1 AND refcount > 0",
                 [blob],
                 |r| {
                     Ok(IndexedHeaders {
@@ -534,7 +565,7 @@ impl Store for SqliteStore {
             return Ok(());
         }
         let uids = uids.to_vec();
-        self.write_notify(move |c| {
+        self.write_release(move |c| {
             let gone = entries::expunge_where(c, mailbox, Which::Uids(&uids))?;
             Ok((
                 (),
@@ -620,7 +651,7 @@ impl Store for SqliteStore {
 
     async fn expunge_deleted(&self, mailbox: MailboxId, uids: Option<&[Uid]>) -> Result<Vec<Uid>> {
         let uids = uids.map(<[Uid]>::to_vec);
-        self.write_notify(move |c| {
+        self.write_release(move |c| {
             let gone = entries::expunge_where(c, mailbox, Which::Deleted(uids.as_deref()))?;
             let touched = if gone.is_empty() {
                 vec![]
@@ -639,7 +670,7 @@ impl Store for SqliteStore {
         to: MailboxId,
     ) -> Result<Vec<(Uid, Uid)>> {
         let uids = uids.to_vec();
-        self.write_notify(move |c| {
+        self.write_release(move |c| {
             let map = entries::move_rows(c, from, &uids, to)?;
             let touched = if map.is_empty() {
                 vec![]
@@ -669,7 +700,7 @@ impl Store for SqliteStore {
 
     async fn delete_mailbox(&self, account: AccountId, name: &str) -> Result<()> {
         let name = lookup_name(name);
-        self.write_notify(move |c| {
+        self.write_release(move |c| {
             let id = mailboxes::delete(c, account, &name)?;
             Ok(((), vec![id]))
         })

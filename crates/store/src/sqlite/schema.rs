@@ -168,6 +168,14 @@ const MIGRATIONS: &[&str] = &[
     -- changes_since: rows of a mailbox changed after a modseq.
     CREATE INDEX messages_modseq ON messages(mailbox_id, modseq);
     "#,
+    // 3: a blob whose last reference goes is only counted down to 0; the
+    // sweeper (sweep.rs) deletes its chunks, index entry and row later, so
+    // an expunge no longer waits for them.
+    r#"
+    DROP TRIGGER blobs_release;
+    -- Released blobs, for the sweeper to find without scanning.
+    CREATE INDEX blobs_released ON blobs(id) WHERE refcount <= 0 AND complete = 1;
+    "#,
 ];
 
 /// Newest schema version this build knows.
@@ -248,5 +256,31 @@ mod tests {
             .query_row("SELECT count(*) FROM expunged", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn from_version_three_the_last_reference_only_counts_down() {
+        let mut c = Connection::open_in_memory().unwrap();
+        migrate(&mut c).unwrap();
+        c.execute_batch(
+            "INSERT INTO domains (id, name) VALUES (1, 'example.org');
+             INSERT INTO accounts (id, address, domain_id, password_hash, created)
+                 VALUES (1, 'a@example.org', 1, 'x', 0);
+             INSERT INTO mailboxes (id, account_id, name, uid_validity) VALUES (1, 1, 'INBOX', 1);
+             INSERT INTO blobs (id, complete, created) VALUES (5, 1, 0);
+             INSERT INTO blob_chunks (blob_id, seq, data) VALUES (5, 0, X'00');
+             INSERT INTO messages (mailbox_id, uid, blob_id, size, internal_date, modseq)
+                 VALUES (1, 1, 5, 1, 0, 1);
+             DELETE FROM messages;",
+        )
+        .unwrap();
+        let (refcount, chunks): (i64, i64) = c
+            .query_row(
+                "SELECT refcount, (SELECT count(*) FROM blob_chunks) FROM blobs WHERE id = 5",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((refcount, chunks), (0, 1), "left for the sweeper");
     }
 }

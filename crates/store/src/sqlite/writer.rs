@@ -22,6 +22,10 @@ type Run = Box<dyn FnOnce(&Connection) -> Box<dyn FnOnce(Option<&str>) + Send> +
 struct Job {
     /// Needs an fsync before its caller is answered.
     durable: bool,
+    /// Housekeeping (releasing blobs) rather than a change someone asked
+    /// for: left out of `jobs` and `transactions`, so those keep measuring
+    /// group commit.
+    housekeeping: bool,
     run: Run,
 }
 
@@ -32,6 +36,7 @@ pub(crate) struct Counters {
     jobs: AtomicU64,
     transactions: AtomicU64,
     durable_commits: AtomicU64,
+    blobs_swept: AtomicU64,
 }
 
 /// A snapshot of the writer's counters.
@@ -39,10 +44,13 @@ pub(crate) struct Counters {
 pub struct WriterStats {
     /// Changes run (deliveries, expunges, directory edits, message pieces).
     pub jobs: u64,
-    /// Transactions committed.
+    /// Transactions committed that held at least one of those changes.
     pub transactions: u64,
     /// Of those, the ones synced to disk before their callers heard back.
     pub durable_commits: u64,
+    /// Released blobs deleted by the sweeper (chunks, full-text row and
+    /// blob row), in housekeeping jobs not counted in `jobs`.
+    pub blobs_swept: u64,
 }
 
 /// Handle to the writer thread.
@@ -72,6 +80,7 @@ impl Writer {
             jobs: self.counters.jobs.load(Ordering::Relaxed),
             transactions: self.counters.transactions.load(Ordering::Relaxed),
             durable_commits: self.counters.durable_commits.load(Ordering::Relaxed),
+            blobs_swept: self.counters.blobs_swept.load(Ordering::Relaxed),
         }
     }
 
@@ -83,8 +92,32 @@ impl Writer {
         F: FnOnce(&Connection) -> Result<R> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        self.submit(durable, f, reply)?;
+        self.submit(durable, false, f, |_| {}, reply)?;
         answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs a sweep `f` (it returns how many blobs it deleted) in the
+    /// writer thread as housekeeping, not durably: after a crash the same
+    /// blobs are swept again. The count is added to
+    /// [`WriterStats::blobs_swept`] at commit, before anyone hears back.
+    pub(crate) async fn sweep<F>(&self, f: F) -> Result<usize>
+    where
+        F: FnOnce(&Connection) -> Result<usize> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        self.submit(false, true, f, self.count_swept(), reply)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Like [`Writer::sweep`], for a plain thread that blocks until the
+    /// commit. Never call it from a runtime thread.
+    pub(crate) fn sweep_blocking<F>(&self, f: F) -> Result<usize>
+    where
+        F: FnOnce(&Connection) -> Result<usize> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        self.submit(false, true, f, self.count_swept(), reply)?;
+        answer.blocking_recv().map_err(|_| StoreError::Closed)?
     }
 
     /// Like [`Writer::exec`], but nobody waits for the answer (used from
@@ -94,19 +127,40 @@ impl Writer {
         F: FnOnce(&Connection) -> Result<()> + Send + 'static,
     {
         let (reply, _) = oneshot::channel();
-        let _ = self.submit(false, f, reply);
+        let _ = self.submit(false, false, f, |_| {}, reply);
     }
 
-    fn submit<R, F>(&self, durable: bool, f: F, reply: oneshot::Sender<Result<R>>) -> Result<()>
+    /// Adds what a committed sweep deleted to the counters.
+    fn count_swept(&self) -> impl FnOnce(&usize) + Send + 'static {
+        let counters = Arc::clone(&self.counters);
+        move |n| {
+            counters.blobs_swept.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Queues `f`; `committed` sees its result once its transaction has
+    /// committed, before the caller does.
+    fn submit<R, F, C>(
+        &self,
+        durable: bool,
+        housekeeping: bool,
+        f: F,
+        committed: C,
+        reply: oneshot::Sender<Result<R>>,
+    ) -> Result<()>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+        C: FnOnce(&R) + Send + 'static,
     {
         let run: Run = Box::new(move |conn: &Connection| {
             let outcome = in_savepoint(conn, f);
             Box::new(move |commit_error: Option<&str>| {
                 let answer = match (outcome, commit_error) {
-                    (Ok(value), None) => Ok(value),
+                    (Ok(value), None) => {
+                        committed(&value);
+                        Ok(value)
+                    }
                     (Err(e), _) => Err(e),
                     (Ok(_), Some(e)) => Err(StoreError::Invalid(format!("commit failed: {e}"))),
                 };
@@ -114,7 +168,11 @@ impl Writer {
             })
         });
         self.tx
-            .send(Job { durable, run })
+            .send(Job {
+                durable,
+                housekeeping,
+                run,
+            })
             .map_err(|_| StoreError::Closed)
     }
 }
@@ -158,6 +216,7 @@ fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize, counters: &C
                 synchronous_full = Some(durable);
             }
         }
+        let counted = batch.iter().filter(|j| !j.housekeeping).count() as u64;
         let mut done = Vec::with_capacity(batch.len());
         let begin = conn.execute_batch("BEGIN IMMEDIATE");
         if let Err(e) = begin {
@@ -173,10 +232,8 @@ fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize, counters: &C
             let _ = conn.execute_batch("ROLLBACK");
         }
         let err = commit.as_ref().err().map(String::as_str);
-        if err.is_none() {
-            counters
-                .jobs
-                .fetch_add(done.len() as u64, Ordering::Relaxed);
+        if err.is_none() && counted > 0 {
+            counters.jobs.fetch_add(counted, Ordering::Relaxed);
             counters.transactions.fetch_add(1, Ordering::Relaxed);
             if durable {
                 counters.durable_commits.fetch_add(1, Ordering::Relaxed);

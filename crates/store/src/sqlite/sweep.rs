@@ -1,0 +1,190 @@
+//! Releasing blobs off the expunge path.
+//!
+//! When the last entry or queue row pointing at a blob goes, the triggers
+//! only count its references down to 0: the expunge that did it commits
+//! without touching the chunks or the full-text index, and the session is
+//! answered. This thread finds released blobs through the `blobs_released`
+//! partial index and deletes them (chunks, full-text row, blob row) in
+//! batches, each a housekeeping job of the writer thread, so it never
+//! competes for the write lock and deliveries queued meanwhile go first.
+//! A batch needs no fsync: after a crash the blobs are still released, and
+//! the sweep at the next start takes them.
+//!
+//! Nothing reads a released blob: entries and queue rows are the only ways
+//! to one, and the reads by blob id ([`crate::Store::read_chunk`],
+//! [`crate::Store::headers`]) skip blobs without references.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::writer::Writer;
+use crate::error::Result;
+
+/// How often the thread looks for released blobs when nobody woke it.
+const INTERVAL: Duration = Duration::from_millis(500);
+
+/// Blobs released per writer job: small enough that a delivery queued
+/// behind a batch waits milliseconds, not the whole sweep.
+pub(crate) const BATCH: usize = 256;
+
+/// The released blobs, oldest first. `blobs_released` holds exactly these
+/// rows, so the sweep never scans the table.
+const FIND: &str = "SELECT id FROM blobs WHERE refcount <= 0 AND complete = 1 ORDER BY id LIMIT ?1";
+
+#[derive(Default)]
+struct State {
+    wake: bool,
+    stop: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    cond: Condvar,
+}
+
+/// The sweeper thread; stops when dropped.
+pub(crate) struct Sweeper {
+    shared: Arc<Shared>,
+}
+
+impl Sweeper {
+    /// Starts sweeping the database at `path` through `writer`. The first
+    /// sweep runs at once: blobs released by a previous run that stopped
+    /// before sweeping them go first.
+    pub(crate) fn start(path: &Path, writer: Writer) -> Result<Sweeper> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        let shared = Arc::new(Shared::default());
+        let s = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("store-sweep".into())
+            .spawn(move || run(&conn, &writer, &s))
+            .expect("spawn store sweep thread");
+        Ok(Sweeper { shared })
+    }
+
+    /// Asks for a sweep now, after a change that may have released blobs.
+    pub(crate) fn wake(&self) {
+        self.shared.state.lock().expect("sweep lock").wake = true;
+        self.shared.cond.notify_one();
+    }
+}
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        self.shared.state.lock().expect("sweep lock").stop = true;
+        self.shared.cond.notify_one();
+    }
+}
+
+fn run(conn: &Connection, writer: &Writer, shared: &Shared) {
+    loop {
+        match anything_released(conn) {
+            Ok(true) => sweep_blocking(writer, shared),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "looking for released blobs failed"),
+        }
+        let state = shared.state.lock().expect("sweep lock");
+        let (mut state, _) = shared
+            .cond
+            .wait_timeout_while(state, INTERVAL, |s| !s.wake && !s.stop)
+            .expect("sweep lock");
+        if state.stop {
+            return;
+        }
+        state.wake = false;
+    }
+}
+
+/// A cheap look on the thread's own read connection, so an idle store
+/// costs the writer nothing.
+fn anything_released(conn: &Connection) -> Result<bool> {
+    Ok(conn.prepare_cached(FIND)?.exists([1])?)
+}
+
+/// Sweeps batch after batch until one comes back short or the store stops.
+fn sweep_blocking(writer: &Writer, shared: &Shared) {
+    loop {
+        if shared.state.lock().expect("sweep lock").stop {
+            return;
+        }
+        match writer.sweep_blocking(|c| sweep_batch(c, BATCH)) {
+            Ok(n) => {
+                if n < BATCH {
+                    return;
+                }
+            }
+            Err(e) => {
+                // Left for the next round; nothing is lost by waiting.
+                tracing::warn!(error = %e, "sweeping released blobs failed");
+                return;
+            }
+        }
+    }
+}
+
+/// Sweeps until nothing released is left; returns how many blobs went.
+pub(crate) async fn sweep_all(writer: &Writer) -> Result<usize> {
+    let mut total = 0;
+    loop {
+        let n = writer.sweep(|c| sweep_batch(c, BATCH)).await?;
+        total += n;
+        if n < BATCH {
+            return Ok(total);
+        }
+    }
+}
+
+/// Deletes up to `limit` released blobs; runs in the writer thread. The
+/// blobs are found inside the job, so a reference made since an earlier
+/// look cannot be lost: the delete re-checks the count anyway.
+pub(crate) fn sweep_batch(c: &Connection, limit: usize) -> Result<usize> {
+    let ids = c
+        .prepare_cached(FIND)?
+        .query_map([limit as i64], |r| r.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut swept = 0;
+    for id in ids {
+        let gone = c
+            .prepare_cached("DELETE FROM blobs WHERE id = ?1 AND refcount <= 0 AND complete = 1")?
+            .execute([id])?;
+        if gone == 0 {
+            continue;
+        }
+        c.prepare_cached("DELETE FROM blob_chunks WHERE blob_id = ?1")?
+            .execute([id])?;
+        c.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?
+            .execute([id])?;
+        swept += 1;
+    }
+    Ok(swept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn released_blobs_are_found_through_the_partial_index() {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::super::schema::migrate(&mut c).unwrap();
+        let plan: Vec<String> = c
+            .prepare(&format!("EXPLAIN QUERY PLAN {FIND}"))
+            .unwrap()
+            .query_map([BATCH as i64], |r| r.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("blobs_released")),
+            "{plan:?}"
+        );
+    }
+}
