@@ -297,11 +297,10 @@ mod tests {
         for (i, &b) in data.iter().enumerate() {
             let next = data.get(i + 1).copied();
             let hard_break = b == b'\r' && next == Some(b'\n');
-            let piece: Vec<u8> = if hard_break || (b == b'\n' && i > 0 && data[i - 1] == b'\r') {
-                vec![b]
-            } else if (b == b' ' || b == b'\t') && !matches!(next, None | Some(b'\r')) {
-                vec![b]
-            } else if (33..=126).contains(&b) && b != b'=' {
+            let line_end = hard_break || (b == b'\n' && i > 0 && data[i - 1] == b'\r');
+            let inner_space = (b == b' ' || b == b'\t') && !matches!(next, None | Some(b'\r'));
+            let safe = (33..=126).contains(&b) && b != b'=';
+            let piece: Vec<u8> = if line_end || inner_space || safe {
                 vec![b]
             } else {
                 format!("={b:02X}").into_bytes()

@@ -223,6 +223,12 @@ fn atom_list<'a>(cmd: &'a [u8], toks: &[Token], at: &mut usize) -> Result<Vec<&'
 /// command is not a LIST or is a plain one imap-codec reads; `Some(Err)`
 /// with the reason when it is an extended LIST that is not valid.
 pub(crate) fn take_list(cmd: &[u8]) -> Option<Result<ExtendedList, String>> {
+    // Only a LIST is tokenized.
+    let after_tag = cmd.iter().position(|&b| b == b' ')? + 1;
+    let word = cmd.get(after_tag..after_tag + 5)?;
+    if !word.eq_ignore_ascii_case(b"LIST ") {
+        return None;
+    }
     let toks = tokens(cmd)?;
     if toks.len() < 3 || !is_atom(cmd, toks.get(1), "LIST") {
         return None;
