@@ -167,6 +167,10 @@ impl Session<'_> {
             )) => Some((mailbox_name(&mailbox), flags, date)),
             _ => None,
         };
+        let parsed = match parsed {
+            Some((name, flags, date)) => Some((self.stored(name).await?, flags, date)),
+            None => None,
+        };
         let checked = match (&parsed, self.account.is_some()) {
             (Some((name, flags, date)), true) => {
                 self.append_target(name, flags, date.as_ref(), length)

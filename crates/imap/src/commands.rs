@@ -20,7 +20,7 @@ use crate::list;
 use crate::reply::{Kind, Reply};
 use crate::search::ReturnOptions;
 use crate::selected::Selected;
-use crate::session::{code, mailbox_name, wire_mailbox, Next, Session};
+use crate::session::{code, mailbox_name, Next, Session};
 use crate::uidmap::UidMap;
 
 fn list_text(m: &ListMailbox<'_>) -> String {
@@ -96,9 +96,13 @@ impl Session<'_> {
             CommandBody::Enable { capabilities } => {
                 let mut enabled = Vec::new();
                 for c in capabilities.as_ref() {
-                    if matches!(c, CapabilityEnable::CondStore) {
+                    if matches!(c, CapabilityEnable::CondStore) && !self.condstore {
                         self.condstore = true;
                         enabled.push(CapabilityEnable::CondStore);
+                    } else if c.to_string().eq_ignore_ascii_case("IMAP4rev2") && !self.rev2 {
+                        // RFC 9051 §6.3.1.
+                        self.rev2 = true;
+                        enabled.extend(CapabilityEnable::try_from("IMAP4rev2"));
                     }
                 }
                 self.out.data(Data::Enabled {
@@ -122,7 +126,8 @@ impl Session<'_> {
                 if !parameters.is_empty() {
                     self.condstore = true;
                 }
-                self.select(&mailbox_name(&mailbox), false).await?
+                let name = self.stored_name(&mailbox).await?;
+                self.select(&name, false).await?
             }
             CommandBody::Examine {
                 mailbox,
@@ -131,19 +136,29 @@ impl Session<'_> {
                 if !parameters.is_empty() {
                     self.condstore = true;
                 }
-                self.select(&mailbox_name(&mailbox), true).await?
+                let name = self.stored_name(&mailbox).await?;
+                self.select(&name, true).await?
             }
-            CommandBody::Create { mailbox } => self.create(&mailbox_name(&mailbox)).await?,
-            CommandBody::Delete { mailbox } => self.delete(&mailbox_name(&mailbox)).await?,
+            CommandBody::Create { mailbox } => {
+                let name = self.new_name(&mailbox);
+                self.create(&name).await?
+            }
+            CommandBody::Delete { mailbox } => {
+                let name = self.stored_name(&mailbox).await?;
+                self.delete(&name).await?
+            }
             CommandBody::Rename { from, to } => {
-                self.rename(&mailbox_name(&from), &mailbox_name(&to))
-                    .await?
+                let from = self.stored_name(&from).await?;
+                let to = self.new_name(&to);
+                self.rename(&from, &to).await?
             }
             CommandBody::Subscribe { mailbox } => {
-                self.subscribe(&mailbox_name(&mailbox), true).await?
+                let name = self.stored_name(&mailbox).await?;
+                self.subscribe(&name, true).await?
             }
             CommandBody::Unsubscribe { mailbox } => {
-                self.subscribe(&mailbox_name(&mailbox), false).await?
+                let name = self.stored_name(&mailbox).await?;
+                self.subscribe(&name, false).await?
             }
             CommandBody::List {
                 reference,
@@ -170,7 +185,10 @@ impl Session<'_> {
             CommandBody::Status {
                 mailbox,
                 item_names,
-            } => self.status(&mailbox_name(&mailbox), &item_names).await?,
+            } => {
+                let name = self.stored_name(&mailbox).await?;
+                self.status(&name, &item_names).await?
+            }
             CommandBody::Append {
                 mailbox,
                 flags,
@@ -185,12 +203,13 @@ impl Session<'_> {
                         l.data.to_vec()
                     }
                 };
-                self.append_small(&mailbox_name(&mailbox), &flags, date.as_ref(), &data)
+                let name = self.stored_name(&mailbox).await?;
+                self.append_small(&name, &flags, date.as_ref(), &data)
                     .await?
             }
             CommandBody::Idle => self.idle().await?,
             CommandBody::GetQuotaRoot { mailbox } => {
-                let name = mailbox_name(&mailbox);
+                let name = self.stored_name(&mailbox).await?;
                 let account = self.account_id();
                 if self.ctx.store.mailbox(account, &name).await?.is_none() {
                     Reply::no("No such mailbox").code(code("NONEXISTENT"))
@@ -204,7 +223,7 @@ impl Session<'_> {
                         Vec::new()
                     };
                     self.out.data(Data::QuotaRoot {
-                        mailbox: wire_mailbox(&name),
+                        mailbox: self.wire_mailbox(&name),
                         roots,
                     });
                     self.quota_data(true).await?;
@@ -235,6 +254,15 @@ impl Session<'_> {
                 criteria,
                 uid,
             } => {
+                // RFC 9051 §6.4.4: IMAP4rev2 answers with ESEARCH, ALL when
+                // no RETURN option is given.
+                let esearch = match esearch {
+                    None if self.rev2 => Some(ReturnOptions {
+                        all: true,
+                        ..ReturnOptions::default()
+                    }),
+                    other => other,
+                };
                 self.search(tag, charset.as_ref(), criteria.as_ref(), uid, esearch)
                     .await?
             }
@@ -263,19 +291,24 @@ impl Session<'_> {
                 mailbox,
                 uid,
             } => {
-                self.copy(&sequence_set, &mailbox_name(&mailbox), uid, false)
-                    .await?
+                let name = self.stored_name(&mailbox).await?;
+                self.copy(&sequence_set, &name, uid, false).await?
             }
             CommandBody::Move {
                 sequence_set,
                 mailbox,
                 uid,
             } => {
-                self.copy(&sequence_set, &mailbox_name(&mailbox), uid, true)
-                    .await?
+                let name = self.stored_name(&mailbox).await?;
+                self.copy(&sequence_set, &name, uid, true).await?
             }
             other => Reply::bad(format!("{} is not supported", other.name())),
         };
+        self.finish(tag, reply).await
+    }
+
+    /// Catches the selected mailbox up and writes the tagged reply.
+    pub(crate) async fn finish(&mut self, tag: &Tag<'static>, reply: Reply) -> store::Result<Next> {
         if self.selected.is_some()
             && !matches!(reply.next, Next::Close)
             && !self.sync(reply.expunge_ok).await?
@@ -296,6 +329,7 @@ impl Session<'_> {
     /// and closed, since its view can no longer be kept.
     pub(crate) async fn sync(&mut self, expunge_ok: bool) -> store::Result<bool> {
         let condstore = self.condstore;
+        let rev2 = self.rev2;
         let Some(sel) = self.selected.as_mut() else {
             return Ok(true);
         };
@@ -305,6 +339,7 @@ impl Session<'_> {
                 &mut self.out,
                 expunge_ok,
                 condstore,
+                rev2,
             )
             .await
         {
@@ -323,7 +358,12 @@ impl Session<'_> {
     }
 
     async fn select(&mut self, name: &str, read_only: bool) -> store::Result<Reply> {
-        self.selected = None;
+        if self.selected.take().is_some() {
+            // RFC 7162 §3.2.11 (for servers offering CONDSTORE), RFC 9051
+            // §6.3.2.
+            self.out
+                .ok(None, Some(Code::Closed), "Previous mailbox closed");
+        }
         let store = &self.ctx.store;
         let Some(info) = store.mailbox(self.account_id(), name).await? else {
             return Ok(Reply::no("No such mailbox").code(code("NONEXISTENT")));
@@ -334,7 +374,11 @@ impl Session<'_> {
         let status = store.mailbox_status(info.id).await?;
         let uids = UidMap::from_runs(&store.uid_runs(info.id).await?);
         let keywords = store.mailbox_keywords(info.id).await?.into_iter().collect();
-        let first_unseen = store.first_unseen(info.id).await?;
+        let first_unseen = if self.rev2 {
+            None
+        } else {
+            store.first_unseen(info.id).await?
+        };
         let view = Selected::new(
             info,
             read_only,
@@ -355,12 +399,22 @@ impl Session<'_> {
             "Flags permitted",
         );
         self.out.data(Data::Exists(view.exists()));
-        self.out.data(Data::Recent(0));
-        if let Some(n) = first_unseen
-            .and_then(|u| view.seq_of(u))
-            .and_then(NonZeroU32::new)
-        {
-            self.out.ok(None, Some(Code::Unseen(n)), "First unseen");
+        if self.rev2 {
+            // RFC 9051 §6.3.2: the mailbox's name as the server has it;
+            // no RECENT, and no UNSEEN code (gone from IMAP4rev2).
+            self.out.data(Data::List {
+                items: Vec::new(),
+                delimiter: Some(quoted_delimiter()),
+                mailbox: self.wire_mailbox(&view.info.name),
+            });
+        } else {
+            self.out.data(Data::Recent(0));
+            if let Some(n) = first_unseen
+                .and_then(|u| view.seq_of(u))
+                .and_then(NonZeroU32::new)
+            {
+                self.out.ok(None, Some(Code::Unseen(n)), "First unseen");
+            }
         }
         if let Some(v) = NonZeroU32::new(status.uid_validity) {
             self.out.ok(None, Some(Code::UidValidity(v)), "UIDs valid");
@@ -415,7 +469,19 @@ impl Session<'_> {
             Err(store::StoreError::NotFound(_)) => {
                 Ok(Reply::no("No such mailbox").code(code("NONEXISTENT")))
             }
-            Err(store::StoreError::Invalid(why)) => Ok(Reply::no(why).code(code("CANNOT"))),
+            Err(store::StoreError::Invalid(why)) => {
+                // RFC 9051 §7.1: HASCHILDREN says why.
+                let prefix = format!("{name}{}", list::DELIMITER);
+                let children = self
+                    .ctx
+                    .store
+                    .list_mailboxes(account)
+                    .await?
+                    .iter()
+                    .any(|m| m.name.starts_with(&prefix));
+                let c = if children { "HASCHILDREN" } else { "CANNOT" };
+                Ok(Reply::no(why).code(code(c)))
+            }
             Err(e) => Err(e),
         }
     }
@@ -476,12 +542,15 @@ impl Session<'_> {
         }
         let pattern = list::combine(reference, pattern);
         let all = self.ctx.store.list_mailboxes(self.account_id()).await?;
-        for m in all.iter().filter(|m| list::matches(&pattern, &m.name)) {
+        for m in &all {
+            if !list::matches(&pattern, &self.shown_name(&m.name)) {
+                continue;
+            }
             if lsub && !m.subscribed {
                 continue;
             }
             let items = list::attributes(m, &all);
-            let mailbox = wire_mailbox(&m.name);
+            let mailbox = self.wire_mailbox(&m.name);
             self.out.data(if lsub {
                 Data::Lsub {
                     items,
@@ -499,10 +568,38 @@ impl Session<'_> {
         Ok(Reply::ok(format!("{name} completed")))
     }
 
+    /// Why STATUS items cannot be answered, if they cannot.
+    pub(crate) fn refuse_status_items(&self, items: &[StatusDataItemName]) -> Option<Reply> {
+        items.iter().find_map(|item| match item {
+            // RFC 9051 removed RECENT.
+            StatusDataItemName::Recent if self.rev2 => {
+                Some(Reply::bad("RECENT is not part of IMAP4rev2"))
+            }
+            StatusDataItemName::DeletedStorage => {
+                Some(Reply::bad("DELETED-STORAGE is not supported"))
+            }
+            _ => None,
+        })
+    }
+
     async fn status(&mut self, name: &str, items: &[StatusDataItemName]) -> store::Result<Reply> {
+        if let Some(reply) = self.refuse_status_items(items) {
+            return Ok(reply);
+        }
         let Some(info) = self.ctx.store.mailbox(self.account_id(), name).await? else {
             return Ok(Reply::no("No such mailbox").code(code("NONEXISTENT")));
         };
+        self.status_data(&info, items).await?;
+        Ok(Reply::ok("STATUS completed"))
+    }
+
+    /// The STATUS response of a mailbox, for items that passed
+    /// [`Session::refuse_status_items`].
+    pub(crate) async fn status_data(
+        &mut self,
+        info: &store::MailboxInfo,
+        items: &[StatusDataItemName],
+    ) -> store::Result<()> {
         let s = self.ctx.store.mailbox_status(info.id).await?;
         let mut out = Vec::new();
         for item in items {
@@ -522,16 +619,14 @@ impl Session<'_> {
                     self.condstore = true;
                     StatusDataItem::HighestModSeq(s.highest_modseq)
                 }
-                StatusDataItemName::DeletedStorage => {
-                    return Ok(Reply::bad("DELETED-STORAGE is not supported"))
-                }
+                StatusDataItemName::DeletedStorage => continue,
             });
         }
         self.out.data(Data::Status {
-            mailbox: wire_mailbox(&info.name),
+            mailbox: self.wire_mailbox(&info.name),
             items: Cow::Owned(out),
         });
-        Ok(Reply::ok("STATUS completed"))
+        Ok(())
     }
 
     /// Writes the QUOTA response (with `emit`); whether the account has

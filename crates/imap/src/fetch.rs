@@ -15,13 +15,14 @@ use imap_codec::imap_types::datetime::DateTime;
 use imap_codec::imap_types::fetch::{
     MacroOrMessageDataItemNames, MessageDataItem, MessageDataItemName, Section,
 };
-use imap_codec::imap_types::response::{Data, Response};
+use imap_codec::imap_types::response::{Code, Data, Response};
 use imap_codec::imap_types::sequence::SequenceSet;
 use imap_codec::imap_types::IntoStatic;
 use imap_codec::ResponseCodec;
 use store::{MessageData, MessageEntry, Uid, CHUNK_SIZE, FLAG_SEEN};
 
 use crate::convert;
+use crate::cte::{Decoder, Encoding};
 use crate::flags::flag_list;
 use crate::reply::Reply;
 use crate::section::{enclosed, find_part, header_fields};
@@ -33,6 +34,8 @@ const STREAM_THRESHOLD: u64 = 256 * 1024;
 const BATCH: usize = 500;
 /// Output buffered before it is sent.
 const FLUSH_AT: usize = 256 * 1024;
+/// How long one write to the client may take.
+const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Bytes of a section: in hand, or a range of the stored message.
 enum Bytes {
@@ -40,12 +43,107 @@ enum Bytes {
     Range { start: u64, len: u64 },
 }
 
-/// A section streamed after the encoded part of a FETCH response.
+/// What a literal written after the encoded part of a FETCH response
+/// holds.
+enum Payload {
+    /// A range of the stored message, streamed as it is.
+    Stored {
+        blob: store::BlobId,
+        start: u64,
+        len: u64,
+    },
+    /// Bytes in hand (small decoded BINARY data).
+    Ready(Vec<u8>),
+    /// A range of the stored message decoded on the way (large BINARY
+    /// data): of the decoded bytes, `skip` are dropped and `take` sent.
+    Decoded {
+        blob: store::BlobId,
+        start: u64,
+        len: u64,
+        encoding: Encoding,
+        skip: u64,
+        take: u64,
+    },
+}
+
+impl Payload {
+    fn len(&self) -> u64 {
+        match self {
+            Payload::Stored { len, .. } => *len,
+            Payload::Ready(v) => v.len() as u64,
+            Payload::Decoded { take, .. } => *take,
+        }
+    }
+}
+
+/// A literal written by hand after the encoded part of a FETCH response:
+/// a large section streamed from the store, or BINARY data (whose
+/// `<origin>` and literal8 imap-codec does not write).
 struct Deferred {
     label: Vec<u8>,
-    blob: store::BlobId,
+    /// RFC 3516 literal8 (`~{n}`): the data has NUL.
+    literal8: bool,
+    payload: Payload,
+}
+
+/// Where a BINARY section's encoded bytes are and how to decode them.
+struct Source {
     start: u64,
     len: u64,
+    encoding: Encoding,
+}
+
+/// The source of `BINARY[section]`; `None` when the part's
+/// Content-Transfer-Encoding is one Sluice cannot decode. A part that
+/// does not exist is empty. Multiparts and messages are not decoded
+/// (their encoding can only be 7bit, 8bit or binary).
+fn binary_source(d: &MessageData, section: &[NonZeroU32]) -> Option<Source> {
+    if section.is_empty() {
+        return Some(Source {
+            start: 0,
+            len: d.entry.size,
+            encoding: Encoding::Identity,
+        });
+    }
+    let Some(part) = find_part(&d.structure.root, section) else {
+        return Some(Source {
+            start: 0,
+            len: 0,
+            encoding: Encoding::Identity,
+        });
+    };
+    let encoding = match part.kind {
+        mime_tree::PartKind::Leaf => Encoding::from_name(&part.encoding)?,
+        _ => Encoding::Identity,
+    };
+    Some(Source {
+        start: part.body_offset,
+        len: part.body_len,
+        encoding,
+    })
+}
+
+/// `BINARY[1.2]<origin>`.
+fn binary_label(section: &[NonZeroU32], origin: Option<u32>) -> Vec<u8> {
+    let parts: Vec<String> = section.iter().map(|n| n.to_string()).collect();
+    let mut label = format!("BINARY[{}]", parts.join("."));
+    if let Some(o) = origin {
+        label.push_str(&format!("<{o}>"));
+    }
+    label.into_bytes()
+}
+
+/// The part of decoded bytes `[pos, pos + n)` inside the window
+/// `[skip, skip + take)`, as a range of those `n` bytes.
+fn window(pos: u64, n: usize, skip: u64, take: u64) -> std::ops::Range<usize> {
+    let end = pos + n as u64;
+    let from = skip.clamp(pos, end);
+    let to = skip.saturating_add(take).clamp(pos, end);
+    (from - pos) as usize..(to - pos) as usize
+}
+
+fn unknown_cte() -> Reply {
+    Reply::no("Cannot decode the part's Content-Transfer-Encoding").code(Code::UnknownCte)
 }
 
 fn literal(bytes: Vec<u8>) -> NString<'static> {
@@ -78,6 +176,7 @@ fn marks_seen(name: &MessageDataItemName<'_>) -> bool {
     matches!(
         name,
         MessageDataItemName::BodyExt { peek: false, .. }
+            | MessageDataItemName::Binary { peek: false, .. }
             | MessageDataItemName::Rfc822
             | MessageDataItemName::Rfc822Text
     )
@@ -124,14 +223,6 @@ impl Session<'_> {
                 .collect(),
             MacroOrMessageDataItemNames::MessageDataItemNames(n) => n,
         };
-        if names.iter().any(|n| {
-            matches!(
-                n,
-                MessageDataItemName::Binary { .. } | MessageDataItemName::BinarySize { .. }
-            )
-        }) {
-            return Ok(Reply::bad("BINARY is not supported"));
-        }
         let changed_since = modifiers.iter().find_map(|m| match m {
             FetchModifier::ChangedSince(n) => Some(n.get()),
             FetchModifier::Vanished => None,
@@ -228,8 +319,12 @@ impl Session<'_> {
                     continue;
                 };
                 let data = if with_data { datas.get(i) } else { None };
-                self.fetch_one(seq, entry, data, &names, now_seen.contains(&entry.uid))
-                    .await?;
+                if let Some(reply) = self
+                    .fetch_one(seq, entry, data, &names, now_seen.contains(&entry.uid))
+                    .await?
+                {
+                    return Ok(reply);
+                }
                 if self.out.buf.len() > FLUSH_AT && !self.flush().await {
                     return Ok(Reply::no("Connection lost").close());
                 }
@@ -246,7 +341,7 @@ impl Session<'_> {
         data: Option<&MessageData>,
         names: &[MessageDataItemName<'_>],
         seen_now: bool,
-    ) -> store::Result<()> {
+    ) -> store::Result<Option<Reply>> {
         let mut items: Vec<MessageDataItem<'static>> = Vec::with_capacity(names.len() + 1);
         let mut deferred: Vec<Deferred> = Vec::new();
         let mut flags_sent = false;
@@ -330,9 +425,12 @@ impl Session<'_> {
                                 origin,
                                 data: empty(),
                             }),
-                            blob: d.entry.blob,
-                            start,
-                            len,
+                            literal8: false,
+                            payload: Payload::Stored {
+                                blob: d.entry.blob,
+                                start,
+                                len,
+                            },
                         }),
                     }
                 }
@@ -355,19 +453,132 @@ impl Session<'_> {
                         Bytes::Inline(v) => items.push(make(literal(v))),
                         Bytes::Range { start, len } => deferred.push(Deferred {
                             label: label_of(make(empty())),
-                            blob: d.entry.blob,
-                            start,
-                            len,
+                            literal8: false,
+                            payload: Payload::Stored {
+                                blob: d.entry.blob,
+                                start,
+                                len,
+                            },
                         }),
                     }
                 }
-                MessageDataItemName::Binary { .. } | MessageDataItemName::BinarySize { .. } => {}
+                MessageDataItemName::Binary {
+                    section, partial, ..
+                } => {
+                    let Some(d) = data else { continue };
+                    let Some(source) = binary_source(d, section) else {
+                        return Ok(Some(unknown_cte()));
+                    };
+                    let label = binary_label(section, partial.map(|(o, _)| o));
+                    let window = partial.map(|(o, n)| (u64::from(o), u64::from(n.get())));
+                    deferred.push(self.binary(d, &source, window, label).await?);
+                }
+                MessageDataItemName::BinarySize { section } => {
+                    let Some(d) = data else { continue };
+                    let Some(source) = binary_source(d, section) else {
+                        return Ok(Some(unknown_cte()));
+                    };
+                    let size = if source.encoding == Encoding::Identity {
+                        source.len
+                    } else {
+                        self.decoded_stats(d.entry.blob, &source, 0, u64::MAX)
+                            .await?
+                            .0
+                    };
+                    items.push(MessageDataItem::BinarySize {
+                        section: section.clone(),
+                        size: size.min(u64::from(u32::MAX)) as u32,
+                    });
+                }
             }
         }
         if seen_now && !flags_sent {
             items.push(MessageDataItem::Flags(flag_list(entry)));
         }
-        self.write_fetch(seq, items, deferred).await
+        self.write_fetch(seq, items, deferred).await?;
+        Ok(None)
+    }
+
+    /// `BINARY[...]` data (RFC 3516 §4.2): decoded in memory when the
+    /// encoded part is small, else measured by one decoding pass and
+    /// decoded again while it is sent, so no large part is held whole.
+    async fn binary(
+        &self,
+        d: &MessageData,
+        source: &Source,
+        partial: Option<(u64, u64)>,
+        label: Vec<u8>,
+    ) -> store::Result<Deferred> {
+        let (skip, take) = partial.unwrap_or((0, u64::MAX));
+        if source.len <= STREAM_THRESHOLD {
+            let encoded = self
+                .inline(
+                    d,
+                    Bytes::Range {
+                        start: source.start,
+                        len: source.len,
+                    },
+                )
+                .await?;
+            let mut decoder = Decoder::new(source.encoding);
+            let mut decoded = Vec::with_capacity(encoded.len());
+            decoder.push(&encoded, &mut decoded);
+            decoder.finish(&mut decoded);
+            let data = decoded[window(0, decoded.len(), skip, take)].to_vec();
+            return Ok(Deferred {
+                label,
+                literal8: data.contains(&0),
+                payload: Payload::Ready(data),
+            });
+        }
+        let (total, nul) = self.decoded_stats(d.entry.blob, source, skip, take).await?;
+        Ok(Deferred {
+            label,
+            literal8: nul,
+            payload: Payload::Decoded {
+                blob: d.entry.blob,
+                start: source.start,
+                len: source.len,
+                encoding: source.encoding,
+                skip,
+                take: take.min(total.saturating_sub(skip)),
+            },
+        })
+    }
+
+    /// One decoding pass over a stored range: the decoded length, and
+    /// whether the window `[skip, skip + take)` of it has a NUL.
+    async fn decoded_stats(
+        &self,
+        blob: store::BlobId,
+        source: &Source,
+        skip: u64,
+        take: u64,
+    ) -> store::Result<(u64, bool)> {
+        let mut decoder = Decoder::new(source.encoding);
+        let mut buf = Vec::new();
+        let mut pos = 0u64;
+        let mut nul = false;
+        for (seq, from, to) in pieces(source.start, source.len) {
+            let data = self
+                .ctx
+                .store
+                .read_chunk(blob, seq)
+                .await?
+                .unwrap_or_default();
+            buf.clear();
+            decoder.push(
+                data.get(from..to.min(data.len())).unwrap_or_default(),
+                &mut buf,
+            );
+            nul = nul || buf[window(pos, buf.len(), skip, take)].contains(&0);
+            pos += buf.len() as u64;
+        }
+        buf.clear();
+        decoder.finish(&mut buf);
+        nul = nul || buf[window(pos, buf.len(), skip, take)].contains(&0);
+        pos += buf.len() as u64;
+        Ok((pos, nul))
     }
 
     /// Where a section is, from the stored structure and header block.
@@ -495,39 +706,133 @@ impl Session<'_> {
             }
             Err(_) => self.out.raw(format!("* {seq} FETCH (").as_bytes()),
         }
-        for (i, d) in deferred.iter().enumerate() {
+        for (i, d) in deferred.into_iter().enumerate() {
             if i > 0 {
                 self.out.raw(b" ");
             }
             self.out.raw(&d.label);
-            self.out.raw(format!(" {{{}}}\r\n", d.len).as_bytes());
-            if !self.flush().await {
+            let tilde = if d.literal8 { "~" } else { "" };
+            self.out
+                .raw(format!(" {tilde}{{{}}}\r\n", d.payload.len()).as_bytes());
+            let sent = match d.payload {
+                Payload::Ready(data) => {
+                    self.out.raw(&data);
+                    true
+                }
+                Payload::Stored { blob, start, len } => {
+                    self.flush().await && self.send_stored(blob, start, len).await?
+                }
+                Payload::Decoded {
+                    blob,
+                    start,
+                    len,
+                    encoding,
+                    skip,
+                    take,
+                } => {
+                    let source = Source {
+                        start,
+                        len,
+                        encoding,
+                    };
+                    self.flush().await && self.send_decoded(blob, &source, skip, take).await?
+                }
+            };
+            if !sent {
                 return Ok(());
-            }
-            for (seq, from, to) in pieces(d.start, d.len) {
-                let data = self
-                    .ctx
-                    .store
-                    .read_chunk(d.blob, seq)
-                    .await?
-                    .unwrap_or_default();
-                let mut piece = data
-                    .get(from..to.min(data.len()))
-                    .unwrap_or_default()
-                    .to_vec();
-                if piece.len() < to - from {
-                    // The literal's length is promised: keep the stream in
-                    // step even if the stored text came up short.
-                    tracing::error!(blob = d.blob, seq, "stored message shorter than its size");
-                    piece.resize(to - from, b' ');
-                }
-                if !net::send(&mut self.stream, &piece, std::time::Duration::from_secs(60)).await {
-                    return Ok(());
-                }
             }
         }
         self.out.raw(b")\r\n");
         Ok(())
+    }
+}
+
+impl Session<'_> {
+    /// Sends a stored range as it is; false if the connection failed.
+    async fn send_stored(
+        &mut self,
+        blob: store::BlobId,
+        start: u64,
+        len: u64,
+    ) -> store::Result<bool> {
+        for (seq, from, to) in pieces(start, len) {
+            let data = self
+                .ctx
+                .store
+                .read_chunk(blob, seq)
+                .await?
+                .unwrap_or_default();
+            let mut piece = data
+                .get(from..to.min(data.len()))
+                .unwrap_or_default()
+                .to_vec();
+            if piece.len() < to - from {
+                // The literal's length is promised: keep the stream in
+                // step even if the stored text came up short.
+                tracing::error!(blob, seq, "stored message shorter than its size");
+                piece.resize(to - from, b' ');
+            }
+            if !net::send(&mut self.stream, &piece, SEND_TIMEOUT).await {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Sends `take` bytes from `skip` of a stored range's decoding, one
+    /// chunk at a time; false if the connection failed.
+    async fn send_decoded(
+        &mut self,
+        blob: store::BlobId,
+        source: &Source,
+        skip: u64,
+        take: u64,
+    ) -> store::Result<bool> {
+        let mut decoder = Decoder::new(source.encoding);
+        let mut buf = Vec::new();
+        let mut pos = 0u64;
+        let mut sent = 0u64;
+        let mut chunks = pieces(source.start, source.len);
+        loop {
+            buf.clear();
+            let last = match chunks.next() {
+                Some((seq, from, to)) => {
+                    let data = self
+                        .ctx
+                        .store
+                        .read_chunk(blob, seq)
+                        .await?
+                        .unwrap_or_default();
+                    decoder.push(
+                        data.get(from..to.min(data.len())).unwrap_or_default(),
+                        &mut buf,
+                    );
+                    false
+                }
+                None => {
+                    decoder.finish(&mut buf);
+                    true
+                }
+            };
+            let part = &buf[window(pos, buf.len(), skip, take)];
+            pos += buf.len() as u64;
+            if !part.is_empty() {
+                sent += part.len() as u64;
+                if !net::send(&mut self.stream, part, SEND_TIMEOUT).await {
+                    return Ok(false);
+                }
+            }
+            if last || sent >= take {
+                break;
+            }
+        }
+        if sent < take {
+            // Measured before, so this is a bug; keep the stream in step.
+            tracing::error!(blob, "decoded part shorter than measured");
+            let pad = vec![b' '; (take - sent) as usize];
+            return Ok(net::send(&mut self.stream, &pad, SEND_TIMEOUT).await);
+        }
+        Ok(true)
     }
 }
 

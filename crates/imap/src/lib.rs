@@ -1,16 +1,37 @@
 //! Sluice's IMAP server: IMAP4rev1 (RFC 3501) over the store, with the
 //! extensions mail clients use (IDLE, UIDPLUS, MOVE, SPECIAL-USE,
 //! NAMESPACE, ID, ENABLE, UNSELECT, CHILDREN, LITERAL+, SASL-IR,
-//! AUTH=PLAIN, CONDSTORE, QUOTA, ESEARCH).
+//! AUTH=PLAIN, CONDSTORE, QUOTA, STATUS=SIZE, ESEARCH, SEARCHRES, BINARY,
+//! LIST-EXTENDED, LIST-STATUS), and IMAP4rev2 (RFC 9051) for clients
+//! that `ENABLE IMAP4rev2`.
 //!
 //! Commands are parsed and responses written with `imap-codec`. Where it
 //! lacks something the gap is filled in one place, named here:
 //! - [`framing`] decides when a command is complete and streams an
-//!   APPEND's literal into the store instead of buffering it;
-//! - [`search`] parses the RFC 4731 `RETURN (...)` clause and writes the
-//!   ESEARCH response;
+//!   APPEND's literal (or RFC 3516 literal8) into the store instead of
+//!   buffering it;
+//! - [`search`] parses the RFC 4731 `RETURN (...)` clause (with RFC 5182
+//!   `SAVE`) and writes the ESEARCH response;
+//! - [`preparse`] parses an extended LIST (RFC 5258 selection and return
+//!   options, several patterns, RFC 5819 `STATUS`) before imap-codec
+//!   sees it, and replaces the SEARCHRES `$` by the set it stands for;
 //! - [`fetch`] streams large body sections as literals after the part of
-//!   the FETCH response imap-codec encoded.
+//!   the FETCH response imap-codec encoded, and writes `BINARY[...]`
+//!   data (with its `<origin>`, as literal8 when it has NUL) by hand;
+//! - [`list`] writes the CHILDINFO extended data of LIST responses.
+//!
+//! IMAP4rev2 mode (RFC 9051 Appendix E) changes, for that session only:
+//! mailbox names are UTF-8 on the wire and converted from and to the
+//! stored modified UTF-7 ([`utf7`]); SEARCH answers with ESEARCH; there
+//! is no RECENT response or STATUS item; SELECT sends the mailbox's LIST
+//! line and no UNSEEN code; DELETE of a parent says `[HASCHILDREN]`.
+//! `[CLOSED]` is sent in both modes when SELECT or EXAMINE closes a
+//! mailbox (RFC 7162 §3.2.11 asks it of CONDSTORE servers). Not done from
+//! RFC 9051: `\NonExistent` and `\Remote` never apply (every mailbox
+//! exists with its parents, none is remote), the `OLDNAME` LIST
+//! extended data is not sent, DELETE of a mailbox with children is
+//! refused rather than leaving a `\Noselect` parent, and `UNAUTHENTICATE`,
+//! `APPENDLIMIT` and `STATUS DELETED-STORAGE` are not offered.
 //!
 //! What a list view or a search needs comes from what the store computed
 //! at delivery (header columns, the full-text index, the MIME structure),
@@ -26,6 +47,7 @@ mod auth;
 mod commands;
 mod config;
 mod convert;
+mod cte;
 mod fetch;
 mod flags;
 mod framing;
@@ -33,6 +55,7 @@ mod idle;
 mod list;
 mod messages;
 mod out;
+mod preparse;
 mod reply;
 mod search;
 mod section;
@@ -40,6 +63,7 @@ mod selected;
 mod server;
 mod session;
 mod uidmap;
+mod utf7;
 
 pub use config::ImapConfig;
 pub use server::{serve, Context};

@@ -1,8 +1,19 @@
-//! LIST and LSUB: name patterns (RFC 3501 §6.3.8) and mailbox attributes
-//! (RFC 3348 CHILDREN, RFC 6154 SPECIAL-USE).
+//! LIST and LSUB: name patterns (RFC 3501 §6.3.8), mailbox attributes
+//! (RFC 3348 CHILDREN, RFC 6154 SPECIAL-USE) and the extended LIST
+//! (RFC 5258 LIST-EXTENDED, RFC 5819 LIST-STATUS).
 
+use imap_codec::encode::Encoder;
 use imap_codec::imap_types::flag::FlagNameAttribute;
+use imap_codec::imap_types::mailbox::Mailbox;
+use imap_codec::imap_types::response::{Data, Response};
+use imap_codec::ResponseCodec;
 use store::MailboxInfo;
+
+use crate::commands::quoted_delimiter;
+use crate::out::Out;
+use crate::preparse::ExtendedList;
+use crate::reply::Reply;
+use crate::session::Session;
 
 /// The hierarchy separator.
 pub(crate) const DELIMITER: char = '/';
@@ -72,6 +83,93 @@ pub(crate) fn attributes(
         out.extend(attr(special.trim_start_matches('\\')));
     }
     out
+}
+
+/// Writes one LIST response, with CHILDINFO extended data (RFC 5258
+/// §3.5) when `childinfo` is set: imap-codec's LIST has no extended data.
+fn write_list(
+    out: &mut Out,
+    items: Vec<FlagNameAttribute<'static>>,
+    mailbox: imap_codec::imap_types::mailbox::Mailbox<'static>,
+    childinfo: bool,
+) {
+    let data = Data::List {
+        items,
+        delimiter: Some(quoted_delimiter()),
+        mailbox,
+    };
+    if !childinfo {
+        out.data(data);
+        return;
+    }
+    let mut line = ResponseCodec::default()
+        .encode(&Response::Data(data))
+        .dump();
+    line.truncate(line.len() - 2);
+    line.extend_from_slice(b" (\"CHILDINFO\" (\"SUBSCRIBED\"))\r\n");
+    out.raw(&line);
+}
+
+impl Session<'_> {
+    /// LIST with RFC 5258 selection and return options, several patterns
+    /// and RFC 5819 STATUS. `\HasChildren`/`\HasNoChildren` and special
+    /// uses are always given, as for a plain LIST (RFC 5258 §4 and RFC
+    /// 6154 allow it); `\Subscribed` when asked for. RECURSIVEMATCH
+    /// applies to SUBSCRIBED (the one selection option whose matches
+    /// CHILDINFO can name). Every mailbox is selectable and has its
+    /// parents, so `\NonExistent` is never due.
+    pub(crate) async fn list_extended(&mut self, list: ExtendedList) -> store::Result<Reply> {
+        if let Some(items) = &list.returns.status {
+            if let Some(reply) = self.refuse_status_items(items) {
+                return Ok(reply);
+            }
+        }
+        let reference = String::from_utf8_lossy(&list.reference).into_owned();
+        let patterns: Vec<String> = list
+            .patterns
+            .iter()
+            .map(|p| combine(&reference, &String::from_utf8_lossy(p)))
+            .collect();
+        if patterns.iter().all(String::is_empty) {
+            // RFC 3501 §6.3.8: the hierarchy delimiter and root.
+            self.out.data(Data::List {
+                items: vec![FlagNameAttribute::Noselect],
+                delimiter: Some(quoted_delimiter()),
+                mailbox: Mailbox::try_from("").unwrap_or(Mailbox::Inbox),
+            });
+            return Ok(Reply::ok("LIST completed"));
+        }
+        let sel = &list.selection;
+        let meets = |m: &MailboxInfo| {
+            (!sel.subscribed || m.subscribed) && (!sel.special_use || m.special_use.is_some())
+        };
+        let all = self.ctx.store.list_mailboxes(self.account_id()).await?;
+        for m in &all {
+            let shown = self.shown_name(&m.name);
+            if !patterns.iter().any(|p| matches(p, &shown)) {
+                continue;
+            }
+            let prefix = format!("{}{DELIMITER}", m.name);
+            let childinfo = sel.recursive_match
+                && sel.subscribed
+                && all.iter().any(|c| c.name.starts_with(&prefix) && meets(c));
+            if !meets(m) && !childinfo {
+                continue;
+            }
+            let mut items = attributes(m, &all);
+            if m.subscribed && (sel.subscribed || list.returns.subscribed) {
+                items.extend(attr("Subscribed"));
+            }
+            let mailbox = self.wire_mailbox(&m.name);
+            write_list(&mut self.out, items, mailbox, childinfo);
+            // RFC 5819 §2: STATUS right after the LIST of each selectable
+            // mailbox listed (the ones only there for CHILDINFO too).
+            if let Some(items) = &list.returns.status {
+                self.status_data(m, items).await?;
+            }
+        }
+        Ok(Reply::ok("LIST completed"))
+    }
 }
 
 /// Parents a name implies (`a/b/c` → `a`, `a/b`).

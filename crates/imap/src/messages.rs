@@ -248,6 +248,13 @@ impl Session<'_> {
         uid: bool,
         esearch: Option<ReturnOptions>,
     ) -> store::Result<Reply> {
+        let save = esearch.as_ref().is_some_and(|o| o.save);
+        if save {
+            // RFC 5182 §2.1: a SEARCH that fails leaves `$` empty.
+            if let Some(sel) = self.selected.as_mut() {
+                sel.saved.clear();
+            }
+        }
         if let Some(c) = charset {
             let c = c.as_ref().to_ascii_uppercase();
             if c != "US-ASCII" && c != "UTF-8" {
@@ -293,10 +300,27 @@ impl Session<'_> {
         } else {
             None
         };
+        if let Some(opts) = esearch.as_ref().filter(|o| o.save) {
+            let kept = opts.saved(&numbers);
+            let uids: Vec<Uid> = if uid {
+                kept
+            } else {
+                kept.iter().filter_map(|&n| sel.uid_at_seq(n)).collect()
+            };
+            let saved = uids.into_iter().collect();
+            if let Some(sel) = self.selected.as_mut() {
+                sel.saved = saved;
+            }
+        }
         match esearch {
-            Some(opts) => self
-                .out
-                .raw(&search::esearch(tag.inner(), uid, &opts, &numbers)),
+            Some(opts) if !opts.answers() => {}
+            Some(opts) => self.out.raw(&search::esearch(
+                tag.inner(),
+                uid,
+                &opts,
+                &numbers,
+                modseq.map(NonZeroU64::get),
+            )),
             None => self.out.data(Data::Search(
                 numbers.iter().filter_map(|n| NonZeroU32::new(*n)).collect(),
                 modseq,

@@ -76,6 +76,35 @@ pub(crate) struct ReturnOptions {
     pub max: bool,
     pub all: bool,
     pub count: bool,
+    /// RFC 5182 SEARCHRES: keep the result for `$`.
+    pub save: bool,
+}
+
+impl ReturnOptions {
+    /// Whether an ESEARCH response is due: not for SAVE alone
+    /// (RFC 5182 §2.1).
+    pub(crate) fn answers(&self) -> bool {
+        self.min || self.max || self.all || self.count
+    }
+
+    /// Which of the matching messages SAVE keeps: with MIN or MAX but
+    /// neither ALL nor COUNT, only those (RFC 5182 §2.1).
+    pub(crate) fn saved(&self, numbers: &[u32]) -> Vec<u32> {
+        if (self.min || self.max) && !(self.all || self.count) {
+            let mut out: Vec<u32> = Vec::new();
+            if let (true, Some(n)) = (self.min, numbers.first()) {
+                out.push(*n);
+            }
+            if let (true, Some(n)) = (self.max, numbers.last()) {
+                if out.last() != Some(n) {
+                    out.push(*n);
+                }
+            }
+            out
+        } else {
+            numbers.to_vec()
+        }
+    }
 }
 
 /// Takes `RETURN (...)` off a SEARCH command, returning the command
@@ -106,6 +135,7 @@ pub(crate) fn take_return(cmd: &[u8]) -> Option<Result<(Vec<u8>, ReturnOptions),
             "MAX" => opts.max = true,
             "ALL" => opts.all = true,
             "COUNT" => opts.count = true,
+            "SAVE" => opts.save = true,
             other => return Some(Err(format!("Unknown SEARCH RETURN option {other}"))),
         }
     }
@@ -143,8 +173,16 @@ pub(crate) fn compact_set(numbers: &[u32]) -> String {
     out
 }
 
-/// `* ESEARCH (TAG "t") [UID] ...` (RFC 4731 §3.1). `numbers` ascending.
-pub(crate) fn esearch(tag: &str, uid: bool, opts: &ReturnOptions, numbers: &[u32]) -> Vec<u8> {
+/// `* ESEARCH (TAG "t") [UID] ...` (RFC 4731 §3.1), with the highest
+/// mod-sequence of the matches when the search used MODSEQ (RFC 7162
+/// §3.1.5). `numbers` ascending.
+pub(crate) fn esearch(
+    tag: &str,
+    uid: bool,
+    opts: &ReturnOptions,
+    numbers: &[u32],
+    modseq: Option<u64>,
+) -> Vec<u8> {
     let mut line = format!("* ESEARCH (TAG \"{tag}\")");
     if uid {
         line.push_str(" UID");
@@ -160,6 +198,9 @@ pub(crate) fn esearch(tag: &str, uid: bool, opts: &ReturnOptions, numbers: &[u32
     }
     if opts.count {
         line.push_str(&format!(" COUNT {}", numbers.len()));
+    }
+    if let (Some(m), false) = (modseq, numbers.is_empty()) {
+        line.push_str(&format!(" MODSEQ {m}"));
     }
     line.push_str("\r\n");
     line.into_bytes()
@@ -183,7 +224,12 @@ mod tests {
         assert!(opts.all);
         assert!(take_return(b"a SEARCH FROM x\r\n").is_none());
         assert!(take_return(b"a FETCH 1 FLAGS\r\n").is_none());
-        assert!(take_return(b"a SEARCH RETURN (SAVE) ALL\r\n")
+        let (cmd, opts) = take_return(b"a SEARCH RETURN (SAVE) ALL\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(cmd, b"a SEARCH ALL\r\n");
+        assert!(opts.save && !opts.answers());
+        assert!(take_return(b"a SEARCH RETURN (FROB) ALL\r\n")
             .unwrap()
             .is_err());
     }
@@ -195,14 +241,45 @@ mod tests {
             max: true,
             all: true,
             count: true,
+            save: false,
         };
         assert_eq!(
-            String::from_utf8(esearch("A1", true, &opts, &[1, 2, 3, 7, 9, 10])).unwrap(),
+            String::from_utf8(esearch("A1", true, &opts, &[1, 2, 3, 7, 9, 10], None)).unwrap(),
             "* ESEARCH (TAG \"A1\") UID MIN 1 MAX 10 ALL 1:3,7,9:10 COUNT 6\r\n"
         );
         assert_eq!(
-            String::from_utf8(esearch("A1", false, &opts, &[])).unwrap(),
+            String::from_utf8(esearch("A1", false, &opts, &[], Some(7))).unwrap(),
             "* ESEARCH (TAG \"A1\") COUNT 0\r\n"
         );
+        let all = ReturnOptions {
+            all: true,
+            ..ReturnOptions::default()
+        };
+        // RFC 9051 §6.4.4: no matches, nothing after the tag and UID.
+        assert_eq!(
+            String::from_utf8(esearch("t", true, &all, &[], None)).unwrap(),
+            "* ESEARCH (TAG \"t\") UID\r\n"
+        );
+        assert_eq!(
+            String::from_utf8(esearch("t", false, &all, &[4], Some(9))).unwrap(),
+            "* ESEARCH (TAG \"t\") ALL 4 MODSEQ 9\r\n"
+        );
+    }
+
+    #[test]
+    fn saved_subsets() {
+        let minmax = ReturnOptions {
+            min: true,
+            max: true,
+            save: true,
+            ..ReturnOptions::default()
+        };
+        assert_eq!(minmax.saved(&[2, 5, 9]), vec![2, 9]);
+        assert_eq!(minmax.saved(&[5]), vec![5]);
+        let with_all = ReturnOptions {
+            all: true,
+            ..minmax.clone()
+        };
+        assert_eq!(with_all.saved(&[2, 5, 9]), vec![2, 5, 9]);
     }
 }

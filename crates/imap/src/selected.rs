@@ -9,6 +9,7 @@ use imap_codec::imap_types::core::Vec1;
 use imap_codec::imap_types::fetch::MessageDataItem;
 use imap_codec::imap_types::response::Data;
 use imap_codec::imap_types::sequence::{SeqOrUid, Sequence, SequenceSet};
+use roaring::RoaringBitmap;
 use store::{MailboxInfo, MessageEntry, Store, Uid};
 use tokio::sync::watch;
 
@@ -39,6 +40,9 @@ pub(crate) struct Selected {
     watch: watch::Receiver<u64>,
     /// A change was signalled and not yet looked at.
     dirty: bool,
+    /// RFC 5182: the UIDs of the last `SEARCH RETURN (SAVE)`, for `$`.
+    /// Expunged ones drop out when `$` is read ([`Selected::saved_set`]).
+    pub(crate) saved: RoaringBitmap,
 }
 
 impl Selected {
@@ -60,7 +64,22 @@ impl Selected {
             pending_expunge: BTreeSet::new(),
             watch,
             dirty: false,
+            saved: RoaringBitmap::new(),
         }
+    }
+
+    /// The saved search result as a set of UIDs or of message sequence
+    /// numbers, without the messages expunged since; `None` when empty.
+    pub(crate) fn saved_set(&self, uid: bool) -> Option<String> {
+        let numbers: Vec<u32> = self
+            .saved
+            .iter()
+            .filter_map(|u| {
+                let seq = self.seq_of(u)?;
+                Some(if uid { u } else { seq })
+            })
+            .collect();
+        (!numbers.is_empty()).then(|| crate::search::compact_set(&numbers))
     }
 
     /// Messages in the view (EXISTS).
@@ -71,6 +90,11 @@ impl Selected {
     /// Sequence number of a UID in the view.
     pub(crate) fn seq_of(&self, uid: Uid) -> Option<u32> {
         self.uids.position(uid).map(|i| i + 1)
+    }
+
+    /// UID of a message sequence number.
+    pub(crate) fn uid_at_seq(&self, seq: u32) -> Option<Uid> {
+        self.uids.uid_at(seq.checked_sub(1)?)
     }
 
     /// Waits until a commit touches the mailbox.
@@ -197,6 +221,7 @@ impl Selected {
         out: &mut Out,
         expunge_ok: bool,
         condstore: bool,
+        rev2: bool,
     ) -> store::Result<()> {
         let dirty = self.dirty || self.watch.has_changed().unwrap_or(false);
         if dirty {
@@ -254,7 +279,10 @@ impl Selected {
                 }
                 self.highest_modseq = self.highest_modseq.max(changes.highest_modseq);
                 out.data(Data::Exists(self.exists()));
-                out.data(Data::Recent(0));
+                // RFC 9051 removed RECENT.
+                if !rev2 {
+                    out.data(Data::Recent(0));
+                }
             }
             self.highest_modseq = self.highest_modseq.max(changes.highest_modseq);
             self.info.uid_next = self.info.uid_next.max(changes.uid_next);
@@ -336,5 +364,19 @@ mod tests {
         v.expunged(&[5, 20], &mut out);
         assert_eq!(out.buf, b"* 4 EXPUNGE\r\n* 2 EXPUNGE\r\n");
         assert_eq!(v.uids.to_vec(), vec![3, 9]);
+    }
+
+    #[test]
+    fn saved_results_lose_expunged_messages() {
+        let mut v = view(&[3, 5, 9, 20]);
+        assert_eq!(v.saved_set(true), None);
+        v.saved = [5, 9, 20].into_iter().collect();
+        assert_eq!(v.saved_set(true).as_deref(), Some("5,9,20"));
+        assert_eq!(v.saved_set(false).as_deref(), Some("2:4"));
+        v.expunged(&[9], &mut Out::default());
+        assert_eq!(v.saved_set(true).as_deref(), Some("5,20"));
+        assert_eq!(v.saved_set(false).as_deref(), Some("2:3"));
+        v.expunged(&[5, 20], &mut Out::default());
+        assert_eq!(v.saved_set(false), None);
     }
 }

@@ -1,14 +1,16 @@
 //! One IMAP session through its states (RFC 3501 §3): not authenticated,
 //! authenticated, selected, logout.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use imap_codec::decode::{CommandDecodeError, Decoder};
 use imap_codec::imap_types::auth::AuthMechanism;
 use imap_codec::imap_types::command::{Command, CommandBody};
-use imap_codec::imap_types::core::{Tag, Vec1};
+use imap_codec::imap_types::core::{AString, IString, Tag, Vec1};
 use imap_codec::imap_types::extensions::quota::Resource;
+use imap_codec::imap_types::extensions::utf8::QuotedUtf8;
 use imap_codec::imap_types::mailbox::Mailbox;
 use imap_codec::imap_types::response::{Capability, Code};
 use imap_codec::imap_types::IntoStatic;
@@ -18,9 +20,12 @@ use store::{AccountId, StoreError};
 
 use crate::framing::{self, Frame, ReadError};
 use crate::out::Out;
+use crate::preparse::{self, Saved};
+use crate::reply::Reply;
 use crate::search;
 use crate::selected::Selected;
 use crate::server::{plaintext_ok, Context};
+use crate::utf7;
 
 /// Input buffer per session; commands longer than this are gathered in a
 /// separate buffer, so an idle session costs only this much.
@@ -44,6 +49,9 @@ pub(crate) struct Session<'a> {
     /// RFC 7162: CONDSTORE enabled (ENABLE, SELECT (CONDSTORE), or a
     /// CONDSTORE-only command).
     pub(crate) condstore: bool,
+    /// RFC 9051 §6.3.1: the client enabled IMAP4rev2 (UTF-8 mailbox
+    /// names, ESEARCH only, no RECENT).
+    pub(crate) rev2: bool,
     pub(crate) failures: u32,
 }
 
@@ -90,6 +98,18 @@ pub(crate) fn wire_mailbox(name: &str) -> Mailbox<'static> {
     Mailbox::try_from(name.to_string()).unwrap_or(Mailbox::Inbox)
 }
 
+/// A mailbox name in UTF-8 for an IMAP4rev2 client: a quoted string when
+/// it has non-ASCII characters (RFC 9051 §4.3 allows UTF-8 there).
+fn utf8_mailbox(name: &str) -> Mailbox<'static> {
+    if name.is_ascii() {
+        return wire_mailbox(name);
+    }
+    match QuotedUtf8::try_from(name.to_string()) {
+        Ok(q) => Mailbox::from(AString::String(IString::QuotedUtf8(q))),
+        Err(_) => wire_mailbox(name),
+    }
+}
+
 impl<'a> Session<'a> {
     pub(crate) fn new(
         ctx: &'a Context,
@@ -107,8 +127,68 @@ impl<'a> Session<'a> {
             account: None,
             selected: None,
             condstore: false,
+            rev2: false,
             failures: 0,
         }
+    }
+
+    /// A stored name as this client sees it: modified UTF-7 for IMAP4rev1
+    /// (as stored), UTF-8 for IMAP4rev2. A stored name that is not valid
+    /// modified UTF-7 is shown as it is, so it can still be listed.
+    pub(crate) fn shown_name<'n>(&self, stored: &'n str) -> Cow<'n, str> {
+        if !self.rev2 || utf7::is_plain(stored) {
+            return Cow::Borrowed(stored);
+        }
+        match utf7::decode(stored) {
+            Some(name) => Cow::Owned(name),
+            None => Cow::Borrowed(stored),
+        }
+    }
+
+    /// A stored name on the wire, for LIST, STATUS and the like.
+    pub(crate) fn wire_mailbox(&self, stored: &str) -> Mailbox<'static> {
+        if self.rev2 {
+            utf8_mailbox(&self.shown_name(stored))
+        } else {
+            wire_mailbox(stored)
+        }
+    }
+
+    /// The stored form of a name the client gives for a new mailbox
+    /// (CREATE, the target of RENAME).
+    pub(crate) fn new_name(&self, mailbox: &Mailbox<'_>) -> String {
+        let name = mailbox_name(mailbox);
+        if self.rev2 {
+            utf7::encode(&name)
+        } else {
+            name
+        }
+    }
+
+    /// The stored name of an existing mailbox the client names. For an
+    /// IMAP4rev2 client that is the name in modified UTF-7, or, when no
+    /// such mailbox exists, a stored name that is not valid modified
+    /// UTF-7 and was shown as it is (see [`Session::shown_name`]).
+    pub(crate) async fn stored_name(&self, mailbox: &Mailbox<'_>) -> store::Result<String> {
+        self.stored(mailbox_name(mailbox)).await
+    }
+
+    /// [`Session::stored_name`] of a name as the client wrote it.
+    pub(crate) async fn stored(&self, name: String) -> store::Result<String> {
+        if !self.rev2 || utf7::is_plain(&name) {
+            return Ok(name);
+        }
+        let encoded = utf7::encode(&name);
+        if utf7::decode(&name).is_none() {
+            let account = self.account.as_ref().map_or(0, |a| a.id);
+            let store = &self.ctx.store;
+            if store.mailbox(account, &encoded).await?.is_none()
+                && store.mailbox(account, &name).await?.is_some()
+            {
+                return Ok(name);
+            }
+        }
+        Ok(encoded)
     }
 
     pub(crate) fn timeout(&self) -> Duration {
@@ -134,6 +214,9 @@ impl<'a> Session<'a> {
 
     pub(crate) fn capabilities(&self) -> Vec<Capability<'static>> {
         let mut caps = vec![Capability::Imap4Rev1];
+        let rev2 = imap_codec::imap_types::core::Atom::try_from("IMAP4rev2")
+            .expect("IMAP4rev2 is an atom");
+        caps.push(Capability::from(rev2));
         let other = |s: &str| {
             imap_codec::imap_types::core::Atom::try_from(s.to_string())
                 .ok()
@@ -164,10 +247,18 @@ impl<'a> Session<'a> {
             Capability::QuotaRes(Resource::Storage),
         ]);
         caps.push(Capability::StatusSize);
+        caps.push(Capability::Binary);
         caps.extend(
-            ["CHILDREN", "SPECIAL-USE", "ESEARCH"]
-                .into_iter()
-                .filter_map(other),
+            [
+                "CHILDREN",
+                "SPECIAL-USE",
+                "ESEARCH",
+                "SEARCHRES",
+                "LIST-EXTENDED",
+                "LIST-STATUS",
+            ]
+            .into_iter()
+            .filter_map(other),
         );
         caps
     }
@@ -237,6 +328,43 @@ impl<'a> Session<'a> {
                 return Next::Continue;
             }
         };
+        // Nor is LIST-EXTENDED's: such a LIST is parsed whole.
+        if let Some(list) = preparse::take_list(&bytes) {
+            let Some(tag) = tag_of(&bytes) else {
+                self.out.bad(None, None, "Invalid tag or command");
+                return Next::Continue;
+            };
+            let result = match list {
+                Err(e) => Ok(Reply::bad(e)),
+                Ok(_) if self.account.is_none() => Ok(Reply::no("Log in first")),
+                Ok(list) => self.list_extended(list).await,
+            };
+            let result = match result {
+                Ok(reply) => self.finish(&tag, reply).await,
+                Err(e) => Err(e),
+            };
+            return self.outcome(&tag, result);
+        }
+        // Nor SEARCHRES's `$`: it becomes the set it stands for.
+        let bytes = match self.selected.as_ref() {
+            None => bytes,
+            Some(sel) => match preparse::substitute_saved(&bytes, |uid| sel.saved_set(uid)) {
+                Saved::Unused => bytes,
+                Saved::Rewritten(b) => b,
+                Saved::Empty => {
+                    let tag = tag_of(&bytes);
+                    let reply = Reply::ok("The saved search result is empty; nothing done");
+                    let result = match &tag {
+                        Some(tag) => self.finish(tag, reply).await,
+                        None => Ok(Next::Continue),
+                    };
+                    return match tag {
+                        Some(tag) => self.outcome(&tag, result),
+                        None => Next::Continue,
+                    };
+                }
+            },
+        };
         let command = match CommandCodec::default().decode(&bytes) {
             Ok(([], command)) => command,
             Ok(_) | Err(CommandDecodeError::Failed | CommandDecodeError::Incomplete) => {
@@ -255,7 +383,13 @@ impl<'a> Session<'a> {
             }
         };
         let tag = command.tag.clone().into_static();
-        match self.dispatch(&tag, command.body, esearch).await {
+        let result = self.dispatch(&tag, command.body, esearch).await;
+        self.outcome(&tag, result)
+    }
+
+    /// Ends a command: a store error becomes its tagged NO.
+    fn outcome(&mut self, tag: &Tag<'static>, result: store::Result<Next>) -> Next {
+        match result {
             Ok(next) => next,
             Err(e) => {
                 tracing::warn!(error = %e, "imap command failed");
@@ -273,7 +407,7 @@ impl<'a> Session<'a> {
                         "Internal error; try again later".into(),
                     ),
                 };
-                self.out.no(Some(&tag), code, &text);
+                self.out.no(Some(tag), code, &text);
                 Next::Continue
             }
         }
@@ -303,6 +437,9 @@ mod tests {
         assert!(!is_append_message(b"a APPEND "));
         assert!(!is_append_message(b"a LOGIN "));
         assert!(!is_append_message(b"a LOGIN user "));
+        // RFC 3516 literal8.
+        assert!(is_append_message(b"a APPEND INBOX ~"));
+        assert!(is_append_message(b"a APPEND INBOX (\\Seen) ~"));
     }
 
     #[test]

@@ -1805,3 +1805,270 @@ print(len(truth), "messages;", sorted(counts.items()))
     eprintln!("{out}");
     assert!(!server.log().contains("panicked"), "{}", log_tail(&server));
 }
+
+/// Helpers for IMAP4rev2 scripts: commands and responses in UTF-8, and
+/// the data of a literal or literal8 in a FETCH line.
+const REV2_HELPERS: &str = r#"
+def u8(r, text):
+    tag = r.tag()
+    r.send(("%s %s\r\n" % (tag, text)).encode("utf-8"))
+    u, t = r.finish(tag)
+    fix = lambda l: l.encode("latin-1").decode("utf-8")
+    return [fix(l) for l in u], fix(t)
+
+def literal_after(line, label):
+    at = line.index(label + " ")
+    rest = line[at + len(label) + 1:]
+    found = re.match(r"(~?)\{(\d+)\}\r\n", rest)
+    ok(found, "no literal after %s in %r" % (label, line[:200]))
+    start = found.end()
+    return found.group(1) == "~", rest[start:start + int(found.group(2))].encode("latin-1")
+
+def is_ok(t):
+    return t.split()[1] == "OK"
+"#;
+
+#[test]
+fn imap4rev2_utf8_names_esearch_and_list_extended() {
+    let server = Server::start();
+    let user = server.add_user("rev2");
+    client(
+        &server,
+        &user,
+        &format!(
+            "{REV2_HELPERS}\n{}",
+            r#"
+m = login()
+r = Raw()
+r.login()
+u, t = r.cmd("CAPABILITY")
+caps = {c.upper() for c in u[0].split()[2:]}
+want = {"IMAP4REV1", "IMAP4REV2", "BINARY", "SEARCHRES", "LIST-EXTENDED", "LIST-STATUS"}
+ok(want <= caps, "missing: %r" % (want - caps))
+
+# Before ENABLE: IMAP4rev1 behaviour.
+u, t = r.cmd("SELECT INBOX")
+ok("* 0 RECENT" in u, u)
+u, t = r.cmd("SEARCH ALL")
+eq(u, ["* SEARCH"], "rev1 SEARCH")
+
+u, t = r.cmd("ENABLE IMAP4rev2")
+ok(is_ok(t), t)
+eq(u, ["* ENABLED IMAP4rev2"], "ENABLE")
+u, t = r.cmd("ENABLE IMAP4rev2")
+eq(u, ["* ENABLED"], "enabled once")
+
+# UTF-8 names from the rev2 client are modified UTF-7 for rev1 clients.
+u, t = u8(r, 'CREATE "Entwürfe/日本語"')
+ok(is_ok(t), t)
+typ, dat = m.list('""', "Entw*")
+got = sorted(d.decode().split(' "/" ')[1] for d in dat)
+eq(got, ["Entw&APw-rfe", "Entw&APw-rfe/&ZeVnLIqe-"], "rev1 LIST")
+# ... and back.
+eq(m.create("Caf&AOk-")[0], "OK", "rev1 CREATE")
+u, t = u8(r, 'LIST "" "Caf*"')
+eq(u, ['* LIST (\\HasNoChildren) "/" "Café"'], "rev2 LIST")
+u, t = u8(r, 'LIST "" "Entwürfe/%"')
+eq(u, ['* LIST (\\HasNoChildren) "/" "Entwürfe/日本語"'], "rev2 LIST with a UTF-8 pattern")
+msg = message("accent", "<a@kit.test>")
+tag = r.tag()
+r.send(('%s APPEND "Café" {%d+}\r\n' % (tag, len(msg))).encode("utf-8") + msg + b"\r\n")
+u, t = r.finish(tag)
+ok(is_ok(t) and "[APPENDUID" in t, t)
+u, t = u8(r, 'STATUS "Café" (MESSAGES UIDNEXT)')
+eq(u, ['* STATUS "Café" (MESSAGES 1 UIDNEXT 2)'], "STATUS in UTF-8")
+u, t = u8(r, 'STATUS "Café" (RECENT)')
+eq(t.split()[1], "BAD", "STATUS RECENT in rev2")
+u, t = u8(r, 'RENAME "Café" "Thé"')
+ok(is_ok(t), t)
+eq(status(m, "Th&AOk-", "(MESSAGES)"), {"MESSAGES": 1}, "renamed, seen by rev1")
+u, t = u8(r, 'GETQUOTAROOT "Thé"')
+ok(is_ok(t) and u[0] == '* QUOTAROOT "Thé"', (u, t))
+# A stored name that is not modified UTF-7 is listed as it is, and found.
+eq(m.create('"A&B"')[0], "OK", "rev1 CREATE of a sloppy name")
+u, t = u8(r, 'LIST "" "A&*"')
+eq(u, ['* LIST (\\HasNoChildren) "/" A&B'], "invalid modified UTF-7 listed")
+u, t = u8(r, 'STATUS "A&B" (MESSAGES)')
+ok(is_ok(t), t)
+
+# SELECT: [CLOSED], the LIST line, no RECENT; ESEARCH only.
+for i in range(3):
+    m.append("INBOX", None, None, message("hello %d" % i, "<h%d@kit.test>" % i))
+u, t = u8(r, 'SELECT "Thé"')
+ok(u[0].startswith("* OK [CLOSED]"), u)
+ok('* LIST () "/" "Thé"' in u, u)
+ok(not any("RECENT" in l for l in u), u)
+u, t = r.cmd("SELECT INBOX")
+ok(u[0].startswith("* OK [CLOSED]") and "* 3 EXISTS" in u, u)
+ok(not any("RECENT" in l for l in u), u)
+u, t = r.cmd("SEARCH ALL")
+eq(u, ['* ESEARCH (TAG "%s") ALL 1:3' % t.split()[0]], "SEARCH in rev2")
+u, t = r.cmd("UID SEARCH SUBJECT nothing-matches")
+eq(u, ['* ESEARCH (TAG "%s") UID' % t.split()[0]], "empty UID SEARCH in rev2")
+u, t = r.cmd("SEARCH RETURN (COUNT) ALL")
+eq(u, ['* ESEARCH (TAG "%s") COUNT 3' % t.split()[0]], "RETURN still works")
+m.append("INBOX", None, None, message("late", "<late@kit.test>"))
+u, t = r.cmd("NOOP")
+eq(u, ["* 4 EXISTS"], "new mail without RECENT")
+u, t = r.cmd("UNSELECT")
+ok(u == [] and is_ok(t), (u, t))
+
+# LIST-EXTENDED, from the rev2 client and from a rev1 one.
+eq(m.create("Work/Projects")[0], "OK", "CREATE")
+eq(m.unsubscribe("Work")[0], "OK", "UNSUBSCRIBE")
+u, t = r.cmd('LIST (SUBSCRIBED) "" "Work*"')
+eq(u, ['* LIST (\\HasNoChildren \\Subscribed) "/" Work/Projects'], "SUBSCRIBED")
+u, t = r.cmd('LIST (SUBSCRIBED RECURSIVEMATCH) "" "W%"')
+eq(u, ['* LIST (\\HasChildren) "/" Work ("CHILDINFO" ("SUBSCRIBED"))'], "RECURSIVEMATCH")
+u, t = r.cmd('LIST (RECURSIVEMATCH) "" "*"')
+eq(t.split()[1], "BAD", "RECURSIVEMATCH alone")
+u, t = r.cmd('LIST "" ("INBOX" "Work/*") RETURN (CHILDREN SPECIAL-USE STATUS (MESSAGES UNSEEN))')
+ok(is_ok(t), t)
+eq(u, ['* LIST (\\HasNoChildren) "/" INBOX', "* STATUS INBOX (MESSAGES 4 UNSEEN 4)",
+       '* LIST (\\HasNoChildren) "/" Work/Projects', "* STATUS Work/Projects (MESSAGES 0 UNSEEN 0)"],
+   "patterns, CHILDREN and STATUS")
+u, t = r.cmd('LIST (SPECIAL-USE) "" "*" RETURN (SPECIAL-USE)')
+got = {l.split()[-1]: l for l in u}
+eq(set(got), {"Sent", "Drafts", "Trash", "Junk", "Archive"}, "SPECIAL-USE selection")
+ok("\\Sent" in got["Sent"], got)
+u, t = r.cmd('LIST "" "Work" RETURN (SUBSCRIBED)')
+eq(u, ['* LIST (\\HasChildren) "/" Work'], "RETURN (SUBSCRIBED) of an unsubscribed mailbox")
+u, t = u8(r, 'LIST () "" "Entw%" RETURN (STATUS (MESSAGES))')
+eq(u, ['* LIST (\\HasChildren) "/" "Entwürfe"',
+       '* STATUS "Entwürfe" (MESSAGES 0)'], "UTF-8 in LIST-STATUS")
+u, t = r.cmd('LIST "" * RETURN (STATUS (RECENT))')
+eq(t.split()[1], "BAD", "LIST-STATUS RECENT in rev2")
+u, t = r.cmd('LIST "" * RETURN (FROBNICATE)')
+eq(t.split()[1], "BAD", "unknown return option")
+typ, dat, un = run(m, "LIST", "(SUBSCRIBED)", '""', '"Work*"')
+eq(un.get("LIST"), [b'(\\HasNoChildren \\Subscribed) "/" Work/Projects'], "LIST-EXTENDED for rev1")
+typ, dat, un = run(m, "LIST", '""', '"Work/*"', "RETURN", "(STATUS (MESSAGES))")
+eq(un.get("STATUS"), [b"Work/Projects (MESSAGES 0)"], "LIST-STATUS for rev1")
+u, t = u8(r, 'DELETE "Entwürfe"')
+ok(t.split()[1] == "NO" and "[HASCHILDREN]" in t, t)
+m.logout()
+"#
+        ),
+        &[],
+    );
+}
+
+#[test]
+fn binary_fetch_append_literal8_and_searchres() {
+    let server = Server::start();
+    let user = server.add_user("binary");
+    client(
+        &server,
+        &user,
+        &format!(
+            "{REV2_HELPERS}\n{}",
+            r#"
+small = bytes(range(256)) * 40
+large = random.Random(7).randbytes(400 * 1024)
+text = "Grüße, numbers: 1 = 2\r\n".encode("utf-8") * 3
+qp = (b"Gr=C3=BC=C3=9Fe, numbers: 1 =3D 2\r\n" * 3)
+def b64(data):
+    return base64.encodebytes(data).replace(b"\n", b"\r\n")
+body = (b"--b\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n"
+        + qp + b"\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        + b64(small) + b"\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        + b64(large) + b"\r\n--b--\r\n")
+msg = message("attachments", "<att@kit.test>", body=body,
+              headers="MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n")
+odd = message("odd", "<odd@kit.test>", body=b"begin 644 x\r\n`\r\nend\r\n",
+              headers="MIME-Version: 1.0\r\nContent-Transfer-Encoding: x-uuencode\r\n")
+m = login()
+for x in (msg, odd):
+    eq(m.append("INBOX", None, None, x)[0], "OK", "APPEND")
+r = Raw()
+r.login()
+u, t = r.cmd("SELECT INBOX")
+
+u, t = r.cmd("FETCH 1 (BINARY.SIZE[1] BINARY.SIZE[2] BINARY.SIZE[3])")
+ok(is_ok(t), t)
+sizes = dict(re.findall(r"BINARY\.SIZE\[(\d)\] (\d+)", u[0]))
+eq(sizes, {"1": str(len(text)), "2": str(len(small)), "3": str(len(large))}, "BINARY.SIZE")
+u, t = r.cmd("FETCH 1 BINARY.PEEK[2]")
+eq(literal_after(u[0], "BINARY[2]"), (True, small), "BINARY[2]: literal8 with NUL")
+u, t = r.cmd("FETCH 1 BINARY.PEEK[1]")
+eq(literal_after(u[0], "BINARY[1]"), (False, text), "BINARY[1]: quoted-printable decoded")
+u, t = r.cmd("FETCH 1 BINARY.PEEK[3]")
+lit8, data = literal_after(u[0], "BINARY[3]")
+eq((lit8, len(data), hashlib.sha256(data).hexdigest()),
+   (0 in large, len(large), hashlib.sha256(large).hexdigest()), "BINARY[3]: large, streamed")
+u, t = r.cmd("FETCH 1 BINARY.PEEK[2]<100.50>")
+eq(literal_after(u[0], "BINARY[2]<100>"), (False, small[100:150]), "partial without NUL")
+u, t = r.cmd("FETCH 1 BINARY.PEEK[2]<250.10>")
+eq(literal_after(u[0], "BINARY[2]<250>"), (True, small[250:260]), "partial with NUL")
+u, t = r.cmd("FETCH 1 BINARY.PEEK[3]<300000.5000>")
+eq(literal_after(u[0], "BINARY[3]<300000>")[1], large[300000:305000], "large partial")
+u, t = r.cmd("FETCH 1 BINARY.PEEK[]")
+eq(literal_after(u[0], "BINARY[]")[1], msg, "BINARY[]: the whole message")
+u, t = r.cmd("FETCH 2 BINARY.PEEK[1]")
+ok(t.split()[1] == "NO" and "[UNKNOWN-CTE]" in t, t)
+u, t = r.cmd("FETCH 2 BINARY.SIZE[1]")
+ok(t.split()[1] == "NO" and "[UNKNOWN-CTE]" in t, t)
+u, t = r.cmd("FETCH 1 FLAGS")
+ok("\\Seen" not in u[0], "PEEK set \\Seen: %r" % u)
+u, t = r.cmd("FETCH 1 BINARY[2]<0.1>")
+ok("\\Seen" in u[0], "BINARY did not set \\Seen: %r" % u)
+
+# APPEND with a literal8 keeps the bytes as they are.
+raw = b"Subject: nul\r\n\r\nbefore\0after\r\n"
+tag = r.tag()
+r.send(("%s APPEND INBOX ~{%d}\r\n" % (tag, len(raw))).encode())
+ok(r.read().startswith("+"), "continuation for literal8")
+r.send(raw + b"\r\n")
+u, t = r.finish(tag)
+ok(is_ok(t), t)
+u, t = r.cmd("NOOP")
+u, t = r.cmd("FETCH 3 BINARY.PEEK[]")
+eq(literal_after(u[0], "BINARY[]"), (True, raw), "literal8 APPEND read back")
+
+# SEARCHRES: SAVE, then $ in FETCH, UID FETCH, SEARCH, STORE, COPY, MOVE.
+for i in range(4):
+    m.append("INBOX", None, None, message("saved %d" % i, "<s%d@kit.test>" % i))
+u, t = r.cmd("NOOP")
+u, t = r.cmd("SEARCH RETURN (SAVE) SUBJECT saved")
+ok(is_ok(t) and u == [], "SAVE alone answers nothing: %r %r" % (u, t))
+u, t = r.cmd("FETCH $ (UID)")
+eq([re.match(r"\* (\d+) FETCH", l).group(1) for l in u], ["4", "5", "6", "7"], "FETCH $")
+u, t = r.cmd("UID FETCH $ (FLAGS)")
+eq(len(u), 4, "UID FETCH $")
+u, t = r.cmd("SEARCH $ SUBJECT 2")
+eq(u, ["* SEARCH 6"], "SEARCH $")
+u, t = r.cmd("UID SEARCH UID $")
+eq(u, ["* SEARCH 4 5 6 7"], "UID SEARCH UID $")
+u, t = r.cmd("SEARCH RETURN (SAVE MIN MAX) SUBJECT saved")
+eq(u, ['* ESEARCH (TAG "%s") MIN 4 MAX 7' % t.split()[0]], "SAVE with MIN MAX")
+u, t = r.cmd("FETCH $ (UID)")
+eq(len(u), 2, "only MIN and MAX saved: %r" % u)
+u, t = r.cmd("SEARCH RETURN (SAVE) SUBJECT saved")
+u, t = r.cmd("STORE $ +FLAGS.SILENT (\\Flagged)")
+ok(is_ok(t), t)
+u, t = r.cmd("SEARCH FLAGGED")
+eq(u, ["* SEARCH 4 5 6 7"], "STORE $")
+u, t = r.cmd("COPY $ Archive")
+ok(is_ok(t) and "[COPYUID" in t, t)
+u, t = r.cmd("STORE 5 +FLAGS.SILENT (\\Deleted)")
+u, t = r.cmd("EXPUNGE")
+eq(u, ["* 5 EXPUNGE"], "EXPUNGE")
+u, t = r.cmd("FETCH $ (UID)")
+eq([l.split()[1] for l in u], ["4", "5", "6"], "an expunged message leaves $")
+u, t = r.cmd("UID MOVE $ Trash")
+ok(is_ok(t), t)
+eq(status(m, "Trash", "(MESSAGES)"), {"MESSAGES": 3}, "MOVE $")
+u, t = r.cmd("FETCH $ (UID)")
+ok(is_ok(t) and u == [], "every saved message is gone: %r" % u)
+u, t = r.cmd("SEARCH RETURN (SAVE) SUBJECT attachments")
+u, t = r.cmd("SELECT INBOX")
+u, t = r.cmd("FETCH $ (UID)")
+ok(is_ok(t) and u == [], "SELECT resets $: %r" % u)
+u, t = r.cmd("SEARCH $")
+eq(u, ["* SEARCH"], "SEARCH of an empty $")
+m.logout()
+"#
+        ),
+        &[],
+    );
+}
