@@ -442,6 +442,39 @@ mod tests {
         assert!(is_append_message(b"a APPEND INBOX (\\Seen) ~"));
     }
 
+    proptest::proptest! {
+        /// Whatever a client sends, the steps a command goes through before
+        /// the session acts on it return an answer and never panic.
+        #[test]
+        fn command_pipeline_never_panics(
+            text in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just(b"SEARCH ".to_vec()),
+                    proptest::strategy::Just(b"RETURN (".to_vec()),
+                    proptest::strategy::Just(b"LIST (".to_vec()),
+                    proptest::strategy::Just(b"UID ".to_vec()),
+                    proptest::strategy::Just(b"APPEND ".to_vec()),
+                    proptest::strategy::Just(b"$".to_vec()),
+                    proptest::strategy::Just(b"{3}\r\n".to_vec()),
+                    proptest::strategy::Just(b"\"".to_vec()),
+                    proptest::strategy::Just(b")".to_vec()),
+                    proptest::collection::vec(proptest::prelude::any::<u8>(), 0..8),
+                ],
+                0..12,
+            )
+        ) {
+            let mut cmd = b"a ".to_vec();
+            cmd.extend(text.concat());
+            cmd.extend_from_slice(b"\r\n");
+            let _ = tag_of(&cmd);
+            let _ = is_append_message(&cmd);
+            let _ = crate::search::take_return(&cmd);
+            let _ = crate::preparse::take_list(&cmd);
+            let _ = crate::preparse::substitute_saved(&cmd, |_| Some("1:3".into()));
+            let _ = CommandCodec::default().decode(&cmd);
+        }
+    }
+
     #[test]
     fn tags_of_bad_commands() {
         assert_eq!(tag_of(b"a1 FOO\r\n").unwrap().inner(), "a1");
