@@ -2072,3 +2072,48 @@ m.logout()
         &[],
     );
 }
+
+#[test]
+fn quota_set_on_the_command_line_is_reported_and_enforced() {
+    let server = Server::start();
+    let user = server.add_user("quota");
+    let out = server.cli(&["user", "quota", &user, "lots"], "");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a size"));
+    server.cli_ok(&["user", "quota", &user, "20K"]);
+    client(
+        &server,
+        &user,
+        r#"
+m = login()
+m.append("INBOX", None, None, message("first", "<q1@t>", body="x" * 8000 + "\r\n"))
+typ, dat = m.getquotaroot("INBOX")
+eq(typ, "OK", "GETQUOTAROOT")
+ok(dat[0][0] in (b'INBOX ""', b'"INBOX" ""'), "QUOTAROOT names the root: %r" % dat)
+ok(re.match(rb'"" \(STORAGE (8|9) 20\)', dat[1][0]), "QUOTA usage and limit in KiB: %r" % dat)
+typ, dat = m.getquota('""')
+eq(typ, "OK", "GETQUOTA")
+# 8 KiB used of 20: a 16 KiB message would go over.
+typ, dat = m.append("INBOX", None, None, message("second", "<q2@t>", body="y" * 16000 + "\r\n"))
+eq(typ, "NO", "APPEND over quota")
+ok(b"[OVERQUOTA]" in dat[0], "OVERQUOTA code: %r" % dat)
+eq(status(m, "INBOX")["MESSAGES"], 1, "nothing was stored")
+m.logout()
+"#,
+        &[],
+    );
+    server.cli_ok(&["user", "quota", &user, "none"]);
+    client(
+        &server,
+        &user,
+        r#"
+m = login()
+typ, dat = m.getquotaroot("INBOX")
+eq(dat[1], [None], "no QUOTA once the limit is gone")
+typ, dat = m.append("INBOX", None, None, message("second", "<q2@t>", body="y" * 16000 + "\r\n"))
+eq(typ, "OK", "APPEND without a limit")
+m.logout()
+"#,
+        &[],
+    );
+}
