@@ -26,15 +26,17 @@ impl Session<'_> {
         }
         // RFC 3501 §6.2.1: nothing sent before the handshake counts after it.
         self.input.clear();
-        let plain = std::mem::replace(&mut self.stream, Box::new(tokio::io::empty()));
-        match tokio::time::timeout(std::time::Duration::from_secs(60), acceptor.accept(plain)).await
+        if net::start_tls(
+            &mut self.stream,
+            &acceptor,
+            std::time::Duration::from_secs(60),
+        )
+        .await
         {
-            Ok(Ok(tls)) => {
-                self.stream = Box::new(tls);
-                self.tls = true;
-                Ok(Next::Continue)
-            }
-            _ => Ok(Next::Close),
+            self.tls = true;
+            Ok(Next::Continue)
+        } else {
+            Ok(Next::Close)
         }
     }
 

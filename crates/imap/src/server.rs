@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use net::{Acceptor, ConnLimiter, Shutdown, Stream, TlsAcceptor};
+use net::{Acceptor, ConnLimiter, Shutdown, TlsAcceptor};
 use store::{Authenticator, Store};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tracing::Instrument;
 
 use crate::config::ImapConfig;
@@ -47,25 +47,18 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>, implicit_tls: bool)
             let span = tracing::info_span!("imap", client = %peer, tls = implicit_tls);
             async move {
                 let _guard = guard;
-                if let Some(stream) = open(socket, &ctx, implicit_tls).await {
+                let tls = if implicit_tls { ctx.tls.as_ref() } else { None };
+                if implicit_tls && tls.is_none() {
+                    return;
+                }
+                let timeout = Duration::from_secs(ctx.config.login_timeout_secs);
+                if let Some(stream) = net::open_stream(socket, tls, timeout).await {
                     Session::new(&ctx, stream, peer, implicit_tls).run().await;
                 }
             }
             .instrument(span)
         })
         .await;
-}
-
-async fn open(socket: TcpStream, ctx: &Context, implicit_tls: bool) -> Option<Stream> {
-    if !implicit_tls {
-        return Some(Box::new(socket));
-    }
-    let acceptor = ctx.tls.clone()?;
-    let timeout = Duration::from_secs(ctx.config.login_timeout_secs);
-    match tokio::time::timeout(timeout, acceptor.accept(socket)).await {
-        Ok(Ok(tls)) => Some(Box::new(tls)),
-        _ => None,
-    }
 }
 
 /// Whether a client may send a password over this connection.

@@ -23,3 +23,37 @@ pub async fn send(stream: &mut Stream, data: &[u8], timeout: Duration) -> bool {
     };
     matches!(tokio::time::timeout(timeout, write).await, Ok(Ok(())))
 }
+
+/// The stream of a new connection: as it is, or, on an implicit-TLS port
+/// (RFC 8314: 465, 993, 995), after a TLS handshake that must finish within
+/// `timeout`. `None` when the handshake fails or TLS is not configured.
+pub async fn open_stream(
+    socket: tokio::net::TcpStream,
+    implicit_tls: Option<&tokio_rustls::TlsAcceptor>,
+    timeout: Duration,
+) -> Option<Stream> {
+    let Some(acceptor) = implicit_tls else {
+        return Some(Box::new(socket));
+    };
+    match tokio::time::timeout(timeout, acceptor.accept(socket)).await {
+        Ok(Ok(tls)) => Some(Box::new(tls)),
+        _ => None,
+    }
+}
+
+/// Upgrades a session's stream to TLS in place (STARTTLS, STLS). The stream
+/// is left empty, and false returned, when the handshake fails.
+pub async fn start_tls(
+    stream: &mut Stream,
+    acceptor: &tokio_rustls::TlsAcceptor,
+    timeout: Duration,
+) -> bool {
+    let plain = std::mem::replace(stream, Box::new(tokio::io::empty()));
+    match tokio::time::timeout(timeout, acceptor.accept(plain)).await {
+        Ok(Ok(tls)) => {
+            *stream = Box::new(tls);
+            true
+        }
+        _ => false,
+    }
+}

@@ -339,14 +339,11 @@ impl<'a> Session<'a> {
         }
         self.input.clear();
         self.user = None;
-        let plain = std::mem::replace(&mut self.stream, Box::new(tokio::io::empty()));
-        match tokio::time::timeout(Duration::from_secs(60), acceptor.accept(plain)).await {
-            Ok(Ok(tls)) => {
-                self.stream = Box::new(tls);
-                self.tls = true;
-                Next::Continue
-            }
-            _ => Next::Close,
+        if net::start_tls(&mut self.stream, &acceptor, Duration::from_secs(60)).await {
+            self.tls = true;
+            Next::Continue
+        } else {
+            Next::Close
         }
     }
 

@@ -727,23 +727,13 @@ impl<'a> Session<'a> {
         self.helo = None;
         self.envelope = None;
         self.esmtp = false;
-        let plain = std::mem::replace(&mut self.stream, Box::new(tokio::io::empty()));
-        let handshake = tokio::time::timeout(
-            Duration::from_secs(self.ctx.config.command_timeout_secs),
-            acceptor.accept(plain),
-        )
-        .await;
-        match handshake {
-            Ok(Ok(tls)) => {
-                self.stream = Box::new(tls);
-                self.tls = true;
-                Next::Continue
-            }
-            Ok(Err(e)) => {
-                tracing::info!(error = %e, "TLS handshake failed");
-                Next::Close
-            }
-            Err(_) => Next::Close,
+        let timeout = Duration::from_secs(self.ctx.config.command_timeout_secs);
+        if net::start_tls(&mut self.stream, &acceptor, timeout).await {
+            self.tls = true;
+            Next::Continue
+        } else {
+            tracing::info!("TLS handshake failed");
+            Next::Close
         }
     }
 }
