@@ -818,7 +818,7 @@ async fn header_block_is_cut_at_the_window_and_old_blobs_are_worked_out() {
     let uid = f.deliver_to(f.inbox, small, Delivery::default()).await;
     Connection::open(f.store.path())
         .unwrap()
-        .execute("UPDATE blobs SET structure = NULL, header = NULL", [])
+        .execute("DELETE FROM blob_parsed", [])
         .unwrap();
     let data = f.store.message_data(f.inbox, &[uid]).await.unwrap();
     assert_eq!(data[0].header, b"Subject: old\r\nTo: x@example.org\r\n\r\n");
@@ -830,7 +830,7 @@ async fn a_damaged_structure_is_an_error_not_a_panic() {
     let uid = f.deliver_n(f.inbox, 1).await[0];
     Connection::open(f.store.path())
         .unwrap()
-        .execute("UPDATE blobs SET structure = X'FFFF00'", [])
+        .execute("UPDATE blob_parsed SET structure = X'FFFF00'", [])
         .unwrap();
     assert!(matches!(
         f.store.message_data(f.inbox, &[uid]).await,

@@ -516,3 +516,50 @@ async fn blobs_released_but_not_swept_by_a_previous_run_are_swept_at_open() {
     // Housekeeping is not counted as changes anyone asked for.
     assert_eq!(reopened.writer_stats().jobs, 0);
 }
+
+#[tokio::test]
+async fn parsed_rows_follow_complete_blobs_through_expunges_sweeps_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    store.add_domain("example.org").await.unwrap();
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mailbox = inbox(&store, "a@example.org").await;
+    deliver_n(&store, mailbox, 10).await;
+    // A large message, written in several chunks before its delivery.
+    let mut big = MAIL.to_vec();
+    big.resize(3 * CHUNK_SIZE, b'x');
+    deliver_text(&store, mailbox, &big).await;
+    // An aborted one leaves no parsed row.
+    let mut w = store.message_writer();
+    w.write(&big).await.unwrap();
+    w.abort().await;
+    let one_each = "SELECT (SELECT count(*) FROM blob_parsed) = (SELECT count(*) FROM blobs WHERE complete = 1)
+         AND NOT EXISTS (SELECT 1 FROM blob_parsed p LEFT JOIN blobs b ON b.id = p.blob_id
+                         WHERE b.id IS NULL OR b.complete = 0)";
+    assert_eq!(count(&store, "SELECT count(*) FROM blob_parsed"), 11);
+    assert_eq!(count(&store, one_each), 1);
+
+    let uids: Vec<u32> = store
+        .list_messages(mailbox)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.uid)
+        .collect();
+    let before = store.message_data(mailbox, &uids).await.unwrap();
+    store.expunge(mailbox, &uids[..4]).await.unwrap();
+    store.sweep_now().await.unwrap();
+    assert_eq!(count(&store, "SELECT count(*) FROM blob_parsed"), 7);
+    assert_eq!(count(&store, one_each), 1);
+
+    drop(store);
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let after = store.message_data(mailbox, &uids).await.unwrap();
+    assert_eq!(after.len(), 7);
+    for (a, b) in after.iter().zip(&before[4..]) {
+        assert_eq!(a.entry.uid, b.entry.uid);
+        assert_eq!(a.header, b.header);
+        assert_eq!(a.structure, b.structure);
+    }
+    assert_eq!(count(&store, one_each), 1);
+}

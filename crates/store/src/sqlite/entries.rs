@@ -270,8 +270,9 @@ pub(crate) fn message_data(
         .prepare_cached(
             "SELECT m.uid, m.blob_id, m.size, m.flags, m.internal_date, m.modseq, m.keywords,
                     b.hdr_from, b.hdr_to, b.hdr_cc, b.hdr_subject, b.hdr_date, b.hdr_message_id,
-                    b.structure, b.header
+                    p.structure, p.header
              FROM messages m JOIN blobs b ON b.id = m.blob_id
+             LEFT JOIN blob_parsed p ON p.blob_id = m.blob_id
              WHERE m.mailbox_id = ?1 AND m.uid IN rarray(?2) ORDER BY m.uid",
         )?
         .query_map(

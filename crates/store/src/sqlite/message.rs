@@ -209,6 +209,12 @@ impl Drop for SqliteMessageWriter {
 }
 
 fn discard(c: &Connection, blob: BlobId) -> Result<()> {
+    // A blob's parsed row is written only by the delivery that completes
+    // it, so an incomplete blob has none; the delete is for safety.
+    c.execute(
+        "DELETE FROM blob_parsed WHERE blob_id IN (SELECT id FROM blobs WHERE id = ?1 AND complete = 0)",
+        [blob],
+    )?;
     c.execute("DELETE FROM blob_chunks WHERE blob_id = ?1", [blob])?;
     c.execute("DELETE FROM blobs WHERE id = ?1 AND complete = 0", [blob])?;
     Ok(())
@@ -254,7 +260,7 @@ fn commit_delivery(
     let h = &index.headers;
     c.prepare_cached(
         "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,
-         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8, structure = ?9, header = ?10
+         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8
          WHERE id = ?1",
     )?
     .execute(params![
@@ -265,10 +271,10 @@ fn commit_delivery(
         h.cc,
         h.subject,
         h.date,
-        h.message_id,
-        structure,
-        header
+        h.message_id
     ])?;
+    c.prepare_cached("INSERT INTO blob_parsed (blob_id, structure, header) VALUES (?1, ?2, ?3)")?
+        .execute(params![blob, structure, header])?;
     let addresses = [h.from.as_str(), h.to.as_str(), h.cc.as_str()].join(" ");
     c.prepare_cached("INSERT INTO fts (rowid, subject, addresses, body) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![blob, h.subject, addresses, index.body_text])?;

@@ -198,6 +198,10 @@ impl SqliteStore {
                     "DELETE FROM blob_chunks WHERE blob_id IN (SELECT id FROM blobs WHERE complete = 0)",
                     [],
                 )?;
+                c.execute(
+                    "DELETE FROM blob_parsed WHERE blob_id IN (SELECT id FROM blobs WHERE complete = 0)",
+                    [],
+                )?;
                 Ok(c.execute("DELETE FROM blobs WHERE complete = 0", [])?)
             })
             .await

@@ -176,6 +176,27 @@ const MIGRATIONS: &[&str] = &[
     -- Released blobs, for the sweeper to find without scanning.
     CREATE INDEX blobs_released ON blobs(id) WHERE refcount <= 0 AND complete = 1;
     "#,
+    // 4: the MIME structure and header block move out of `blobs` into
+    // their own table, so that header searches (which scan a mailbox's
+    // `blobs` rows) and refcount updates touch narrow rows without
+    // overflow pages.
+    r#"
+    -- One row per complete blob that has them, written by the delivery
+    -- that completes it and deleted with the blob. Blobs delivered before
+    -- version 2 have no row: readers compute both from the chunks.
+    CREATE TABLE blob_parsed (
+        blob_id INTEGER PRIMARY KEY,
+        -- mime_tree::MessageStructure::to_bytes()
+        structure BLOB NOT NULL,
+        -- The top-level header block, cut at INDEX_WINDOW.
+        header BLOB NOT NULL
+    ) STRICT;
+    INSERT INTO blob_parsed (blob_id, structure, header)
+        SELECT id, structure, header FROM blobs
+        WHERE structure IS NOT NULL AND header IS NOT NULL;
+    ALTER TABLE blobs DROP COLUMN structure;
+    ALTER TABLE blobs DROP COLUMN header;
+    "#,
 ];
 
 /// Newest schema version this build knows.
@@ -256,6 +277,50 @@ mod tests {
             .query_row("SELECT count(*) FROM expunged", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn version_three_structures_and_headers_move_to_their_own_table() {
+        let mut c = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..3] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 3).unwrap();
+        // Blob 1 has both, blob 2 predates version 2, blob 3 is still
+        // being written.
+        c.execute_batch(
+            "INSERT INTO blobs (id, complete, created, hdr_date, structure, header)
+                 VALUES (1, 1, 0, 86400, X'0102', CAST('Subject: a\r\n\r\n' AS BLOB)),
+                        (2, 1, 0, NULL, NULL, NULL),
+                        (3, 0, 0, NULL, NULL, NULL);",
+        )
+        .unwrap();
+        migrate(&mut c).unwrap();
+        let rows: Vec<(i64, Vec<u8>, Vec<u8>)> = c
+            .prepare("SELECT blob_id, structure, header FROM blob_parsed ORDER BY blob_id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(rows, [(1, vec![1, 2], b"Subject: a\r\n\r\n".to_vec())]);
+        let columns: Vec<String> = c
+            .prepare("SELECT name FROM pragma_table_info('blobs')")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            !columns.iter().any(|n| n == "structure" || n == "header"),
+            "{columns:?}"
+        );
+        let (blobs, dated): (i64, i64) = c
+            .query_row("SELECT count(*), count(hdr_date) FROM blobs", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((blobs, dated), (3, 1));
     }
 
     #[test]

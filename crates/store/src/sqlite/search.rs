@@ -23,10 +23,6 @@ const INLINE_RANGES: usize = 16;
 
 const DAY: i64 = 86_400;
 
-/// The `Date:` field, or the internal date for messages without a usable
-/// one, so every message has a sent date.
-const SENT_DATE: &str = "coalesce(b.hdr_date, m.internal_date)";
-
 /// A compiled search: SQL text and its parameters, in order.
 pub(crate) struct Query {
     pub sql: String,
@@ -39,13 +35,18 @@ pub(crate) fn compile(mailbox: MailboxId, key: &SearchKey) -> Result<Query> {
         sql: String::new(),
         params: vec![Box::new(mailbox)],
         uses_blob: false,
+        uses_parsed: false,
     };
     c.key(key, 0)?;
-    let from = if c.uses_blob {
-        "messages m JOIN blobs b ON b.id = m.blob_id"
-    } else {
-        "messages m"
-    };
+    let mut from = String::from("messages m");
+    if c.uses_blob {
+        from.push_str(" JOIN blobs b ON b.id = m.blob_id");
+    }
+    if c.uses_parsed {
+        // Blobs stored before header blocks were kept have no row: their
+        // header is NULL, which `sluice_header` matches with nothing.
+        from.push_str(" LEFT JOIN blob_parsed p ON p.blob_id = m.blob_id");
+    }
     Ok(Query {
         sql: format!(
             "SELECT m.uid FROM {from} WHERE m.mailbox_id = ? AND ({}) ORDER BY m.uid",
@@ -60,6 +61,8 @@ struct Compiler {
     params: Vec<Box<dyn ToSql>>,
     /// The expression reads a `blobs` column, so the query needs the join.
     uses_blob: bool,
+    /// The expression reads the header block in `blob_parsed`.
+    uses_parsed: bool,
 }
 
 impl Compiler {
@@ -123,9 +126,9 @@ impl Compiler {
             SearchKey::Header(name, value) => self.header(name, value),
             SearchKey::Body(s) => self.text(Some("body"), s),
             SearchKey::Text(s) => self.text(None, s),
-            SearchKey::SentBefore(d) => self.date_before(SENT_DATE, *d),
-            SearchKey::SentOn(d) => self.date_on(SENT_DATE, *d),
-            SearchKey::SentSince(d) => self.date_since(SENT_DATE, *d),
+            SearchKey::SentBefore(d) => self.sent(None, Some(*d)),
+            SearchKey::SentOn(d) => self.sent(Some(*d), Some(d.saturating_add(1))),
+            SearchKey::SentSince(d) => self.sent(Some(*d), None),
             SearchKey::Before(d) => self.date_before("m.internal_date", *d),
             SearchKey::On(d) => self.date_on("m.internal_date", *d),
             SearchKey::Since(d) => self.date_since("m.internal_date", *d),
@@ -222,8 +225,8 @@ impl Compiler {
     }
 
     fn header(&mut self, name: &str, value: &str) {
-        self.uses_blob = true;
-        self.sql.push_str("sluice_header(b.header, ?, ?)");
+        self.uses_parsed = true;
+        self.sql.push_str("sluice_header(p.header, ?, ?)");
         self.param(name.to_string());
         self.param(fold(value));
     }
@@ -243,22 +246,48 @@ impl Compiler {
         self.param(query);
     }
 
+    /// A message's sent date is its `Date:` field, or its internal date
+    /// when it has none that parses, and lies in `[since, before)` (days).
+    /// Written as membership in the blobs of those dates rather than as a
+    /// test on `coalesce(b.hdr_date, m.internal_date)`, so the `blobs_date`
+    /// index finds them and the query needs no join with `blobs`.
+    fn sent(&mut self, since: Option<i64>, before: Option<i64>) {
+        let range = |c: &mut Self, column: &str| {
+            let mut parts = Vec::new();
+            if let Some(d) = since {
+                parts.push(format!("{column} >= ?"));
+                c.params.push(Box::new(d.saturating_mul(DAY)));
+            }
+            if let Some(d) = before {
+                parts.push(format!("{column} < ?"));
+                c.params.push(Box::new(d.saturating_mul(DAY)));
+            }
+            parts.join(" AND ")
+        };
+        let dated = range(self, "hdr_date");
+        self.sql
+            .push_str("(m.blob_id IN (SELECT id FROM blobs WHERE ");
+        self.sql.push_str(&dated);
+        self.sql.push_str(") OR (");
+        let internal = range(self, "m.internal_date");
+        self.sql.push_str(&internal);
+        self.sql
+            .push_str(" AND m.blob_id IN (SELECT id FROM blobs WHERE hdr_date IS NULL)))");
+    }
+
     fn date_before(&mut self, expr: &str, day: i64) {
-        self.uses_blob |= expr.contains("b.");
         self.sql.push_str(expr);
         self.sql.push_str(" < ?");
         self.param(day.saturating_mul(DAY));
     }
 
     fn date_since(&mut self, expr: &str, day: i64) {
-        self.uses_blob |= expr.contains("b.");
         self.sql.push_str(expr);
         self.sql.push_str(" >= ?");
         self.param(day.saturating_mul(DAY));
     }
 
     fn date_on(&mut self, expr: &str, day: i64) {
-        self.uses_blob |= expr.contains("b.");
         self.sql.push('(');
         self.sql.push_str(expr);
         self.sql.push_str(" >= ? AND ");

@@ -4,9 +4,10 @@
 //! only count its references down to 0: the expunge that did it commits
 //! without touching the chunks or the full-text index, and the session is
 //! answered. This thread finds released blobs through the `blobs_released`
-//! partial index and deletes them (chunks, full-text row, blob row) in
-//! batches, each a housekeeping job of the writer thread, so it never
-//! competes for the write lock and deliveries queued meanwhile go first.
+//! partial index and deletes them (chunks, full-text row, parsed structure
+//! and header, blob row) in batches, each a housekeeping job of the writer
+//! thread, so it never competes for the write lock and deliveries queued
+//! meanwhile go first.
 //! A batch needs no fsync: after a crash the blobs are still released, and
 //! the sweep at the next start takes them.
 //!
@@ -161,6 +162,8 @@ pub(crate) fn sweep_batch(c: &Connection, limit: usize) -> Result<usize> {
         c.prepare_cached("DELETE FROM blob_chunks WHERE blob_id = ?1")?
             .execute([id])?;
         c.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?
+            .execute([id])?;
+        c.prepare_cached("DELETE FROM blob_parsed WHERE blob_id = ?1")?
             .execute([id])?;
         swept += 1;
     }

@@ -48,8 +48,8 @@ pub struct WriterStats {
     pub transactions: u64,
     /// Of those, the ones synced to disk before their callers heard back.
     pub durable_commits: u64,
-    /// Released blobs deleted by the sweeper (chunks, full-text row and
-    /// blob row), in housekeeping jobs not counted in `jobs`.
+    /// Released blobs deleted by the sweeper (chunks, full-text row,
+    /// parsed row and blob row), in housekeeping jobs not counted in `jobs`.
     pub blobs_swept: u64,
 }
 
