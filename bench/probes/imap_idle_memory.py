@@ -2,31 +2,42 @@
 """Resident memory a server spends per logged-in IMAP connection in IDLE.
 
 Opens N connections, logs each in, SELECTs INBOX and starts IDLE, keeps
-them all open, and reads the server's resident memory (VmRSS, from /proc)
-before and after. Then delivers nothing and checks every connection is
-still idling. Works against any IMAP server whose process id(s) you give
-(for Dovecot, every imap and imap-login process); run it on the server's
-machine. Raise the open-file limit (ulimit -n) first for large N.
+them all open, and reads the server's memory (proportional set size, from
+/proc) before and after; then ends every IDLE with DONE. Works against any
+IMAP server on this machine: give its process id, or for a server with a
+process per connection (Dovecot) a command that lists them all.
 
     imap_idle_memory.py --server 127.0.0.1:1143 --pid $(pgrep -f 'sluice serve') \
         --connections 1000 --user user1@example.org --password secret
+    imap_idle_memory.py --server 127.0.0.1:143 --pids-cmd 'pgrep -f "^dovecot|dovecot/"' ...
 """
 import argparse
 import socket
+import subprocess
 import time
 
 
-def rss_kb(pids):
+def memory_kb(pids):
+    """Proportional set size (Pss) summed over the processes: pages shared
+    between processes (a per-connection server's code and libraries) are
+    counted once, not once per process. For one process it equals VmRSS."""
     total = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/status") as f:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith("Pss:"):
                         total += int(line.split()[1])
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
             pass
     return total
+
+
+def server_pids(args):
+    if args.pids_cmd:
+        out = subprocess.run(args.pids_cmd, shell=True, capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+    return [int(p) for p in args.pid.split(",")]
 
 
 def read_tagged(f, tag):
@@ -60,7 +71,9 @@ def idle_session(host, port, args, i, prefix):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--server", default="127.0.0.1:1143")
-    ap.add_argument("--pid", required=True, help="server process id(s), comma-separated")
+    ap.add_argument("--pid", help="server process id(s), comma-separated")
+    ap.add_argument("--pids-cmd", help="shell command printing the server's process ids, "
+                    "run before and after the connections open (per-connection servers)")
     ap.add_argument("--connections", type=int, default=1000)
     ap.add_argument("--user", default="user1@example.org")
     ap.add_argument("--password", default="password")
@@ -70,19 +83,21 @@ def main():
                          "(database page caches, allocator arenas) is not counted per connection")
     args = ap.parse_args()
     host, port = args.server.rsplit(":", 1)
-    pids = [int(p) for p in args.pid.split(",")]
+    if not args.pid and not args.pids_cmd:
+        ap.error("give --pid or --pids-cmd")
     if args.warmup:
         warm = [idle_session(host, port, args, i, "127.9") for i in range(args.warmup)]
         for s, f in warm:
             s.sendall(b"DONE\r\nd LOGOUT\r\n")
             s.close()
-    time.sleep(0.5)
-    before = rss_kb(pids)
+    # Let the allocator give back what the warm-up freed before measuring.
+    time.sleep(3.0)
+    before = memory_kb(server_pids(args))
     conns = [idle_session(host, port, args, i, args.source_prefix) for i in range(args.connections)]
     time.sleep(2.0)
-    after = rss_kb(pids)
+    after = memory_kb(server_pids(args))
     added = after - before
-    print(f"connections={args.connections} rss_before_kb={before} rss_after_kb={after} "
+    print(f"connections={args.connections} pss_before_kb={before} pss_after_kb={after} "
           f"added_kb={added} per_connection_kb={added / args.connections:.2f}")
     for s, f in conns:
         s.sendall(b"DONE\r\n")
