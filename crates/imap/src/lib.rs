@@ -67,3 +67,23 @@ mod utf7;
 
 pub use config::ImapConfig;
 pub use server::{serve, Context};
+
+/// Entry points for the fuzz targets in `crates/imap/fuzz`; not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Runs a command's bytes through every step before decoding
+    /// (framing, the RETURN and LIST-EXTENDED parsers, `$` substitution,
+    /// the APPEND probe) and imap-codec's decoder.
+    pub fn pre_decode(data: &[u8]) {
+        crate::session::pre_decode(data);
+    }
+
+    /// Modified UTF-7 (RFC 3501 §5.1.3): decoding any text never panics,
+    /// and what decodes encodes back to the same text.
+    pub fn utf7(text: &str) {
+        if let Some(name) = crate::utf7::decode(text) {
+            let again = crate::utf7::encode(&name);
+            assert_eq!(crate::utf7::decode(&again).as_deref(), Some(name.as_str()));
+        }
+    }
+}
