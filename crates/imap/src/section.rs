@@ -60,7 +60,7 @@ pub(crate) fn header_fields(block: &[u8], names: &[String], not: bool) -> Vec<u8
             let name = line
                 .iter()
                 .position(|&b| b == b':')
-                .map(|c| trim(&line[..c]))
+                .map(|c| line[..c].trim_ascii())
                 .unwrap_or(&[]);
             let listed = names
                 .iter()
@@ -73,18 +73,6 @@ pub(crate) fn header_fields(block: &[u8], names: &[String], not: bool) -> Vec<u8
     }
     out.extend_from_slice(b"\r\n");
     out
-}
-
-fn trim(s: &[u8]) -> &[u8] {
-    let start = s
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &s[start..end]
 }
 
 #[cfg(test)]

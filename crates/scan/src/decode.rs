@@ -266,20 +266,7 @@ pub fn uu_begin(line: &[u8]) -> Option<&[u8]> {
     if !(3..=4).contains(&mode.len()) || !mode.iter().all(|b| (b'0'..=b'7').contains(b)) {
         return None;
     }
-    Some(trim(&name[1..]))
-}
-
-/// Trims ASCII whitespace from both ends.
-pub(crate) fn trim(s: &[u8]) -> &[u8] {
-    let start = s
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &s[start..end]
+    Some(name[1..].trim_ascii())
 }
 
 /// Reference encoders for tests elsewhere in the crate.

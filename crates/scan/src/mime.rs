@@ -13,7 +13,7 @@
 //! boundary ends at the end of input, an outer boundary closes every part inside it,
 //! broken encodings decode as far as they go.
 
-use crate::decode::{trim, uu_begin, uudecode_line, Base64Decoder, QpDecoder};
+use crate::decode::{uu_begin, uudecode_line, Base64Decoder, QpDecoder};
 
 /// Longest line handled as a unit. Longer lines reach the body decoder in pieces of
 /// this size; they cannot be boundary lines (RFC 2046 §5.1.1 caps a boundary at 70
@@ -59,7 +59,7 @@ pub enum Encoding {
 
 impl Encoding {
     fn from_header(value: &[u8]) -> Self {
-        let v = trim(value).to_ascii_lowercase();
+        let v = value.trim_ascii().to_ascii_lowercase();
         match v.as_slice() {
             b"base64" => Encoding::Base64,
             b"quoted-printable" => Encoding::QuotedPrintable,
@@ -416,8 +416,8 @@ impl MimeParser {
         }
         let field = std::mem::take(&mut self.hdr.field);
         if let Some(c) = field.iter().position(|&b| b == b':') {
-            let name = trim(&field[..c]);
-            let value = trim(&field[c + 1..]);
+            let name = field[..c].trim_ascii();
+            let value = field[c + 1..].trim_ascii();
             sink.header(name, value);
             if name.eq_ignore_ascii_case(b"content-type") {
                 self.hdr.content_type = Some(value.to_vec());
@@ -526,7 +526,7 @@ impl MimeParser {
                 }
                 if !*begun {
                     *begun = uu_begin(content).is_some();
-                } else if trim(content) == b"end" {
+                } else if content.trim_ascii() == b"end" {
                     *ended = true;
                 } else {
                     uudecode_line(content, &mut self.out);
@@ -535,7 +535,7 @@ impl MimeParser {
             }
             Decoder::Identity if leaf.uu_open => {
                 if whole {
-                    if trim(content) == b"end" {
+                    if content.trim_ascii() == b"end" {
                         leaf.uu_open = false;
                         self.flush(sink);
                         sink.part_end();

@@ -66,7 +66,7 @@ pub(crate) fn header_values(block: &[u8], name: &str) -> Vec<String> {
             out.push(finish_value(&value));
         }
         if let Some(colon) = text.iter().position(|&b| b == b':') {
-            let field = trim_ascii(&text[..colon]);
+            let field = text[..colon].trim_ascii();
             if field.eq_ignore_ascii_case(name.as_bytes()) {
                 current = Some(text[colon + 1..].to_vec());
             }
@@ -79,19 +79,7 @@ pub(crate) fn header_values(block: &[u8], name: &str) -> Vec<String> {
 }
 
 fn finish_value(raw: &[u8]) -> String {
-    String::from_utf8_lossy(trim_ascii(raw)).into_owned()
-}
-
-fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &b[start..end]
+    String::from_utf8_lossy(raw.trim_ascii()).into_owned()
 }
 
 /// `sluice_header`: a field `name` exists and, unless the needle is empty,
