@@ -201,15 +201,8 @@ impl<'a> Session<'a> {
     }
 
     pub(crate) async fn flush(&mut self) -> bool {
-        if self.out.buf.is_empty() {
-            return true;
-        }
-        let ok = net::send(&mut self.stream, &self.out.buf, Duration::from_secs(60)).await;
-        self.out.buf.clear();
-        if self.out.buf.capacity() > 64 * 1024 {
-            self.out.buf.shrink_to(1024);
-        }
-        ok
+        let timeout = Duration::from_secs(60);
+        net::send_buffered(&mut self.stream, &mut self.out.buf, timeout, 1024).await
     }
 
     pub(crate) fn capabilities(&self) -> Vec<Capability<'static>> {

@@ -57,3 +57,23 @@ pub async fn start_tls(
         _ => false,
     }
 }
+
+/// Sends what a session buffered (see [`send`]) and empties the buffer. A
+/// buffer that grew past eight times `keep` bytes (a long listing) is cut
+/// back to `keep`, so an idle session does not hold its largest reply.
+pub async fn send_buffered(
+    stream: &mut Stream,
+    out: &mut Vec<u8>,
+    timeout: Duration,
+    keep: usize,
+) -> bool {
+    if out.is_empty() {
+        return true;
+    }
+    let ok = send(stream, out, timeout).await;
+    out.clear();
+    if out.capacity() > keep * 8 {
+        out.shrink_to(keep);
+    }
+    ok
+}

@@ -82,16 +82,8 @@ impl<'a> Session<'a> {
     }
 
     async fn flush(&mut self) -> bool {
-        if self.out.is_empty() {
-            return true;
-        }
         let timeout = Duration::from_secs(self.ctx.config.idle_timeout_secs);
-        let ok = net::send(&mut self.stream, &self.out, timeout).await;
-        self.out.clear();
-        if self.out.capacity() > 64 * 1024 {
-            self.out.shrink_to(1024);
-        }
-        ok
+        net::send_buffered(&mut self.stream, &mut self.out, timeout, 1024).await
     }
 
     pub(crate) async fn run(&mut self) {
