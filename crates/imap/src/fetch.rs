@@ -560,17 +560,9 @@ impl Session<'_> {
         let mut pos = 0u64;
         let mut nul = false;
         for (seq, from, to) in pieces(source.start, source.len) {
-            let data = self
-                .ctx
-                .store
-                .read_chunk(blob, seq)
-                .await?
-                .unwrap_or_default();
+            let data = self.stored_piece(blob, seq, from, to).await?;
             buf.clear();
-            decoder.push(
-                data.get(from..to.min(data.len())).unwrap_or_default(),
-                &mut buf,
-            );
+            decoder.push(&data[..], &mut buf);
             nul = nul || buf[window(pos, buf.len(), skip, take)].contains(&0);
             pos += buf.len() as u64;
         }
@@ -670,13 +662,8 @@ impl Session<'_> {
             Bytes::Range { start, len } => {
                 let mut out = Vec::with_capacity(len as usize);
                 for (seq, from, to) in pieces(start, len) {
-                    let data = self
-                        .ctx
-                        .store
-                        .read_chunk(d.entry.blob, seq)
-                        .await?
-                        .unwrap_or_default();
-                    out.extend_from_slice(data.get(from..to.min(data.len())).unwrap_or_default());
+                    let data = self.stored_piece(d.entry.blob, seq, from, to).await?;
+                    out.extend_from_slice(&data);
                 }
                 Ok(out)
             }
@@ -748,6 +735,26 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// Bytes `from..to` of stored chunk `seq` of a blob (fewer when the
+    /// chunk is shorter or gone).
+    async fn stored_piece(
+        &self,
+        blob: store::BlobId,
+        seq: u32,
+        from: usize,
+        to: usize,
+    ) -> store::Result<Vec<u8>> {
+        let mut data = self
+            .ctx
+            .store
+            .read_chunk(blob, seq)
+            .await?
+            .unwrap_or_default();
+        data.truncate(to);
+        data.drain(..from.min(data.len()));
+        Ok(data)
+    }
+
     /// Sends a stored range as it is; false if the connection failed.
     async fn send_stored(
         &mut self,
@@ -756,16 +763,7 @@ impl Session<'_> {
         len: u64,
     ) -> store::Result<bool> {
         for (seq, from, to) in pieces(start, len) {
-            let data = self
-                .ctx
-                .store
-                .read_chunk(blob, seq)
-                .await?
-                .unwrap_or_default();
-            let mut piece = data
-                .get(from..to.min(data.len()))
-                .unwrap_or_default()
-                .to_vec();
+            let mut piece = self.stored_piece(blob, seq, from, to).await?;
             if piece.len() < to - from {
                 // The literal's length is promised: keep the stream in
                 // step even if the stored text came up short.
@@ -797,16 +795,8 @@ impl Session<'_> {
             buf.clear();
             let last = match chunks.next() {
                 Some((seq, from, to)) => {
-                    let data = self
-                        .ctx
-                        .store
-                        .read_chunk(blob, seq)
-                        .await?
-                        .unwrap_or_default();
-                    decoder.push(
-                        data.get(from..to.min(data.len())).unwrap_or_default(),
-                        &mut buf,
-                    );
+                    let data = self.stored_piece(blob, seq, from, to).await?;
+                    decoder.push(&data[..], &mut buf);
                     false
                 }
                 None => {

@@ -249,6 +249,15 @@ impl SqliteStore {
     }
 }
 
+/// The mailboxes a change touched: none when it changed no rows.
+fn touched_if<T>(rows: &[T], mailboxes: &[MailboxId]) -> Vec<MailboxId> {
+    if rows.is_empty() {
+        Vec::new()
+    } else {
+        mailboxes.to_vec()
+    }
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn load_directory(&self) -> Result<Directory> {
@@ -571,14 +580,7 @@ impl Store for SqliteStore {
         let uids = uids.to_vec();
         self.write_release(move |c| {
             let gone = entries::expunge_where(c, mailbox, Which::Uids(&uids))?;
-            Ok((
-                (),
-                if gone.is_empty() {
-                    vec![]
-                } else {
-                    vec![mailbox]
-                },
-            ))
+            Ok(((), touched_if(&gone, &[mailbox])))
         })
         .await
     }
@@ -628,11 +630,7 @@ impl Store for SqliteStore {
                 &keywords,
                 unchanged_since,
             )?;
-            let touched = if changed.is_empty() {
-                vec![]
-            } else {
-                vec![mailbox]
-            };
+            let touched = touched_if(&changed, &[mailbox]);
             Ok((changed, touched))
         })
         .await
@@ -647,7 +645,7 @@ impl Store for SqliteStore {
         let uids = uids.to_vec();
         self.write_notify(move |c| {
             let map = entries::copy_rows(c, from, &uids, to)?;
-            let touched = if map.is_empty() { vec![] } else { vec![to] };
+            let touched = touched_if(&map, &[to]);
             Ok((map, touched))
         })
         .await
@@ -657,11 +655,7 @@ impl Store for SqliteStore {
         let uids = uids.map(<[Uid]>::to_vec);
         self.write_release(move |c| {
             let gone = entries::expunge_where(c, mailbox, Which::Deleted(uids.as_deref()))?;
-            let touched = if gone.is_empty() {
-                vec![]
-            } else {
-                vec![mailbox]
-            };
+            let touched = touched_if(&gone, &[mailbox]);
             Ok((gone, touched))
         })
         .await
@@ -676,11 +670,7 @@ impl Store for SqliteStore {
         let uids = uids.to_vec();
         self.write_release(move |c| {
             let map = entries::move_rows(c, from, &uids, to)?;
-            let touched = if map.is_empty() {
-                vec![]
-            } else {
-                vec![from, to]
-            };
+            let touched = touched_if(&map, &[from, to]);
             Ok((map, touched))
         })
         .await
