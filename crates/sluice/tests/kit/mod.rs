@@ -25,6 +25,9 @@ pub struct Server {
     pub pop3s: SocketAddr,
     pub imap: SocketAddr,
     pub imaps: SocketAddr,
+    /// Every listener by its name in the log (`smtp`, `submission`,
+    /// `http`, ...), for listeners without a field of their own.
+    pub listeners: std::collections::HashMap<String, SocketAddr>,
 }
 
 fn bin() -> &'static str {
@@ -51,6 +54,7 @@ impl Server {
             pop3s: unset,
             imap: unset,
             imaps: unset,
+            listeners: Default::default(),
         };
         server.write_config();
         server.spawn();
@@ -114,15 +118,26 @@ impl Server {
                 line[start..].split_whitespace().next().unwrap().to_string()
             };
             let addr: SocketAddr = field("addr=").parse().unwrap();
-            match field("listener=").as_str() {
+            let name = field("listener=");
+            match name.as_str() {
                 "smtp" => self.smtp = addr,
                 "pop3" => self.pop3 = addr,
                 "pop3s" => self.pop3s = addr,
                 "imap" => self.imap = addr,
                 "imaps" => self.imaps = addr,
-                other => panic!("unexpected listener {other}"),
+                _ => {}
             }
+            self.listeners.insert(name, addr);
         }
+    }
+
+    /// The address of the listener named `name` in the log; panics if the
+    /// server has no such listener.
+    pub fn addr(&self, name: &str) -> SocketAddr {
+        *self
+            .listeners
+            .get(name)
+            .unwrap_or_else(|| panic!("no listener {name}: {:?}", self.listeners))
     }
 
     /// Everything the server logged so far.

@@ -1,0 +1,64 @@
+//! Test support shared by Sluice's crates.
+//!
+//! Tests talk to real servers on loopback only. This crate holds what
+//! several crates' tests need to start and wait for such servers: a free
+//! port, polling a condition with a deadline, and [`Dns`], a real
+//! authoritative DNS server (`nsd` from Debian) serving zones the test
+//! writes, so that MX, TXT, TLSA and the rest never come from the
+//! system resolver or the internet.
+#![forbid(unsafe_code)]
+
+mod dns;
+
+pub use dns::{Dns, Zone};
+
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::time::{Duration, Instant};
+
+/// A port on 127.0.0.1 free for both TCP and UDP right now. Another
+/// process may take it before the caller binds it; servers that can bind
+/// port 0 themselves should do that instead.
+pub fn free_port() -> u16 {
+    loop {
+        let tcp = TcpListener::bind("127.0.0.1:0").expect("bind a TCP port on loopback");
+        let port = tcp.local_addr().expect("local address").port();
+        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Polls `f` every 20 ms until it holds or `limit` passes; whether it held.
+pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+/// Whether something accepts TCP connections at `addr`.
+pub fn accepts(addr: SocketAddr) -> bool {
+    std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+}
+
+/// Whether the tests run under CI (`CI=true`): a peer tool that is
+/// missing is then a failure, never a reason to skip.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// The path of a peer program the tests need, or a panic that says which
+/// Debian package provides it (`.ci/run` installs them all).
+pub fn require_program(name: &str, package: &str) -> std::path::PathBuf {
+    for dir in ["/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/bin"] {
+        let p = std::path::Path::new(dir).join(name);
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("`{name}` is not installed: apt-get install {package} (.ci/run installs it)");
+}
