@@ -157,10 +157,7 @@ impl Drop for Clamd {
 }
 
 fn clamd() -> Option<Clamd> {
-    if Command::new("clamd").arg("--version").output().is_err() {
-        println!("SKIPPED: clamd not found (Debian package clamav-daemon)");
-        return None;
-    }
+    sluice_testkit::require_program("clamd", "clamav-daemon");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     std::fs::create_dir(&db).unwrap();

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Sluice's test command: installs what the tests need when it is missing
+# (Debian packages; npm packages for the browser tests), then runs the
+# whole suite and short fixed-seed fuzz runs. The tests talk to real peers
+# (Python's mail libraries, swaks, mbsync, fetchmail, ClamAV, rbldnsd,
+# Dovecot, nsd, Postfix...), and fail, never skip, when one is missing.
+#
+# Usage: ./test.sh [extra arguments for cargo test]
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian packages the tests use, and why:
+packages=(
+  python3                                   # smtplib, poplib, imaplib clients
+  swaks libnet-ssleay-perl libio-socket-ssl-perl  # SMTP client (with STARTTLS)
+  procps                                    # ps/kill in the kill -9 tests
+  isync fetchmail                           # IMAP sync clients
+  clamav clamav-daemon clamav-testfiles     # scanner cross-check, test corpus
+  rbldnsd                                   # DNSBL server cross-check
+  dovecot-core dovecot-imapd                # IMAP bench workload peer
+  nsd dnsutils                              # the tests' DNS server, and dig
+)
+
+missing=()
+if command -v dpkg-query >/dev/null; then
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+else
+  echo "test.sh: this is not a Debian-based system; install the equivalents of: ${packages[*]}" >&2
+  echo "test.sh: then run: cargo test --workspace --locked" >&2
+  exit 1
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "test.sh: installing ${missing[*]}"
+  as_root=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then
+      as_root=(sudo)
+    else
+      echo "test.sh: not root and no sudo; as root run: apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  # Postfix asks how it is used when installed; a local-only answer keeps
+  # it off the network and out of the way.
+  echo "postfix postfix/main_mailer_type select Local only" | "${as_root[@]}" debconf-set-selections 2>/dev/null || true
+  export DEBIAN_FRONTEND=noninteractive
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cargo test --workspace --locked "$@"
+
+# Short fuzz runs of every parser that reads network bytes, with a fixed
+# seed so they are the same runs everywhere (.ci/fuzz-smoke).
+for smoke in crates/*/fuzz/smoke.sh; do
+  "$smoke" 50000
+done
