@@ -1,0 +1,508 @@
+//! The TLS policy of outbound delivery: what each destination demands
+//! and the rustls configuration that enforces it for each MX.
+//!
+//! - **Opportunistic** (the default): STARTTLS when offered, any
+//!   certificate accepted (noted as unverified), clear text when STARTTLS
+//!   is not offered.
+//! - **MTA-STS** (RFC 8461): a domain publishing `_mta-sts` TXT and a
+//!   policy over HTTPS. `enforce`: only matching MX hosts, certificate
+//!   valid for the MX name, else defer. `testing`: deliver anyway and
+//!   record the failure.
+//! - **DANE** (RFC 7672): TLSA records at `_25._tcp.MX`, used only when
+//!   the MX and TLSA answers are DNSSEC-secure. Takes precedence over
+//!   MTA-STS (RFC 8461 §2); TLS is then required and must match.
+//!
+//! The TLS outcome of each attempt is given back through
+//! [`TlsPolicies::record`], kept per domain ([`results::TlsResults`]) and
+//! logged; a domain that had verified TLS and gets less is a `warn`.
+
+pub mod cache;
+pub mod config;
+pub mod dane;
+pub mod https;
+pub mod results;
+pub mod sts;
+mod verifier;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use hickory_resolver::config::{NameServerConfig, ResolverConfig};
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use hickory_resolver::proto::dnssec::{Proof, TrustAnchors};
+use hickory_resolver::proto::rr::RData;
+use hickory_resolver::TokioResolver;
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::CryptoProvider;
+use rustls::RootCertStore;
+
+pub use cache::{CachedPolicy, PolicyCache};
+pub use config::{DaneMode, TlsPolicyConfig};
+pub use dane::Tlsa;
+pub use results::{DomainTls, TlsOutcome, TlsResults};
+pub use sts::{StsMode, StsPolicy};
+pub use verifier::Verification;
+
+use verifier::{Check, PolicyVerifier};
+
+/// Why the TLS policy machinery could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsPolicyError {
+    /// The extra CA file could not be read or holds no certificate.
+    #[error("MTA-STS CA file {path}: {reason}")]
+    CaFile {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The DNSSEC trust anchor file could not be read.
+    #[error("DNSSEC trust anchor {path}: {reason}")]
+    TrustAnchor {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The resolver could not be built.
+    #[error("DNS resolver: {0}")]
+    Resolver(String),
+}
+
+/// What a destination domain demands, from MTA-STS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainPolicy {
+    /// The destination domain, lower case, no trailing dot.
+    pub domain: String,
+    /// The MTA-STS policy in force (`enforce` or `testing`), if any.
+    pub sts: Option<StsPolicy>,
+    /// Why no policy could be had when one seemed published (for logs).
+    pub sts_error: Option<String>,
+}
+
+/// How to do TLS with one MX: contract 7.
+#[derive(Debug, Clone)]
+pub struct MxTls {
+    /// Whether the MX may be used at all (MTA-STS enforce: host must
+    /// match a pattern).
+    pub allowed: bool,
+    /// STARTTLS required (MTA-STS enforce or DANE usable): no clear-text
+    /// fallback, defer instead.
+    pub required: bool,
+    /// The rustls client config to use for STARTTLS with this MX.
+    pub client_config: Arc<rustls::ClientConfig>,
+    /// For logs: "dane", "mta-sts", "opportunistic".
+    pub kind: &'static str,
+    /// What the certificate check found during the handshake made with
+    /// `client_config` (feed it to [`TlsOutcome::from_handshake`]).
+    pub verification: Verification,
+    /// A policy failure known before connecting (MX not in an MTA-STS
+    /// policy, bogus TLSA answer), to record even when delivery goes on.
+    pub policy_failure: Option<String>,
+    /// The usable TLSA records when `kind` is "dane".
+    pub tlsa: Vec<Tlsa>,
+}
+
+/// The outbound TLS policies: DNS, MTA-STS fetching and cache, DANE, and
+/// the per-domain TLS results.
+#[derive(Debug)]
+pub struct TlsPolicies {
+    resolver: TokioResolver,
+    dane_resolver: TokioResolver,
+    config: TlsPolicyConfig,
+    provider: Arc<CryptoProvider>,
+    webpki: Arc<WebPkiServerVerifier>,
+    https: Arc<rustls::ClientConfig>,
+    cache: PolicyCache,
+    results: TlsResults,
+}
+
+/// A plain (non-validating) resolver asking `nameservers` (contract 6),
+/// or the system's `/etc/resolv.conf` when the list is empty.
+pub fn resolver(nameservers: &[SocketAddr]) -> Result<TokioResolver, TlsPolicyError> {
+    build_resolver(nameservers, None)
+}
+
+/// A resolver that validates DNSSEC itself, from the root keys or the
+/// configured `dnssec_trust_anchor` file: the one DANE needs.
+pub fn validating_resolver(
+    nameservers: &[SocketAddr],
+    config: &TlsPolicyConfig,
+) -> Result<TokioResolver, TlsPolicyError> {
+    let anchors = match &config.dnssec_trust_anchor {
+        Some(path) => TrustAnchors::from_file(path).map_err(|e| TlsPolicyError::TrustAnchor {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?,
+        None => TrustAnchors::default(),
+    };
+    build_resolver(nameservers, Some(anchors))
+}
+
+fn build_resolver(
+    nameservers: &[SocketAddr],
+    anchors: Option<TrustAnchors>,
+) -> Result<TokioResolver, TlsPolicyError> {
+    let err = |e: hickory_resolver::net::NetError| TlsPolicyError::Resolver(e.to_string());
+    let mut builder = if nameservers.is_empty() {
+        TokioResolver::builder_tokio().map_err(err)?
+    } else {
+        let servers = nameservers
+            .iter()
+            .map(|addr| {
+                let mut ns = NameServerConfig::udp_and_tcp(addr.ip());
+                for c in &mut ns.connections {
+                    c.port = addr.port();
+                }
+                ns
+            })
+            .collect();
+        TokioResolver::builder_with_config(
+            ResolverConfig::from_name_servers(servers),
+            TokioRuntimeProvider::default(),
+        )
+    };
+    if let Some(anchors) = anchors {
+        builder.options_mut().validate = true;
+        builder = builder.with_trust_anchor(Arc::new(anchors));
+    }
+    builder.build().map_err(err)
+}
+
+impl TlsPolicies {
+    /// Contract 7. `resolver` serves MTA-STS look-ups and, unless
+    /// [`TlsPolicies::with_dane_resolver`] gives another, TLSA look-ups:
+    /// DANE is used only for answers it proved secure, so a resolver that
+    /// does not validate means no DANE. Panics only if the CA file of
+    /// `config` is unusable: check it first with [`TlsPolicies::build`].
+    pub fn new(resolver: TokioResolver, config: TlsPolicyConfig) -> TlsPolicies {
+        match Self::build(resolver, config) {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Like [`TlsPolicies::new`], returning an error for an unusable CA file.
+    pub fn build(
+        resolver: TokioResolver,
+        config: TlsPolicyConfig,
+    ) -> Result<TlsPolicies, TlsPolicyError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = &config.mta_sts_ca_file {
+            let ca_err = |reason: String| TlsPolicyError::CaFile {
+                path: path.display().to_string(),
+                reason,
+            };
+            let pem = std::fs::read(path).map_err(|e| ca_err(e.to_string()))?;
+            let mut n = 0;
+            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+                let cert = cert.map_err(|e| ca_err(e.to_string()))?;
+                roots.add(cert).map_err(|e| ca_err(e.to_string()))?;
+                n += 1;
+            }
+            if n == 0 {
+                return Err(ca_err("no certificate in it".into()));
+            }
+        }
+        let roots = Arc::new(roots);
+        let webpki = WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone())
+            .build()
+            .map_err(|e| TlsPolicyError::CaFile {
+                path: "(roots)".into(),
+                reason: e.to_string(),
+            })?;
+        let https = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsPolicyError::Resolver(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(TlsPolicies {
+            dane_resolver: resolver.clone(),
+            resolver,
+            cache: PolicyCache::new(config.policy_cache_dir.clone(), config.results_limit),
+            results: TlsResults::new(config.results_limit),
+            config,
+            provider,
+            webpki,
+            https: Arc::new(https),
+        })
+    }
+
+    /// Uses `resolver` (see [`validating_resolver`]) for the DNSSEC-checked
+    /// look-ups of DANE.
+    pub fn with_dane_resolver(mut self, resolver: TokioResolver) -> TlsPolicies {
+        self.dane_resolver = resolver;
+        self
+    }
+
+    /// Both resolvers from the nameserver list of `[dns] resolver`: the
+    /// usual way to build the policies in `sluice serve`.
+    pub fn from_nameservers(
+        nameservers: &[SocketAddr],
+        config: TlsPolicyConfig,
+    ) -> Result<TlsPolicies, TlsPolicyError> {
+        let dane = match config.dane {
+            DaneMode::Validate => Some(validating_resolver(nameservers, &config)?),
+            DaneMode::Off => None,
+        };
+        let policies = Self::build(resolver(nameservers)?, config)?;
+        Ok(match dane {
+            Some(r) => policies.with_dane_resolver(r),
+            None => policies,
+        })
+    }
+
+    /// The per-domain TLS results.
+    pub fn results(&self) -> &TlsResults {
+        &self.results
+    }
+
+    /// What the domain demands: MTA-STS (enforce/testing/none, allowed MX
+    /// patterns), looked up and cached (RFC 8461 §3, §5.1).
+    pub async fn for_domain(&self, domain: &str) -> DomainPolicy {
+        let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+        let mut policy = DomainPolicy {
+            domain: domain.clone(),
+            sts: None,
+            sts_error: None,
+        };
+        if !self.config.mta_sts {
+            return policy;
+        }
+        let now = cache::unix_now();
+        let cached = self.cache.get(&domain).await.filter(|c| c.fresh(now));
+        let id = match self.sts_id(&domain).await {
+            Ok(Some(id)) => id,
+            // No record: a still fresh cached policy stays in force
+            // (RFC 8461 §5.1); else no policy.
+            Ok(None) => {
+                policy.sts = cached.map(|c| c.policy).filter(|p| p.mode != StsMode::None);
+                return policy;
+            }
+            Err(e) => {
+                policy.sts_error = Some(e);
+                policy.sts = cached.map(|c| c.policy).filter(|p| p.mode != StsMode::None);
+                return policy;
+            }
+        };
+        let current = match cached {
+            Some(c) if c.id == id => Some(c.policy),
+            stale => match self.fetch(&domain).await {
+                Ok(fetched) => {
+                    self.cache
+                        .put(
+                            &domain,
+                            CachedPolicy {
+                                id,
+                                fetched: now,
+                                policy: fetched.clone(),
+                            },
+                        )
+                        .await;
+                    Some(fetched)
+                }
+                Err(e) => {
+                    tracing::warn!(domain, error = %e, "MTA-STS: policy fetch failed");
+                    policy.sts_error = Some(e);
+                    stale.map(|c| c.policy)
+                }
+            },
+        };
+        policy.sts = current.filter(|p| p.mode != StsMode::None);
+        policy
+    }
+
+    /// The `id` of the domain's `_mta-sts` TXT record; `None` when there
+    /// is none (or several, RFC 8461 §3.1).
+    async fn sts_id(&self, domain: &str) -> Result<Option<String>, String> {
+        let name = format!("_mta-sts.{domain}.");
+        let lookup = match self.resolver.txt_lookup(name.as_str()).await {
+            Ok(l) => l,
+            Err(e) if e.is_no_records_found() || e.is_nx_domain() => return Ok(None),
+            Err(e) => return Err(format!("TXT {name}: {e}")),
+        };
+        let texts: Vec<String> = lookup
+            .answers()
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::TXT(txt) => Some(
+                    txt.txt_data
+                        .iter()
+                        .map(|s| String::from_utf8_lossy(s).into_owned())
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect();
+        match sts::pick_txt(texts.iter().map(String::as_str)) {
+            Some(record) => sts::parse_txt(record).map(Some).map_err(|e| e.to_string()),
+            None => Ok(None),
+        }
+    }
+
+    async fn fetch(&self, domain: &str) -> Result<StsPolicy, String> {
+        let host = format!("mta-sts.{domain}.");
+        let ips = self
+            .resolver
+            .lookup_ip(host.as_str())
+            .await
+            .map_err(|e| format!("{host}: {e}"))?;
+        let addrs: Vec<SocketAddr> = ips
+            .iter()
+            .map(|ip| SocketAddr::new(ip, self.config.mta_sts_port))
+            .collect();
+        let body = https::fetch_policy(self.https.clone(), domain, &addrs)
+            .await
+            .map_err(|e| format!("https://mta-sts.{domain}/.well-known/mta-sts.txt: {e}"))?;
+        sts::parse_policy(&body).map_err(|e| e.to_string())
+    }
+
+    /// For one MX host about to be tried: DANE TLSA records if published
+    /// and DNSSEC-secure, else the domain's MTA-STS policy, else
+    /// opportunistic TLS; and the rustls client config that enforces it.
+    pub async fn for_mx(&self, policy: &DomainPolicy, mx_host: &str) -> MxTls {
+        let mx_host = mx_host.trim_end_matches('.').to_ascii_lowercase();
+        if self.config.dane != DaneMode::Off {
+            match self.tlsa(&policy.domain, &mx_host).await {
+                Ok(records) if !records.is_empty() => {
+                    let check = Check::Dane {
+                        records: records.clone(),
+                        reference_names: vec![mx_host.clone(), policy.domain.clone()],
+                    };
+                    let mut mx = self.mx_tls(check, "dane", true, true, None);
+                    mx.tlsa = records;
+                    return mx;
+                }
+                Ok(_) => {}
+                // RFC 7672 §2.2: a TLSA answer that fails validation
+                // (or cannot be had) makes the MX unusable.
+                Err(e) => {
+                    tracing::warn!(domain = %policy.domain, mx = %mx_host, error = %e, "DANE: TLSA look-up failed");
+                    let check = Check::WebPki { enforce: true };
+                    return self.mx_tls(check, "dane", false, true, Some(e));
+                }
+            }
+        }
+        match &policy.sts {
+            Some(sts) if sts.mode == StsMode::Enforce => {
+                let allowed = sts.mx_matches(&mx_host);
+                let failure = (!allowed).then(|| format!("MX {mx_host} not in the MTA-STS policy"));
+                self.mx_tls(
+                    Check::WebPki { enforce: true },
+                    "mta-sts",
+                    allowed,
+                    true,
+                    failure,
+                )
+            }
+            Some(sts) => {
+                let failure = (!sts.mx_matches(&mx_host))
+                    .then(|| format!("MX {mx_host} not in the MTA-STS policy (testing)"));
+                self.mx_tls(
+                    Check::WebPki { enforce: false },
+                    "mta-sts",
+                    true,
+                    false,
+                    failure,
+                )
+            }
+            None => self.mx_tls(
+                Check::WebPki { enforce: false },
+                "opportunistic",
+                true,
+                false,
+                None,
+            ),
+        }
+    }
+
+    /// The usable TLSA records of `_25._tcp.MX`, when both the domain's MX
+    /// answer and the TLSA answer are DNSSEC-secure (RFC 7672 §2.2).
+    /// Empty: no DANE. Err: the TLSA answer is not trustworthy.
+    async fn tlsa(&self, domain: &str, mx_host: &str) -> Result<Vec<Tlsa>, String> {
+        // The MX host name must come from a secure MX answer (or be the
+        // domain itself, with no MX), else DANE does not apply.
+        if mx_host != domain {
+            let Ok(mx) = self
+                .dane_resolver
+                .mx_lookup(format!("{domain}.").as_str())
+                .await
+            else {
+                return Ok(Vec::new());
+            };
+            let secure = mx.answers().iter().any(|r| {
+                r.proof == Proof::Secure
+                    && matches!(&r.data, RData::MX(m) if m.exchange.to_ascii().trim_end_matches('.').eq_ignore_ascii_case(mx_host))
+            });
+            if !secure {
+                return Ok(Vec::new());
+            }
+        }
+        let name = format!("_25._tcp.{mx_host}.");
+        let lookup = match self.dane_resolver.tlsa_lookup(name.as_str()).await {
+            Ok(l) => l,
+            // A denial: no TLSA (whether the denial itself was secure
+            // only changes nothing here, RFC 7672 §2.2).
+            Err(e) if e.is_no_records_found() || e.is_nx_domain() => return Ok(Vec::new()),
+            Err(e) => return Err(format!("TLSA {name}: {e}")),
+        };
+        let mut records = Vec::new();
+        for r in lookup.answers() {
+            let RData::TLSA(t) = &r.data else { continue };
+            if r.proof != Proof::Secure {
+                // An insecure TLSA RRset is ignored (RFC 7672 §2.2).
+                return Ok(Vec::new());
+            }
+            let t = Tlsa {
+                usage: t.cert_usage.into(),
+                selector: t.selector.into(),
+                matching: t.matching.into(),
+                data: t.cert_data.clone(),
+            };
+            if t.usable() {
+                records.push(t);
+            }
+        }
+        Ok(records)
+    }
+
+    fn mx_tls(
+        &self,
+        check: Check,
+        kind: &'static str,
+        allowed: bool,
+        required: bool,
+        policy_failure: Option<String>,
+    ) -> MxTls {
+        let verification = Verification::default();
+        let verifier = Arc::new(PolicyVerifier {
+            check,
+            webpki: self.webpki.clone(),
+            provider: self.provider.clone(),
+            found: verification.clone(),
+        });
+        let config = rustls::ClientConfig::builder_with_provider(self.provider.clone())
+            .with_safe_default_protocol_versions()
+            .expect("the ring provider supports the default TLS versions")
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        MxTls {
+            allowed,
+            required,
+            client_config: Arc::new(config),
+            kind,
+            verification,
+            policy_failure,
+            tlsa: Vec::new(),
+        }
+    }
+
+    /// Records the TLS outcome of a delivery attempt (kept per domain,
+    /// logged; a downgrade from verified TLS is a warning).
+    pub fn record(&self, domain: &str, mx_host: &str, outcome: TlsOutcome) {
+        self.results.record(domain, mx_host, outcome);
+    }
+}
