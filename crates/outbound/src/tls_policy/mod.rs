@@ -376,8 +376,9 @@ impl TlsPolicies {
                     return mx;
                 }
                 Ok(_) => {}
-                // RFC 7672 §2.2: a TLSA answer that fails validation
-                // (or cannot be had) makes the MX unusable.
+                // RFC 7672 §2.1.1, §2.2: an MX or TLSA answer that fails
+                // validation (or cannot be had) makes the MX unusable: the
+                // caller tries the next one or defers.
                 Err(e) => {
                     tracing::warn!(domain = %policy.domain, mx = %mx_host, error = %e, "DANE: TLSA look-up failed");
                     let check = Check::WebPki { enforce: true };
@@ -423,21 +424,29 @@ impl TlsPolicies {
     /// Empty: no DANE. Err: the TLSA answer is not trustworthy.
     async fn tlsa(&self, domain: &str, mx_host: &str) -> Result<Vec<Tlsa>, String> {
         // The MX host name must come from a secure MX answer (or be the
-        // domain itself, with no MX), else DANE does not apply.
+        // domain itself, with no MX), else DANE does not apply. A bogus
+        // or failed answer is a lookup error: the MX is not used
+        // (RFC 7672 §2.1.1), since an attacker could otherwise strip DANE.
         if mx_host != domain {
-            let Ok(mx) = self
-                .dane_resolver
-                .mx_lookup(format!("{domain}.").as_str())
-                .await
-            else {
-                return Ok(Vec::new());
+            let name = format!("{domain}.");
+            let mx = match self.dane_resolver.mx_lookup(name.as_str()).await {
+                Ok(mx) => mx,
+                Err(e) if e.is_no_records_found() || e.is_nx_domain() => return Ok(Vec::new()),
+                Err(e) => return Err(format!("MX {name}: {e}")),
             };
-            let secure = mx.answers().iter().any(|r| {
-                r.proof == Proof::Secure
-                    && matches!(&r.data, RData::MX(m) if m.exchange.to_ascii().trim_end_matches('.').eq_ignore_ascii_case(mx_host))
-            });
-            if !secure {
-                return Ok(Vec::new());
+            let proof = mx
+                .answers()
+                .iter()
+                .find(|r| {
+                    matches!(&r.data, RData::MX(m) if m.exchange.to_ascii().trim_end_matches('.').eq_ignore_ascii_case(mx_host))
+                })
+                .map(|r| r.proof);
+            match proof {
+                Some(Proof::Secure) => {}
+                Some(Proof::Bogus) => return Err(format!("MX {name}: DNSSEC bogus")),
+                // Insecure, indeterminate (a resolver that does not
+                // validate), or the host is not among the answers.
+                _ => return Ok(Vec::new()),
             }
         }
         let name = format!("_25._tcp.{mx_host}.");
@@ -451,9 +460,11 @@ impl TlsPolicies {
         let mut records = Vec::new();
         for r in lookup.answers() {
             let RData::TLSA(t) = &r.data else { continue };
-            if r.proof != Proof::Secure {
+            match r.proof {
+                Proof::Secure => {}
+                Proof::Bogus => return Err(format!("TLSA {name}: DNSSEC bogus")),
                 // An insecure TLSA RRset is ignored (RFC 7672 §2.2).
-                return Ok(Vec::new());
+                _ => return Ok(Vec::new()),
             }
             let t = Tlsa {
                 usage: t.cert_usage.into(),
