@@ -13,7 +13,8 @@ use std::time::Duration;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use sha2::{Digest, Sha256};
 use sluice_outbound::tls_policy::{
-    validating_resolver, DaneMode, MxTls, StsMode, TlsOutcome, TlsPolicies, TlsPolicyConfig,
+    validating_resolver, DaneMode, FailureType, MxTls, Reporter, StsMode, TlsOutcome, TlsPolicies,
+    TlsPolicyConfig,
 };
 use sluice_testkit::{free_port, require_program, wait_until, Dns, Zone};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -233,7 +234,7 @@ async fn starttls(addr: SocketAddr, mx_host: &str, mx: &MxTls) -> Result<TlsOutc
     let connector = tokio_rustls::TlsConnector::from(mx.client_config.clone());
     match connector.connect(name, tcp.into_inner()).await {
         Ok(tls) => {
-            let outcome = TlsOutcome::from_handshake(mx.kind, tls.get_ref().1, &mx.verification);
+            let outcome = TlsOutcome::from_handshake(mx, tls.get_ref().1);
             let mut tls = BufReader::new(tls);
             tls.get_mut()
                 .write_all(b"EHLO sluice.test\r\n")
@@ -279,6 +280,7 @@ fn sts_setup() -> StsSetup {
                 "mx A 127.0.0.1",
                 "_mta-sts TXT \"v=STSv1; id=20261124a;\"",
                 "mta-sts A 127.0.0.1",
+                "_smtp._tls TXT \"v=TLSRPTv1; rua=mailto:tlsrpt@example.net,https://tlsrpt.example.net/v1\"",
             ],
         ),
         Zone::new(
@@ -325,14 +327,20 @@ async fn mta_sts_enforce_requires_a_valid_certificate_and_a_listed_mx() {
     let policies = TlsPolicies::from_nameservers(&s.nameservers, s.config.clone()).unwrap();
     let domain = policies.for_domain("Example.NET").await;
     let sts = domain.sts.clone().expect("an MTA-STS policy");
+    assert_eq!(
+        policies.tlsrpt_destinations("example.net").await,
+        vec!["mailto:tlsrpt@example.net", "https://tlsrpt.example.net/v1"]
+    );
+    assert!(policies.tlsrpt_destinations("example.org").await.is_empty());
     assert_eq!(sts.mode, StsMode::Enforce);
     assert_eq!(sts.mx, vec!["mx.example.net"]);
 
     // An MX outside the policy is not used.
-    let other = policies.for_mx(&domain, "mx.example.com").await;
-    assert!(!other.allowed);
-    assert!(other
+    let other_mx = policies.for_mx(&domain, "mx.example.com").await;
+    assert!(!other_mx.allowed);
+    assert!(other_mx
         .policy_failure
+        .as_ref()
         .unwrap()
         .contains("not in the MTA-STS policy"));
 
@@ -354,21 +362,75 @@ async fn mta_sts_enforce_requires_a_valid_certificate_and_a_listed_mx() {
     let err = starttls(bad, "mx.example.net", &mx).await.unwrap_err();
     assert!(err.to_lowercase().contains("certificate"), "{err}");
     assert!(mx.verification.failure().is_some());
-    policies.record(
-        "example.net",
-        "mx.example.net",
-        TlsOutcome::failed(mx.kind, err),
-    );
+    let failed = TlsOutcome::handshake_failed(&mx, err).with_ip(bad.ip());
+    assert_eq!(failed.result_type, Some(FailureType::CertificateNotTrusted));
+    policies.record("example.net", "mx.example.net", failed);
 
     // A trusted certificate for another name fails too.
     let wrong_name = start_mx(&s.ca.issue("mail.example.org"), vec![]).await;
     let mx = policies.for_mx(&domain, "mx.example.net").await;
-    assert!(starttls(wrong_name, "mx.example.net", &mx).await.is_err());
+    let err = starttls(wrong_name, "mx.example.net", &mx)
+        .await
+        .unwrap_err();
+    let failed = TlsOutcome::handshake_failed(&mx, err);
+    assert_eq!(
+        failed.result_type,
+        Some(FailureType::CertificateHostMismatch)
+    );
+    policies.record("example.net", "mx.example.net", failed);
+
+    // The refused MX is recorded too.
+    policies.record(
+        "example.net",
+        "mx.example.com",
+        TlsOutcome::refused(&other_mx),
+    );
 
     let seen = policies.results().get("example.net").unwrap();
     assert!(seen.ever_verified);
-    assert_eq!((seen.verified_count, seen.failure_count), (1, 1));
+    assert_eq!((seen.verified_count, seen.failure_count), (1, 3));
     assert!(!seen.last.verified);
+
+    // The TLS-RPT report of the period, read by Python's json module.
+    let who = Reporter {
+        organization: "Sluice test".into(),
+        contact: "postmaster@example.com".into(),
+    };
+    let json = policies
+        .results()
+        .take_report("example.net", &who, "2026-11-24-example.net")
+        .unwrap();
+    let check = r#"
+import json, sys
+r = json.load(sys.stdin)
+assert r["organization-name"] == "Sluice test" and r["report-id"] == "2026-11-24-example.net"
+assert r["date-range"]["start-datetime"].endswith("Z")
+[p] = r["policies"]
+assert p["policy"]["policy-type"] == "sts", p
+assert "mode: enforce" in p["policy"]["policy-string"], p
+assert p["policy"]["policy-domain"] == "example.net"
+assert sorted(p["policy"]["mx-host"]) == ["mx.example.com", "mx.example.net"], p
+assert p["summary"] == {"total-successful-session-count": 1, "total-failure-session-count": 3}, p
+kinds = sorted((d["result-type"], d["failed-session-count"]) for d in p["failure-details"])
+assert kinds == [("certificate-host-mismatch", 1), ("certificate-not-trusted", 1), ("validation-failure", 1)], kinds
+assert any(d.get("receiving-ip") == "127.0.0.1" for d in p["failure-details"])
+print("ok")
+"#;
+    let mut child = Command::new(require_program("python3", "python3"))
+        .args(["-c", check])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), json.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ok",
+        "{json}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -517,6 +579,10 @@ async fn dane_ee_match_passes_and_mismatch_fails() {
             .contains("no TLSA record matches"),
         "{err}"
     );
+    let failed = TlsOutcome::handshake_failed(&mx, err);
+    assert_eq!(failed.result_type, Some(FailureType::TlsaInvalid));
+    assert_eq!(failed.policy.policy_type, "tlsa");
+    assert!(failed.policy.policy_string[0].starts_with("3 1 1 "));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -559,8 +625,12 @@ async fn bogus_dnssec_answers_make_the_mx_unusable() {
     let mx = policies.for_mx(&domain, "mx.example.net").await;
     assert_eq!(mx.kind, "dane");
     assert!(!mx.allowed && mx.required);
-    let why = mx.policy_failure.unwrap();
+    let why = mx.policy_failure.clone().unwrap();
     assert!(why.contains("DNSSEC validation failed"), "{why}");
+    assert_eq!(
+        TlsOutcome::refused(&mx).result_type,
+        Some(FailureType::DnssecInvalid)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -56,6 +56,20 @@ impl Tlsa {
     }
 }
 
+impl std::fmt::Display for Tlsa {
+    /// Presentation form: `3 1 1 0123abcd...`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} {} {}",
+            self.usage,
+            self.selector,
+            self.matching,
+            hex::encode(&self.data)
+        )
+    }
+}
+
 /// Why a chain did not satisfy the TLSA set.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DaneError {

@@ -22,6 +22,7 @@ pub mod dane;
 pub mod https;
 pub mod results;
 pub mod sts;
+pub mod tlsrpt;
 mod verifier;
 
 use std::net::SocketAddr;
@@ -41,6 +42,7 @@ pub use config::{DaneMode, TlsPolicyConfig};
 pub use dane::Tlsa;
 pub use results::{DomainTls, TlsOutcome, TlsResults};
 pub use sts::{StsMode, StsPolicy};
+pub use tlsrpt::{FailureType, ReportPolicy, Reporter};
 pub use verifier::Verification;
 
 use verifier::{Check, PolicyVerifier};
@@ -99,8 +101,12 @@ pub struct MxTls {
     /// A policy failure known before connecting (MX not in an MTA-STS
     /// policy, bogus TLSA answer), to record even when delivery goes on.
     pub policy_failure: Option<String>,
+    /// The TLS-RPT result type of `policy_failure`.
+    pub policy_failure_type: Option<FailureType>,
     /// The usable TLSA records when `kind` is "dane".
     pub tlsa: Vec<Tlsa>,
+    /// The policy as a TLS-RPT report names it.
+    pub report_policy: ReportPolicy,
 }
 
 /// The outbound TLS policies: DNS, MTA-STS fetching and cache, DANE, and
@@ -372,6 +378,10 @@ impl TlsPolicies {
                         reference_names: vec![mx_host.clone(), policy.domain.clone()],
                     };
                     let mut mx = self.mx_tls(check, "dane", true, true, None);
+                    mx.report_policy = ReportPolicy {
+                        policy_type: "tlsa",
+                        policy_string: records.iter().map(Tlsa::to_string).collect(),
+                    };
                     mx.tlsa = records;
                     return mx;
                 }
@@ -380,43 +390,48 @@ impl TlsPolicies {
                 // validation (or cannot be had) makes the MX unusable: the
                 // caller tries the next one or defers.
                 Err(e) => {
-                    tracing::warn!(domain = %policy.domain, mx = %mx_host, error = %e, "DANE: TLSA look-up failed");
+                    tracing::warn!(domain = %policy.domain, mx = %mx_host, error = %e, "DANE: look-up failed");
                     let check = Check::WebPki { enforce: true };
-                    return self.mx_tls(check, "dane", false, true, Some(e));
+                    let failure = Some((FailureType::DnssecInvalid, e));
+                    let mut mx = self.mx_tls(check, "dane", false, true, failure);
+                    mx.report_policy.policy_type = "tlsa";
+                    return mx;
                 }
             }
         }
-        match &policy.sts {
-            Some(sts) if sts.mode == StsMode::Enforce => {
-                let allowed = sts.mx_matches(&mx_host);
-                let failure = (!allowed).then(|| format!("MX {mx_host} not in the MTA-STS policy"));
-                self.mx_tls(
-                    Check::WebPki { enforce: true },
-                    "mta-sts",
-                    allowed,
-                    true,
-                    failure,
-                )
-            }
-            Some(sts) => {
-                let failure = (!sts.mx_matches(&mx_host))
-                    .then(|| format!("MX {mx_host} not in the MTA-STS policy (testing)"));
-                self.mx_tls(
-                    Check::WebPki { enforce: false },
-                    "mta-sts",
-                    true,
-                    false,
-                    failure,
-                )
-            }
-            None => self.mx_tls(
+        let Some(sts) = &policy.sts else {
+            return self.mx_tls(
                 Check::WebPki { enforce: false },
                 "opportunistic",
                 true,
                 false,
                 None,
-            ),
-        }
+            );
+        };
+        let listed = sts.mx_matches(&mx_host);
+        let failure = (!listed).then(|| {
+            (
+                FailureType::ValidationFailure,
+                format!(
+                    "MX {mx_host} not in the MTA-STS policy ({})",
+                    sts.mode.as_str()
+                ),
+            )
+        });
+        let enforce = sts.mode == StsMode::Enforce;
+        let allowed = listed || !enforce;
+        let mut mx = self.mx_tls(
+            Check::WebPki { enforce },
+            "mta-sts",
+            allowed,
+            enforce,
+            failure,
+        );
+        mx.report_policy = ReportPolicy {
+            policy_type: "sts",
+            policy_string: sts.to_text().lines().map(str::to_string).collect(),
+        };
+        mx
     }
 
     /// The usable TLSA records of `_25._tcp.MX`, when both the domain's MX
@@ -485,7 +500,7 @@ impl TlsPolicies {
         kind: &'static str,
         allowed: bool,
         required: bool,
-        policy_failure: Option<String>,
+        policy_failure: Option<(FailureType, String)>,
     ) -> MxTls {
         let verification = Verification::default();
         let verifier = Arc::new(PolicyVerifier {
@@ -506,8 +521,13 @@ impl TlsPolicies {
             client_config: Arc::new(config),
             kind,
             verification,
-            policy_failure,
+            policy_failure_type: policy_failure.as_ref().map(|(t, _)| *t),
+            policy_failure: policy_failure.map(|(_, why)| why),
             tlsa: Vec::new(),
+            report_policy: ReportPolicy {
+                policy_type: "no-policy-found",
+                policy_string: Vec::new(),
+            },
         }
     }
 
@@ -515,5 +535,34 @@ impl TlsPolicies {
     /// logged; a downgrade from verified TLS is a warning).
     pub fn record(&self, domain: &str, mx_host: &str, outcome: TlsOutcome) {
         self.results.record(domain, mx_host, outcome);
+    }
+
+    /// Where the domain wants TLS-RPT reports (RFC 8460 §3): the `rua`
+    /// URIs of its `_smtp._tls` TXT record; empty when it publishes none.
+    pub async fn tlsrpt_destinations(&self, domain: &str) -> Vec<String> {
+        let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+        let name = format!("_smtp._tls.{domain}.");
+        let Ok(lookup) = self.resolver.txt_lookup(name.as_str()).await else {
+            return Vec::new();
+        };
+        let records: Vec<String> = lookup
+            .answers()
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::TXT(txt) => Some(
+                    txt.txt_data
+                        .iter()
+                        .map(|s| String::from_utf8_lossy(s).into_owned())
+                        .collect::<String>(),
+                ),
+                _ => None,
+            })
+            .filter(|t| t.starts_with("v=TLSRPTv1"))
+            .collect();
+        // Several records: none is used (RFC 8460 §3).
+        match records.as_slice() {
+            [one] => tlsrpt::parse_txt(one).unwrap_or_default(),
+            _ => Vec::new(),
+        }
     }
 }

@@ -11,6 +11,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 
 use super::dane::{self, Tlsa};
+use super::tlsrpt::FailureType;
 
 /// What the certificate check must achieve.
 #[derive(Debug, Clone)]
@@ -29,7 +30,9 @@ pub(crate) enum Check {
 /// What the verifier found during one handshake: shared with the
 /// caller through [`super::MxTls::verification`].
 #[derive(Debug, Clone, Default)]
-pub struct Verification(Arc<Mutex<Option<Result<(), String>>>>);
+pub struct Verification(Arc<Mutex<Option<Found>>>);
+
+type Found = Result<(), (FailureType, String)>;
 
 impl Verification {
     /// Whether the certificate was verified; `None` before a handshake
@@ -40,14 +43,23 @@ impl Verification {
 
     /// Why the certificate did not verify, if it did not.
     pub fn failure(&self) -> Option<String> {
-        self.lock().as_ref().and_then(|r| r.clone().err())
+        self.lock()
+            .as_ref()
+            .and_then(|r| r.as_ref().err().map(|(_, why)| why.clone()))
     }
 
-    fn set(&self, result: Result<(), String>) {
+    /// The TLS-RPT result type of the failure, if the certificate did not verify.
+    pub fn failure_type(&self) -> Option<FailureType> {
+        self.lock()
+            .as_ref()
+            .and_then(|r| r.as_ref().err().map(|(kind, _)| *kind))
+    }
+
+    fn set(&self, result: Found) {
         *self.lock() = Some(result);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Result<(), String>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Found>> {
         // The slot holds plain data: a poisoned lock still holds a valid value.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -81,7 +93,8 @@ impl ServerCertVerifier for PolicyVerifier {
                         Ok(ServerCertVerified::assertion())
                     }
                     Err(e) => {
-                        self.found.set(Err(format!("DANE: {e}")));
+                        self.found
+                            .set(Err((FailureType::TlsaInvalid, format!("DANE: {e}"))));
                         Err(rustls::Error::InvalidCertificate(
                             CertificateError::ApplicationVerificationFailure,
                         ))
@@ -101,7 +114,10 @@ impl ServerCertVerifier for PolicyVerifier {
                         Ok(v)
                     }
                     Err(e) => {
-                        self.found.set(Err(e.to_string()));
+                        self.found.set(Err((
+                            FailureType::from_certificate_error(&e),
+                            e.to_string(),
+                        )));
                         if *enforce {
                             Err(e)
                         } else {
