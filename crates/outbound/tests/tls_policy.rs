@@ -484,7 +484,19 @@ async fn no_policy_means_opportunistic_tls_with_any_certificate() {
 async fn the_policy_cache_survives_a_restart_and_a_failed_refresh() {
     let s = sts_setup();
     let first = TlsPolicies::from_nameservers(&s.nameservers, s.config.clone()).unwrap();
-    assert!(first.for_domain("example.net").await.sts.is_some());
+    // Many deliveries asking at once: one fetch.
+    let first = Arc::new(first);
+    let asks: Vec<_> = (0..8)
+        .map(|_| {
+            let p = first.clone();
+            tokio::spawn(async move { p.for_domain("example.net").await })
+        })
+        .collect();
+    for ask in asks {
+        assert!(ask.await.unwrap().sts.is_some());
+    }
+    // (The server logs a request just after answering it.)
+    assert!(wait_until(Duration::from_secs(5), || s.https.requests() >= 1));
     assert_eq!(s.https.requests(), 1);
     // Same id: served from the cache, no fetch.
     assert!(first.for_domain("example.net").await.sts.is_some());

@@ -36,7 +36,7 @@ pub struct TlsPolicyConfig {
     /// instead of the built-in root keys. Default: the root keys.
     pub dnssec_trust_anchor: Option<PathBuf>,
     /// Directory where fetched MTA-STS policies are kept across restarts.
-    /// Default: none given here; `sluice serve` passes `DATA/mta-sts`.
+    /// Default: none (memory only); see [`TlsPolicyConfig::with_data_dir`].
     pub policy_cache_dir: Option<PathBuf>,
     /// How many destination domains' TLS results are kept in memory.
     pub results_limit: usize,
@@ -53,6 +53,17 @@ impl Default for TlsPolicyConfig {
             policy_cache_dir: None,
             results_limit: 10_000,
         }
+    }
+}
+
+impl TlsPolicyConfig {
+    /// Keeps MTA-STS policies under `DATA/mta-sts` unless a directory was
+    /// configured: what `sluice serve` does with its data directory.
+    pub fn with_data_dir(mut self, data: &std::path::Path) -> TlsPolicyConfig {
+        if self.policy_cache_dir.is_none() {
+            self.policy_cache_dir = Some(data.join("mta-sts"));
+        }
+        self
     }
 }
 
@@ -85,5 +96,10 @@ mod tests {
         assert!(f.outbound.tls.mta_sts);
         assert!(toml::from_str::<File>("[outbound.tls]\ndane = \"trust-everything\"\n").is_err());
         assert!(toml::from_str::<File>("[outbound.tls]\nbogus = 1\n").is_err());
+        let c = TlsPolicyConfig::default().with_data_dir(std::path::Path::new("/d"));
+        assert_eq!(
+            c.policy_cache_dir.as_deref(),
+            Some(std::path::Path::new("/d/mta-sts"))
+        );
     }
 }

@@ -92,7 +92,9 @@ pub enum DaneError {
 /// - DANE-TA(2): a certificate of the chain matches and becomes the trust
 ///   anchor; the leaf must chain to it, be within its dates, and name one
 ///   of `reference_names` (the MX host, and the destination domain,
-///   RFC 7672 §3.2.3).
+///   RFC 7672 §3.2.3). The trust anchor must be among the certificates
+///   the server sends (RFC 7671 §5.2.2); a bare public key that matches
+///   no sent certificate cannot anchor the chain here.
 pub fn verify_chain(
     records: &[Tlsa],
     end_entity: &CertificateDer<'_>,

@@ -25,6 +25,7 @@ pub mod sts;
 pub mod tlsrpt;
 mod verifier;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -92,6 +93,9 @@ pub struct MxTls {
     /// fallback, defer instead.
     pub required: bool,
     /// The rustls client config to use for STARTTLS with this MX.
+    /// Connect with the MX host name as the `ServerName` (MTA-STS checks
+    /// the certificate against it, RFC 8461 §4.2); one config per attempt,
+    /// since [`MxTls::verification`] notes what its handshake found.
     pub client_config: Arc<rustls::ClientConfig>,
     /// For logs: "dane", "mta-sts", "opportunistic".
     pub kind: &'static str,
@@ -121,6 +125,7 @@ pub struct TlsPolicies {
     https: Arc<rustls::ClientConfig>,
     cache: PolicyCache,
     results: TlsResults,
+    fetching: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// A plain (non-validating) resolver asking `nameservers` (contract 6),
@@ -229,6 +234,7 @@ impl TlsPolicies {
             resolver,
             cache: PolicyCache::new(config.policy_cache_dir.clone(), config.results_limit),
             results: TlsResults::new(config.results_limit),
+            fetching: std::sync::Mutex::new(HashMap::new()),
             config,
             provider,
             webpki,
@@ -295,29 +301,54 @@ impl TlsPolicies {
         };
         let current = match cached {
             Some(c) if c.id == id => Some(c.policy),
-            stale => match self.fetch(&domain).await {
-                Ok(fetched) => {
-                    self.cache
-                        .put(
-                            &domain,
-                            CachedPolicy {
-                                id,
-                                fetched: now,
-                                policy: fetched.clone(),
-                            },
-                        )
-                        .await;
-                    Some(fetched)
+            stale => {
+                // One fetch per domain at a time: deliveries that ask
+                // meanwhile wait for it and then find it in the cache.
+                let gate = self.fetch_gate(&domain);
+                let _turn = gate.lock().await;
+                match self.cache.get(&domain).await {
+                    Some(c) if c.id == id && c.fresh(cache::unix_now()) => Some(c.policy),
+                    _ => {
+                        let result = self.fetch(&domain).await;
+                        self.lock_fetching().remove(&domain);
+                        match result {
+                            Ok(fetched) => {
+                                let cached = CachedPolicy {
+                                    id,
+                                    fetched: now,
+                                    policy: fetched.clone(),
+                                };
+                                self.cache.put(&domain, cached).await;
+                                Some(fetched)
+                            }
+                            Err(e) => {
+                                tracing::warn!(domain, error = %e, "MTA-STS: policy fetch failed");
+                                policy.sts_error = Some(e);
+                                stale.map(|c| c.policy)
+                            }
+                        }
+                    }
                 }
-                Err(e) => {
-                    tracing::warn!(domain, error = %e, "MTA-STS: policy fetch failed");
-                    policy.sts_error = Some(e);
-                    stale.map(|c| c.policy)
-                }
-            },
+            }
         };
         policy.sts = current.filter(|p| p.mode != StsMode::None);
         policy
+    }
+
+    /// The lock that serialises policy fetches for `domain`. Entries live
+    /// only while a fetch runs, so the map holds at most one per fetch in
+    /// progress.
+    fn fetch_gate(&self, domain: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.lock_fetching()
+            .entry(domain.to_string())
+            .or_default()
+            .clone()
+    }
+
+    fn lock_fetching(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<tokio::sync::Mutex<()>>>> {
+        self.fetching.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The `id` of the domain's `_mta-sts` TXT record; `None` when there
