@@ -1,8 +1,10 @@
 //! The TLS policy at work against real servers on loopback: DNS from nsd
 //! (signed for DANE), MTA-STS policies from an HTTPS server (Python's
-//! `http.server` with `ssl`), and an MX speaking SMTP with STARTTLS over
-//! tokio-rustls, with which each test does the STARTTLS handshake using
-//! the `client_config` the policy gives.
+//! `http.server` with `ssl`), and MX hosts with STARTTLS: Postfix
+//! (`sluice_testkit::PostfixMx`), and a small tokio-rustls SMTP responder
+//! where a test needs a certificate chain Postfix is not given. Each test
+//! does the STARTTLS handshake with the `client_config` the policy gives,
+//! as the outbound SMTP client does.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -16,7 +18,7 @@ use sluice_outbound::tls_policy::{
     validating_resolver, DaneMode, FailureType, MxTls, Reporter, StsMode, TlsOutcome, TlsPolicies,
     TlsPolicyConfig,
 };
-use sluice_testkit::{free_port, require_program, wait_until, Dns, Zone};
+use sluice_testkit::{free_port, require_program, wait_until, Dns, PostfixMx, Zone};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -240,9 +242,14 @@ async fn starttls(addr: SocketAddr, mx_host: &str, mx: &MxTls) -> Result<TlsOutc
                 .write_all(b"EHLO sluice.test\r\n")
                 .await
                 .unwrap();
-            line.clear();
-            tls.read_line(&mut line).await.unwrap();
-            assert_eq!(line, "250 mx\r\n");
+            loop {
+                line.clear();
+                tls.read_line(&mut line).await.unwrap();
+                assert!(line.starts_with("250"), "{line}");
+                if line.as_bytes().get(3) == Some(&b' ') {
+                    break;
+                }
+            }
             tls.get_mut().write_all(b"QUIT\r\n").await.unwrap();
             Ok(outcome)
         }
@@ -721,4 +728,34 @@ async fn a_policy_host_with_an_untrusted_certificate_gives_no_policy() {
     assert!(why.contains("certificate"), "{why}");
     let mx = policies.for_mx(&domain, "mx.example.net").await;
     assert_eq!(mx.kind, "opportunistic");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postfix_as_the_mx_under_mta_sts_enforce() {
+    let s = sts_setup();
+    let policies = TlsPolicies::from_nameservers(&s.nameservers, s.config.clone()).unwrap();
+    let domain = policies.for_domain("example.net").await;
+    assert_eq!(domain.sts.as_ref().unwrap().mode, StsMode::Enforce);
+
+    let cert = s.ca.issue("mx.example.net");
+    let good = PostfixMx::start("mx.example.net", &cert.cert_pem, &cert.key_pem);
+    let mx = policies.for_mx(&domain, "mx.example.net").await;
+    let outcome = starttls(good.addr, "mx.example.net", &mx)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", good.log()));
+    assert!(outcome.verified, "{outcome:?}");
+    assert!(
+        wait_until(Duration::from_secs(10), || good
+            .log()
+            .contains("TLS connection established from")),
+        "{}",
+        good.log()
+    );
+
+    let bad_cert = self_signed("mx.example.net");
+    let bad = PostfixMx::start("mx.example.net", &bad_cert.cert_pem, &bad_cert.key_pem);
+    let mx = policies.for_mx(&domain, "mx.example.net").await;
+    let err = starttls(bad.addr, "mx.example.net", &mx).await.unwrap_err();
+    let failed = TlsOutcome::handshake_failed(&mx, err);
+    assert_eq!(failed.result_type, Some(FailureType::CertificateNotTrusted));
 }
