@@ -759,3 +759,42 @@ async fn postfix_as_the_mx_under_mta_sts_enforce() {
     let failed = TlsOutcome::handshake_failed(&mx, err);
     assert_eq!(failed.result_type, Some(FailureType::CertificateNotTrusted));
 }
+
+#[tokio::test]
+async fn unusable_files_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = TlsPolicyConfig {
+        mta_sts_ca_file: Some(dir.path().join("nope.pem")),
+        ..TlsPolicyConfig::default()
+    };
+    let e = TlsPolicies::from_nameservers(&["127.0.0.1:53".parse().unwrap()], missing)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("MTA-STS CA file ") && e.contains("nope.pem"),
+        "{e}"
+    );
+    let empty = TlsPolicyConfig {
+        mta_sts_ca_file: Some(write(dir.path(), "empty.pem", "not a certificate\n")),
+        ..TlsPolicyConfig::default()
+    };
+    let e = TlsPolicies::from_nameservers(&["127.0.0.1:53".parse().unwrap()], empty)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no certificate"), "{e}");
+    let anchor = TlsPolicyConfig {
+        dnssec_trust_anchor: Some(write(
+            dir.path(),
+            "anchor.key",
+            "example.net. IN DNSKEY garbage\n",
+        )),
+        ..TlsPolicyConfig::default()
+    };
+    let e = validating_resolver(&["127.0.0.1:53".parse().unwrap()], &anchor)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("DNSSEC trust anchor ") && e.contains("anchor.key"),
+        "{e}"
+    );
+}

@@ -305,28 +305,30 @@ impl TlsPolicies {
                 // One fetch per domain at a time: deliveries that ask
                 // meanwhile wait for it and then find it in the cache.
                 let gate = self.fetch_gate(&domain);
-                let _turn = gate.lock().await;
-                match self.cache.get(&domain).await {
-                    Some(c) if c.id == id && c.fresh(cache::unix_now()) => Some(c.policy),
-                    _ => {
-                        let result = self.fetch(&domain).await;
-                        self.lock_fetching().remove(&domain);
-                        match result {
-                            Ok(fetched) => {
-                                let cached = CachedPolicy {
-                                    id,
-                                    fetched: now,
-                                    policy: fetched.clone(),
-                                };
-                                self.cache.put(&domain, cached).await;
-                                Some(fetched)
-                            }
-                            Err(e) => {
-                                tracing::warn!(domain, error = %e, "MTA-STS: policy fetch failed");
-                                policy.sts_error = Some(e);
-                                stale.map(|c| c.policy)
-                            }
+                let turn = gate.lock().await;
+                let outcome = match self.cache.get(&domain).await {
+                    Some(c) if c.id == id && c.fresh(cache::unix_now()) => Ok(c.policy),
+                    _ => match self.fetch(&domain).await {
+                        Ok(fetched) => {
+                            let cached = CachedPolicy {
+                                id,
+                                fetched: now,
+                                policy: fetched.clone(),
+                            };
+                            self.cache.put(&domain, cached).await;
+                            Ok(fetched)
                         }
+                        Err(e) => Err(e),
+                    },
+                };
+                drop(turn);
+                self.release_fetch_gate(&domain, &gate);
+                match outcome {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        tracing::warn!(domain, error = %e, "MTA-STS: policy fetch failed");
+                        policy.sts_error = Some(e);
+                        stale.map(|c| c.policy)
                     }
                 }
             }
@@ -336,13 +338,24 @@ impl TlsPolicies {
     }
 
     /// The lock that serialises policy fetches for `domain`. Entries live
-    /// only while a fetch runs, so the map holds at most one per fetch in
-    /// progress.
+    /// only while someone uses them (see `release_fetch_gate`).
     fn fetch_gate(&self, domain: &str) -> Arc<tokio::sync::Mutex<()>> {
         self.lock_fetching()
             .entry(domain.to_string())
             .or_default()
             .clone()
+    }
+
+    /// Drops the domain's entry when it is still `gate` and nobody else
+    /// holds it (the map + this caller), so the map keeps only gates in use.
+    fn release_fetch_gate(&self, domain: &str, gate: &Arc<tokio::sync::Mutex<()>>) {
+        let mut map = self.lock_fetching();
+        if map
+            .get(domain)
+            .is_some_and(|g| Arc::ptr_eq(g, gate) && Arc::strong_count(g) == 2)
+        {
+            map.remove(domain);
+        }
     }
 
     fn lock_fetching(
