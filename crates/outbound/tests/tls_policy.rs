@@ -798,3 +798,42 @@ async fn unusable_files_are_clear_errors() {
         "{e}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsigned_domain_under_a_signed_parent_gets_no_dane() {
+    // The common case on the internet: the parent is signed and proves
+    // the child has no DS, so the child's answers are insecure and its
+    // TLSA record (which would not match) is not used.
+    let dns = Dns::start_signed(vec![
+        Zone::new(
+            "net",
+            &[
+                "example.net. NS ns.example.net.",
+                "ns.example.net. A 127.0.0.1",
+            ],
+        ),
+        Zone::new(
+            "example.net",
+            &[
+                "@ MX 10 mx",
+                "mx A 127.0.0.1",
+                &format!("_25._tcp.mx TLSA 3 1 1 {}", hex::encode([0u8; 32])),
+            ],
+        )
+        .unsigned(),
+    ]);
+    let config = TlsPolicyConfig {
+        mta_sts: false,
+        dnssec_trust_anchor: Some(dns.trust_anchor_file()),
+        ..TlsPolicyConfig::default()
+    };
+    let policies = TlsPolicies::from_nameservers(&[dns.addr], config).unwrap();
+    let domain = policies.for_domain("example.net").await;
+    let mx = policies.for_mx(&domain, "mx.example.net").await;
+    assert_eq!(mx.kind, "opportunistic", "{:?}", mx.policy_failure);
+    assert!(mx.allowed && !mx.required);
+    let addr = start_mx(&self_signed("mx.example.net"), vec![]).await;
+    starttls(addr, "mx.example.net", &mx)
+        .await
+        .expect("opportunistic TLS");
+}

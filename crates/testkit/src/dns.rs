@@ -17,6 +17,9 @@ pub struct Zone {
     pub origin: String,
     /// Resource records, zone-file syntax, one per line.
     pub records: Vec<String>,
+    /// Left unsigned by [`Dns::start_signed`] (an insecure delegation
+    /// under a signed parent).
+    pub unsigned: bool,
 }
 
 impl Zone {
@@ -25,7 +28,14 @@ impl Zone {
         Zone {
             origin: origin.trim_end_matches('.').to_string(),
             records: records.iter().map(|r| r.to_string()).collect(),
+            unsigned: false,
         }
+    }
+
+    /// The same zone, never signed, even by [`Dns::start_signed`].
+    pub fn unsigned(mut self) -> Zone {
+        self.unsigned = true;
+        self
     }
 
     fn file_text(&self, serial: u32) -> String {
@@ -169,7 +179,7 @@ impl Dns {
         for (i, zone) in self.zones.clone().iter().enumerate() {
             let file = format!("zone{i}.zone");
             std::fs::write(self.path(&file), zone.file_text(self.serial)).expect("zone file");
-            if self.signed {
+            if self.signed && !zone.unsigned {
                 let key = self.key_for(&zone.origin);
                 self.sign(&file, &key);
             }
