@@ -576,6 +576,7 @@ async fn dane_ee_match_passes_and_mismatch_fails() {
         hex::encode(Sha256::digest(&cert.spki))
     ));
     let policies = dane_policies(&dns);
+    assert_eq!(policies.dnssec_self_check().await, Ok(()));
     let domain = policies.for_domain("example.net").await;
     let mx = policies.for_mx(&domain, "mx.example.net").await;
     assert_eq!(mx.kind, "dane", "{:?}", mx.policy_failure);
@@ -836,4 +837,29 @@ async fn an_unsigned_domain_under_a_signed_parent_gets_no_dane() {
     starttls(addr, "mx.example.net", &mx)
         .await
         .expect("opportunistic TLS");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dnssec_self_check_refuses_a_resolver_without_dnssec() {
+    // The anchor says example.net is signed; this server serves it unsigned,
+    // as a resolver that strips DNSSEC records would.
+    let signed = Dns::start_signed(vec![Zone::new("example.net", &[])]);
+    let unsigned = Dns::start(vec![Zone::new("example.net", &["@ MX 10 mx"])]);
+    let config = TlsPolicyConfig {
+        mta_sts: false,
+        dnssec_trust_anchor: Some(signed.trust_anchor_file()),
+        ..TlsPolicyConfig::default()
+    };
+    let policies = TlsPolicies::from_nameservers(&[unsigned.addr], config.clone()).unwrap();
+    let e = policies.dnssec_self_check().await.unwrap_err();
+    assert!(
+        e.contains("example.net.") && e.contains("dane = \"off\""),
+        "{e}"
+    );
+    let off = TlsPolicyConfig {
+        dane: DaneMode::Off,
+        ..config
+    };
+    let policies = TlsPolicies::from_nameservers(&[unsigned.addr], off).unwrap();
+    assert_eq!(policies.dnssec_self_check().await, Ok(()));
 }

@@ -266,6 +266,52 @@ impl TlsPolicies {
         })
     }
 
+    /// Checks at start that DANE can work: the SOA of each trust anchor's
+    /// zone (the root, or the names in `dnssec_trust_anchor`) must come
+    /// back DNSSEC-secure through the DANE resolver. A resolver that strips
+    /// DNSSEC records would make every MX answer fail validation and every
+    /// delivery wait: `sluice serve` should refuse to start with this
+    /// error rather than find out message by message. Ok when DANE is off.
+    pub async fn dnssec_self_check(&self) -> Result<(), String> {
+        if self.config.dane == DaneMode::Off {
+            return Ok(());
+        }
+        let names = match &self.config.dnssec_trust_anchor {
+            None => vec![".".to_string()],
+            Some(path) => {
+                let text = tokio::fs::read_to_string(path)
+                    .await
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let mut names: Vec<String> = text
+                    .lines()
+                    .filter_map(|l| l.split_whitespace().next())
+                    .filter(|n| !n.starts_with(';'))
+                    .map(str::to_string)
+                    .collect();
+                names.dedup();
+                names
+            }
+        };
+        for name in names {
+            let hint = "with [outbound.tls] dane = \"validate\", the [dns] resolver must pass DNSSEC records along (or set dane = \"off\")";
+            let lookup = self
+                .dane_resolver
+                .soa_lookup(name.as_str())
+                .await
+                .map_err(|e| format!("DNSSEC check of {name} SOA failed: {e}; {hint}"))?;
+            let secure = lookup
+                .answers()
+                .iter()
+                .any(|r| matches!(r.data, RData::SOA(_)) && r.proof == Proof::Secure);
+            if !secure {
+                return Err(format!(
+                    "DNSSEC check: {name} SOA is not proven secure; {hint}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The per-domain TLS results.
     pub fn results(&self) -> &TlsResults {
         &self.results
