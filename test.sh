@@ -19,6 +19,8 @@ packages=(
   rbldnsd                                   # DNSBL server cross-check
   dovecot-core dovecot-imapd                # IMAP bench workload peer
   nsd dnsutils                              # the tests' DNS server, and dig
+  ldnsutils                                 # signs the test zones (DANE)
+  postfix                                   # a real MX peer for outbound mail
 )
 
 missing=()
@@ -44,7 +46,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   # Postfix asks how it is used when installed; a local-only answer keeps
   # it off the network and out of the way.
-  echo "postfix postfix/main_mailer_type select Local only" | "${as_root[@]}" debconf-set-selections 2>/dev/null || true
+  printf "%s\n" "postfix postfix/main_mailer_type select Local only" "postfix postfix/mailname string localhost" | "${as_root[@]}" debconf-set-selections 2>/dev/null || true
   export DEBIAN_FRONTEND=noninteractive
   "${as_root[@]}" apt-get update -qq
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -6,3 +6,5 @@
 //! STARTTLS, MTA-STS, DANE), retries temporary failures with growing
 //! back-off, and reports failures and long delays to the sender (DSN).
 #![forbid(unsafe_code)]
+
+pub mod tls_policy;

@@ -5,12 +5,15 @@
 //! port, polling a condition with a deadline, and [`Dns`], a real
 //! authoritative DNS server (`nsd` from Debian) serving zones the test
 //! writes, so that MX, TXT, TLSA and the rest never come from the
-//! system resolver or the internet.
+//! system resolver or the internet; and [`PostfixMx`], a real Postfix
+//! as the MX that outbound mail is sent to.
 #![forbid(unsafe_code)]
 
 mod dns;
+mod postfix;
 
 pub use dns::{Dns, Zone};
+pub use postfix::PostfixMx;
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
