@@ -1,0 +1,224 @@
+//! The webmail against a real `sluice serve`, driven by an independent
+//! HTTP client (Python's http.client, tests/webmail/client.py), with mail
+//! delivered over SMTP and checked over IMAP (imaplib).
+
+mod kit;
+
+use kit::{python, Server, PASSWORD};
+
+/// Python prelude: the client module and the addresses in sys.argv.
+fn script(body: &str) -> String {
+    format!(
+        "import sys\nsys.path.insert(0, {:?})\nfrom client import Web\n{body}",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/webmail")
+    )
+}
+
+/// Logs in, reads plain and HTML mail (remote content blocked until
+/// allowed, with a loopback HTTP server counting requests), downloads an
+/// attachment with an RFC 2231 name, searches, flags, moves to Trash (seen
+/// over IMAP), is refused without the CSRF token, logs out.
+#[test]
+fn read_search_act_and_log_out() {
+    let server = Server::start();
+    let user = server.add_user("alice");
+    let out = python(
+        &script(
+            r#"
+import smtplib, imaplib, threading, http.server, base64, re
+web_addr, smtp_addr, imap_addr, user, password = sys.argv[1:6]
+
+hits = []
+class Pixel(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        hits.append(self.path)
+        self.send_response(200); self.send_header("Content-Type", "image/gif"); self.end_headers()
+        self.wfile.write(b"GIF89a")
+    def log_message(self, *a): pass
+remote = http.server.HTTPServer(("127.0.0.1", 0), Pixel)
+threading.Thread(target=remote.serve_forever, daemon=True).start()
+pixel = "http://127.0.0.1:%d/track.gif" % remote.server_address[1]
+
+attachment = base64.encodebytes(bytes(range(256)) * 40).decode()
+mails = [
+    "From: Bob <bob@remote.test>\r\nTo: %s\r\nSubject: quarterly zebra report\r\n\r\nThe zebra numbers <are> in.\r\n" % user,
+    ("From: News <news@remote.test>\r\nTo: %s\r\nSubject: html letter\r\nMIME-Version: 1.0\r\n"
+     "Content-Type: multipart/related; boundary=B\r\n\r\n--B\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+     "<p>Hello <b>reader</b></p><img src=\"%s\"><img src=\"cid:logo@x\"><script>parent.pwned=1</script>\r\n"
+     "--B\r\nContent-Type: image/gif\r\nContent-ID: <logo@x>\r\nContent-Transfer-Encoding: base64\r\n\r\nR0lGODlh\r\n--B--\r\n") % (user, pixel),
+    ("From: Carol <carol@remote.test>\r\nTo: %s\r\nSubject: the file\r\nMIME-Version: 1.0\r\n"
+     "Content-Type: multipart/mixed; boundary=M\r\n\r\n--M\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n"
+     "--M\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename*=UTF-8''r%%C3%%A9sum%%C3%%A9.bin\r\n"
+     "Content-Transfer-Encoding: base64\r\n\r\n%s--M--\r\n") % (user, attachment),
+]
+host, port = smtp_addr.rsplit(":", 1)
+with smtplib.SMTP(host, int(port)) as s:
+    for m in mails:
+        s.sendmail("x@remote.test", [user], m)
+
+w = Web(web_addr)
+# Not logged in: pages send to the login form.
+status, h, _ = w.get("/")
+assert status == 303 and h["location"] == "/login", (status, h)
+h, text = w.page("/login")
+assert "script-src 'self'" in h["content-security-policy"] and "frame-ancestors 'none'" in h["content-security-policy"], h
+assert "<script>" not in text and "unsafe-inline" not in h["content-security-policy"]
+status, _, body = w.login(user, "wrong")
+assert status == 401 and b"Wrong address or password" in body, status
+status, h, _ = w.login(user, password)
+assert status == 303, status
+assert "HttpOnly" in h["set-cookie"] and "SameSite=Strict" in h["set-cookie"], h["set-cookie"]
+inbox = w.inbox()
+h, text = w.page(inbox)
+for s in ["quarterly zebra report", "html letter", "the file", "Bob", "News", "Carol"]:
+    assert s in text, s
+assert text.count('class="unread"') == 3
+assert "📎" in text
+assert "INBOX" in text and "Trash" in text
+
+uids = re.findall(r'href="%s/(\d+)"' % inbox, text)
+by_subject = {}
+for uid in uids:
+    _, page = w.page("%s/%s" % (inbox, uid))
+    subject = re.search(r"<h1>(.*?)</h1>", page).group(1)
+    by_subject[subject] = (uid, page)
+
+# Plain text, escaped.
+_, plain = by_subject["quarterly zebra report"]
+assert "The zebra numbers &lt;are&gt; in." in plain, plain
+
+# HTML: in a sandboxed frame; the remote image is blocked until allowed.
+uid, page = by_subject["html letter"]
+assert "1 remote image(s) blocked" in page, page
+frame_url = re.search(r'<iframe[^>]*src="([^"]+)"', page).group(1)
+assert re.search(r'<iframe[^>]*sandbox="allow-popups allow-popups-to-escape-sandbox"', page)
+status, h, frame = w.get(frame_url)
+assert status == 200
+assert "sandbox" in h["content-security-policy"] and "script-src" not in h["content-security-policy"], h
+frame = frame.decode()
+assert "<script" not in frame and "pwned" not in frame and pixel not in frame, frame
+cid = re.search(r'src="(/mail/[^"]+/cid/[^"]+)"', frame).group(1)
+status, h, gif = w.get(cid)
+assert status == 200 and gif == b"GIF89a" and h["content-type"] == "image/gif", (status, h, gif)
+assert hits == [], hits
+status, _, frame = w.get(frame_url + "?remote=1")
+assert pixel.encode() in frame
+# "Always for this sender" is a state change: it needs the token.
+status, _, _ = w.request("POST", "%s/%s/trust" % (inbox, uid), {})
+assert status == 403, status
+status, _, _ = w.request("POST", "%s/%s/trust" % (inbox, uid), {"csrf": w.csrf})
+assert status == 303, status
+_, page = w.page("%s/%s" % (inbox, uid))
+assert "blocked" not in page and "?remote=1" in page, page
+
+# Attachment: streamed, decoded, with its RFC 2231 name.
+uid, page = by_subject["the file"]
+assert "résumé.bin" in page, page
+part = re.search(r'href="(/mail/[^"]+/part/\d+)"', page).group(1)
+status, h, data = w.get(part)
+assert status == 200 and data == bytes(range(256)) * 40, (status, len(data))
+assert h["content-disposition"] == "attachment; filename=\"r_sum_.bin\"; filename*=UTF-8''r%C3%A9sum%C3%A9.bin", h
+status, h, src = w.get("%s/%s/source" % (inbox, uid))
+assert status == 200 and src.startswith(b"Received:") or src.startswith(b"Return-Path:") or b"Subject: the file" in src[:2000]
+
+# Search: full text and headers.
+_, found = w.page(inbox + "?q=zebra")
+assert "quarterly zebra report" in found and "html letter" not in found
+_, found = w.page(inbox + "?q=carol")
+assert "the file" in found and "zebra" not in found
+_, found = w.page(inbox + "?q=nothingmatches")
+assert "Nothing found." in found
+
+# CSRF: a state-changing POST without the token is refused and changes nothing.
+zebra = by_subject["quarterly zebra report"][0]
+status, _, _ = w.request("POST", inbox + "/act", {"uid": zebra, "action": "trash"})
+assert status == 403, status
+status, _, _ = w.request("POST", inbox + "/act", {"uid": zebra, "action": "trash", "csrf": "forged"})
+assert status == 403, status
+status, _, _ = w.request("POST", inbox + "/act", {"uid": zebra, "action": "trash", "csrf": w.csrf},
+                         headers={"Origin": "http://evil.test"})
+assert status == 403, status
+_, text = w.page(inbox)
+assert "quarterly zebra report" in text
+
+# Flag, mark unread, then delete (to Trash) as a selection.
+status, _, _ = w.request("POST", inbox + "/act", [("uid", zebra), ("action", "flag"), ("csrf", w.csrf)])
+assert status == 303
+status, _, _ = w.request("POST", inbox + "/act", [("uid", zebra), ("action", "unread"), ("csrf", w.csrf)])
+assert status == 303
+_, text = w.page(inbox)
+assert "★" in text and text.count('class="unread"') == 1, text
+status, h, _ = w.request("POST", inbox + "/act", [("uid", zebra), ("uid", by_subject["the file"][0]), ("action", "trash"), ("csrf", w.csrf)])
+assert status == 303 and h["location"].startswith(inbox), h
+_, text = w.page(inbox)
+assert "quarterly zebra report" not in text and "the file" not in text and "html letter" in text
+
+host, port = imap_addr.rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(user, password)
+typ, data = m.select("Trash")
+assert data[0] == b"2", data
+typ, data = m.uid("SEARCH", None, "FLAGGED")
+assert len(data[0].split()) == 1, data
+m.logout()
+
+# Logout ends the session in the store.
+cookie = w.cookie
+status, h, _ = w.request("POST", "/logout", {"csrf": w.csrf})
+assert status == 303 and "Max-Age=0" in h["set-cookie"], h
+w.cookie = cookie
+status, h, _ = w.get(inbox)
+assert status == 303 and h["location"] == "/login", status
+print("ok")
+"#,
+        ),
+        &[
+            &server.addr("http").to_string(),
+            &server.smtp.to_string(),
+            &server.imap.to_string(),
+            &user,
+            PASSWORD,
+        ],
+    );
+    assert_eq!(out.trim(), "ok");
+}
+
+/// A session is kept in the store: it survives a restart. Over HTTPS the
+/// cookie is `Secure` and `__Host-` prefixed.
+#[test]
+fn sessions_survive_a_restart_and_are_secure_on_tls() {
+    let mut server = Server::start();
+    let user = server.add_user("bob");
+    let login = script(
+        r#"
+w = Web(sys.argv[1], tls=sys.argv[2] == "tls")
+status, h, _ = w.login(sys.argv[3], sys.argv[4])
+assert status == 303, status
+print(h["set-cookie"])
+"#,
+    );
+    let cookie = python(
+        &login,
+        &[&server.addr("https").to_string(), "tls", &user, PASSWORD],
+    );
+    assert!(cookie.starts_with("__Host-sluice_session="), "{cookie}");
+    assert!(cookie.contains("; Secure"), "{cookie}");
+    let cookie = python(
+        &login,
+        &[&server.addr("http").to_string(), "plain", &user, PASSWORD],
+    );
+    let cookie = cookie.split(';').next().unwrap().to_string();
+    server.terminate();
+    server.restart();
+    let check = script(
+        r#"
+w = Web(sys.argv[1])
+w.cookie = sys.argv[2]
+h, text = w.page(w.inbox())
+assert sys.argv[3] in text, text
+print("ok")
+"#,
+    );
+    let out = python(&check, &[&server.addr("http").to_string(), &cookie, &user]);
+    assert_eq!(out.trim(), "ok");
+}
