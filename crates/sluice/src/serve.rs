@@ -136,6 +136,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     });
     let web_ctx = Arc::new(web::Context {
         store: Arc::clone(&store),
+        directory: Arc::clone(&directory),
         auth: Arc::new(Authenticator::new(
             Arc::clone(&directory),
             Duration::from_secs(config.web.auth_failure_delay_secs),

@@ -229,7 +229,9 @@ fn browser(mode: &str, server: &Server, user: &str) -> String {
     let node = sluice_testkit::require_program("node", "nodejs");
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
     assert!(
-        std::path::Path::new(dir).join("node_modules/playwright-core").exists(),
+        std::path::Path::new(dir)
+            .join("node_modules/playwright-core")
+            .exists(),
         "playwright-core is not installed: run `npm ci` in {dir} (.ci/run does)"
     );
     let out = std::process::Command::new(node)
@@ -300,4 +302,105 @@ fn keyboard_live_updates_and_remote_content_in_chromium() {
     let user = server.add_user("ui");
     let report = browser("ui", &server, &user);
     assert!(report.contains("\"remoteHits\":1"), "{report}");
+}
+
+/// Compose over the real upload path: refused without the CSRF token and
+/// for a remote recipient (saying why, storing nothing); a draft keeps its
+/// Bcc; a reply with a 300 KB attachment and a forward-as-attachment reach
+/// the local recipient (seen over IMAP) and Sent, without the Bcc.
+#[test]
+fn compose_reply_forward_and_drafts() {
+    let server = Server::start();
+    let alice = server.add_user("alice");
+    let bob = server.add_user("bob");
+    let out = python(
+        &script(
+            r#"
+import smtplib, imaplib, email, email.policy, re
+web_addr, smtp_addr, imap_addr, alice, bob, password = sys.argv[1:7]
+host, port = smtp_addr.rsplit(":", 1)
+with smtplib.SMTP(host, int(port)) as s:
+    s.sendmail(bob, [alice], "From: Bob <%s>\r\nTo: %s\r\nSubject: lunch?\r\nMessage-ID: <lunch@example.org>\r\n\r\nShall we eat?\r\n" % (bob, alice))
+
+def imap(user):
+    h, p = imap_addr.rsplit(":", 1)
+    m = imaplib.IMAP4(h, int(p)); m.login(user, password); return m
+def messages(user, box):
+    m = imap(user); m.select(box)
+    typ, data = m.uid("SEARCH", None, "ALL")
+    out = []
+    for uid in data[0].split():
+        typ, d = m.uid("FETCH", uid, "(BODY.PEEK[])")
+        out.append(email.message_from_bytes(d[0][1], policy=email.policy.default))
+    m.logout()
+    return out
+
+w = Web(web_addr)
+assert w.login(alice, password)[0] == 303
+inbox = w.inbox()
+_, text = w.page(inbox)
+uid = re.search(r'href="%s/(\d+)"' % inbox, text).group(1)
+mailbox = inbox.rsplit("/", 1)[1]
+
+# The reply form is filled in.
+_, form = w.page("/compose?mode=reply&mailbox=%s&uid=%s" % (mailbox, uid))
+assert 'value="Re: lunch?"' in form and "&gt; Shall we eat?" in form and "&lt;lunch@example.org&gt;" in form, form
+
+# No token: refused, nothing stored.
+status, _, _ = w.multipart("/compose", [("to", bob), ("subject", "x"), ("body", "x"), ("action", "send")])
+assert status == 403, status
+# A remote recipient: the form again, saying why; nothing stored.
+status, _, body = w.multipart("/compose", [("csrf", w.csrf), ("to", "someone@remote.test"), ("subject", "far"), ("body", "x"), ("action", "send")])
+assert status == 422 and b"another mail system" in body and b"Nothing was sent" in body, (status, body[:500])
+assert messages(alice, "Sent") == [] and messages(alice, "Drafts") == []
+
+# A draft keeps its Bcc.
+status, h, _ = w.multipart("/compose", [("csrf", w.csrf), ("to", bob), ("bcc", "boss@example.org"), ("subject", "later"), ("body", "draft text"), ("action", "draft")])
+assert status == 303, status
+drafts = messages(alice, "Drafts")
+assert len(drafts) == 1 and drafts[0]["Bcc"] == "boss@example.org" and drafts[0]["Subject"] == "later"
+
+# A reply with an attachment, streamed.
+blob = bytes(range(256)) * 1200
+status, h, body = w.multipart("/compose",
+    [("csrf", w.csrf), ("to", "Bob <%s>" % bob), ("cc", ""), ("bcc", alice), ("subject", "Re: lunch? – oui"), ("body", "Yes!\n> Shall we eat?"),
+     ("in_reply_to", "<lunch@example.org>"), ("references", "<lunch@example.org>"), ("attach", ""), ("replied", "%s/%s" % (mailbox, uid)), ("action", "send")],
+    [("files", "menu été.bin", "application/octet-stream", blob), ("files", "", "application/octet-stream", b"")])
+assert status == 303 and "/mail/" in h["location"], (status, body[:500])
+got = [m for m in messages(bob, "INBOX") if "oui" in m["Subject"]]
+assert len(got) == 1, [m["Subject"] for m in messages(bob, "INBOX")]
+reply = got[0]
+assert reply["In-Reply-To"] == "<lunch@example.org>" and reply["Bcc"] is None and reply["Message-ID"], dict(reply)
+assert reply["Subject"] == "Re: lunch? – oui"
+parts = list(reply.iter_attachments())
+assert len(parts) == 1 and parts[0].get_filename() == "menu été.bin" and parts[0].get_content() == blob, [p.get_filename() for p in parts]
+assert reply.get_body(("plain",)).get_content().startswith("Yes!")
+sent = messages(alice, "Sent")
+assert len(sent) == 1 and sent[0]["Message-ID"] == reply["Message-ID"] and sent[0]["Bcc"] is None
+# Bcc to herself: a copy in her INBOX too; the original is marked answered.
+assert any("oui" in m["Subject"] for m in messages(alice, "INBOX"))
+m = imap(alice); m.select("INBOX")
+typ, data = m.uid("SEARCH", None, "ANSWERED")
+assert data[0].split() == [uid.encode()], data
+m.logout()
+
+# Forward as attachment: the original inside, byte for byte.
+status, h, body = w.multipart("/compose", [("csrf", w.csrf), ("to", bob), ("subject", "Fwd: lunch?"), ("body", "see below"), ("attach", "%s/%s" % (mailbox, uid)), ("action", "send")])
+assert status == 303, (status, body[:300])
+fwd = [m for m in messages(bob, "INBOX") if m["Subject"] == "Fwd: lunch?"][0]
+inner = [p for p in fwd.iter_parts() if p.get_content_type() == "message/rfc822"]
+assert len(inner) == 1 and inner[0].get_content()["Message-ID"] == "<lunch@example.org>", fwd.as_string()[:800]
+print("ok")
+"#,
+        ),
+        &[
+            &server.addr("http").to_string(),
+            &server.smtp.to_string(),
+            &server.imap.to_string(),
+            &alice,
+            &bob,
+            PASSWORD,
+        ],
+    );
+    assert_eq!(out.trim(), "ok");
 }

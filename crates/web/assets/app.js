@@ -44,6 +44,10 @@
       case "e": if (body.view === "list") { if (selectCursor()) clickFirst("button[value=archive]"); } else clickFirst("button[value=archive]"); break;
       case "s": if (body.view === "list") { if (selectCursor()) clickFirst("button[value=flag]"); } else clickFirst("button[value=flag]"); break;
       case "u": if (!clickFirst("a.back")) return; break;
+      case "c": location.href = "/compose"; break;
+      case "r": if (!clickFirst("a.reply")) return; break;
+      case "a": if (!clickFirst("a.reply-all")) return; break;
+      case "f": if (!clickFirst("a.forward")) return; break;
       case "g": pendingG = true; return;
       case "i": if (pendingG) clickFirst("nav.folders a[data-use=inbox]"); else return; break;
       default: pendingG = false; return;

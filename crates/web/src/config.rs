@@ -14,6 +14,9 @@ pub struct WebConfig {
     /// Decoded text of one message body shown at most, in bytes; longer
     /// bodies are cut with a note (the source view shows everything).
     pub max_body_bytes: usize,
+    /// Largest compose upload (text and attachments together), in bytes.
+    /// Uploads are streamed into the store, never held in memory.
+    pub max_upload_bytes: usize,
 }
 
 impl Default for WebConfig {
@@ -22,6 +25,7 @@ impl Default for WebConfig {
             session_hours: 168,
             auth_failure_delay_secs: 1,
             max_body_bytes: 2 * 1024 * 1024,
+            max_upload_bytes: 25 * 1024 * 1024,
         }
     }
 }

@@ -10,9 +10,11 @@
 #![forbid(unsafe_code)]
 
 mod assets;
+mod compose;
 mod config;
 mod error;
 mod listener;
+mod outgoing;
 mod pages;
 mod read;
 mod routes;
@@ -29,6 +31,8 @@ pub use sanitize::{sanitize_html, Sanitized};
 pub struct Context {
     /// The mail store, shared with IMAP and POP3.
     pub store: Arc<dyn store::Store>,
+    /// Domains, accounts and aliases, kept current.
+    pub directory: Arc<store::DirectoryWatch>,
     /// The one place passwords are checked.
     pub auth: Arc<store::Authenticator>,
     /// Settings from `[web]`.

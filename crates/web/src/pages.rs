@@ -72,6 +72,12 @@ pub(crate) struct MessageView {
     pub remote_allowed: bool,
 }
 
+/// The compose form, filled in.
+pub(crate) struct ComposeView {
+    pub draft: crate::compose::Draft,
+    pub error: Option<String>,
+}
+
 /// What every logged-in page shows around its content.
 pub(crate) struct Chrome<'a> {
     pub address: &'a str,
@@ -120,6 +126,7 @@ fn page(chrome: &Chrome<'_>, title: &str, content: Markup) -> Html<String> {
                                 button { "Search" }
                             }
                         }
+                        a.compose href="/compose" { "Compose (c)" }
                         span.muted { (chrome.address) }
                         form method="post" action="/logout" {
                             input type="hidden" name="csrf" value=(chrome.csrf);
@@ -269,6 +276,15 @@ pub(crate) fn message(chrome: &Chrome<'_>, m: &MessageView) -> Html<String> {
                     dt { "Date" } dd { (m.date) }
                 }
             }
+            nav.reply {
+                a.reply href={"/compose?mode=reply&mailbox=" (m.mailbox) "&uid=" (m.uid)} { "Reply (r)" }
+                " "
+                a.reply-all href={"/compose?mode=all&mailbox=" (m.mailbox) "&uid=" (m.uid)} { "Reply all (a)" }
+                " "
+                a.forward href={"/compose?mode=forward&mailbox=" (m.mailbox) "&uid=" (m.uid)} { "Forward (f)" }
+                " "
+                a href={"/compose?mode=attach&mailbox=" (m.mailbox) "&uid=" (m.uid)} { "Forward as attachment" }
+            }
             form method="post" action={"/mail/" (m.mailbox) "/act"} {
                 input type="hidden" name="csrf" value=(chrome.csrf);
                 input type="hidden" name="uid" value=(m.uid);
@@ -305,6 +321,38 @@ pub(crate) fn message(chrome: &Chrome<'_>, m: &MessageView) -> Html<String> {
                 }
             }
             p { a href={(base) "/source"} { "View source" } }
+        },
+    )
+}
+
+/// The compose form. The CSRF token comes first and the file input last:
+/// the server reads the upload as a stream, in this order.
+pub(crate) fn compose(chrome: &Chrome<'_>, v: &ComposeView) -> Html<String> {
+    let d = &v.draft;
+    page(
+        chrome,
+        "Compose – Sluice",
+        html! {
+            h1 { "New message" }
+            @if let Some(e) = &v.error { p.notice role="alert" { (e) } }
+            form.compose method="post" action="/compose" enctype="multipart/form-data" {
+                input type="hidden" name="csrf" value=(chrome.csrf);
+                label { "To" input name="to" value=(d.to) list="correspondents" autocomplete="off"; }
+                label { "Cc" input name="cc" value=(d.cc) list="correspondents" autocomplete="off"; }
+                label { "Bcc" input name="bcc" value=(d.bcc) list="correspondents" autocomplete="off"; }
+                label { "Subject" input name="subject" value=(d.subject); }
+                textarea name="body" rows="16" aria-label="Message" { (d.body) }
+                input type="hidden" name="in_reply_to" value=(d.in_reply_to);
+                input type="hidden" name="references" value=(d.references);
+                input type="hidden" name="attach" value=(d.attach);
+                input type="hidden" name="replied" value=(d.replied);
+                @if !d.attach.is_empty() { p.muted { "The original message is attached." } }
+                div.actions {
+                    button name="action" value="send" { "Send" }
+                    button name="action" value="draft" { "Save draft" }
+                }
+                label { "Attachments" input type="file" name="files" multiple; }
+            }
         },
     )
 }

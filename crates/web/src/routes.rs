@@ -57,6 +57,7 @@ pub(crate) fn now() -> i64 {
 }
 
 pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
+    let app_upload_limit = ctx.config.max_upload_bytes;
     let app = Arc::new(App { ctx, secure });
     Router::new()
         .route("/", get(home))
@@ -71,6 +72,12 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route("/mail/{mailbox}/{uid}/source", get(source))
         .route("/mail/{mailbox}/{uid}/trust", post(trust))
         .route("/events/{mailbox}", get(events))
+        .route(
+            "/compose",
+            get(crate::compose::form)
+                .post(crate::compose::submit)
+                .layer(DefaultBodyLimit::max(app_upload_limit)),
+        )
         .route("/static/{file}", get(asset))
         .layer(DefaultBodyLimit::max(MAX_FORM))
         .layer(middleware::from_fn(security_headers))
@@ -217,7 +224,7 @@ fn role_rank(info: &MailboxInfo) -> (u8, &'static str) {
     }
 }
 
-async fn mailboxes(app: &App, user: &User) -> Result<Vec<MailboxInfo>, WebError> {
+pub(crate) async fn mailboxes(app: &App, user: &User) -> Result<Vec<MailboxInfo>, WebError> {
     let mut all = app.ctx.store.list_mailboxes(user.account).await?;
     all.sort_by(|a, b| {
         role_rank(a)
@@ -228,7 +235,7 @@ async fn mailboxes(app: &App, user: &User) -> Result<Vec<MailboxInfo>, WebError>
     Ok(all)
 }
 
-async fn folder_list(app: &App, boxes: &[MailboxInfo]) -> Result<Vec<Folder>, WebError> {
+pub(crate) async fn folder_list(app: &App, boxes: &[MailboxInfo]) -> Result<Vec<Folder>, WebError> {
     let mut out = Vec::with_capacity(boxes.len());
     for b in boxes {
         let status = app.ctx.store.mailbox_status(b.id).await?;
@@ -242,7 +249,7 @@ async fn folder_list(app: &App, boxes: &[MailboxInfo]) -> Result<Vec<Folder>, We
     Ok(out)
 }
 
-fn owned(boxes: &[MailboxInfo], id: MailboxId) -> Result<&MailboxInfo, WebError> {
+pub(crate) fn owned(boxes: &[MailboxInfo], id: MailboxId) -> Result<&MailboxInfo, WebError> {
     boxes.iter().find(|b| b.id == id).ok_or(WebError::NotFound)
 }
 
@@ -274,7 +281,7 @@ fn search_key(q: &str) -> SearchKey {
     )
 }
 
-fn display_date(unix: i64) -> String {
+pub(crate) fn display_date(unix: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp(unix)
         .ok()
         .and_then(|d| {
@@ -458,12 +465,18 @@ async fn act(
 
 // ---- reading --------------------------------------------------------------
 
-struct Opened {
-    data: MessageData,
-    leaves: Vec<read::Leaf>,
+/// A message of the user's, with its leaves.
+pub(crate) struct Opened {
+    pub data: MessageData,
+    pub leaves: Vec<read::Leaf>,
 }
 
-async fn open(app: &App, user: &User, mailbox: MailboxId, uid: Uid) -> Result<Opened, WebError> {
+pub(crate) async fn open(
+    app: &App,
+    user: &User,
+    mailbox: MailboxId,
+    uid: Uid,
+) -> Result<Opened, WebError> {
     let boxes = app.ctx.store.list_mailboxes(user.account).await?;
     owned(&boxes, mailbox)?;
     let data = app
@@ -475,6 +488,55 @@ async fn open(app: &App, user: &User, mailbox: MailboxId, uid: Uid) -> Result<Op
         .ok_or(WebError::NotFound)?;
     let leaves = read::leaves(&data.structure.root);
     Ok(Opened { data, leaves })
+}
+
+/// The message's text for quoting: the plain part, or the HTML part
+/// turned into text.
+pub(crate) async fn text_of(app: &App, o: &Opened) -> Result<String, WebError> {
+    let texts: Vec<&read::Leaf> = o
+        .leaves
+        .iter()
+        .filter(|l| !l.attachment && l.part.media_type == "text")
+        .collect();
+    let leaf = texts
+        .iter()
+        .find(|l| l.part.media_subtype == "plain")
+        .or_else(|| texts.first());
+    match leaf {
+        Some(l) => Ok(
+            read::body_text(&*app.ctx.store, o.data.entry.blob, l, 256 * 1024, false)
+                .await?
+                .text,
+        ),
+        None => Ok(String::new()),
+    }
+}
+
+/// One field of a raw header block, unfolded (empty if absent).
+pub(crate) fn header_field(header: &[u8], name: &str) -> String {
+    let text = String::from_utf8_lossy(header);
+    let mut value: Option<String> = None;
+    for line in text.split("\r\n").flat_map(|l| l.split('\n')) {
+        if line.is_empty() {
+            break;
+        }
+        if line.starts_with([' ', '\t']) {
+            if let Some(v) = value.as_mut() {
+                v.push(' ');
+                v.push_str(line.trim());
+            }
+            continue;
+        }
+        if value.is_some() {
+            break;
+        }
+        if let Some((n, v)) = line.split_once(':') {
+            if n.trim().eq_ignore_ascii_case(name) {
+                value = Some(v.trim().to_string());
+            }
+        }
+    }
+    value.unwrap_or_default()
 }
 
 /// The leaf shown as the message's text: HTML if there is one, else plain.

@@ -55,3 +55,15 @@ class Web:
         status, h, _ = self.get("/")
         assert status == 303, status
         return h["location"]
+
+    def multipart(self, path, fields, files=()):
+        """POSTs multipart/form-data: `fields` (name, value) in order, then
+        `files` (name, filename, content type, bytes)."""
+        boundary = "----sluicetest7MA4YWxkTrZu0gW"
+        parts = []
+        for name, value in fields:
+            parts.append(("--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n" % (boundary, name, value)).encode())
+        for name, filename, ctype, data in files:
+            parts.append(("--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\nContent-Type: %s\r\n\r\n" % (boundary, name, filename, ctype)).encode("utf-8") + data + b"\r\n")
+        body = b"".join(parts) + ("--%s--\r\n" % boundary).encode()
+        return self.request("POST", path, headers={"Content-Type": "multipart/form-data; boundary=" + boundary}, raw_body=body)
