@@ -224,7 +224,7 @@ print("ok")
 }
 
 /// Runs the Chromium driver (tests/browser/webmail.mjs) in `mode`.
-fn browser(mode: &str, server: &Server, user: &str) -> String {
+fn browser(mode: &str, server: &Server, user: &str, friend: &str) -> String {
     sluice_testkit::require_program("chromium", "chromium");
     let node = sluice_testkit::require_program("node", "nodejs");
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
@@ -242,6 +242,7 @@ fn browser(mode: &str, server: &Server, user: &str) -> String {
         .env("USER", user)
         .env("PASSWORD", PASSWORD)
         .env("SMTP", server.smtp.to_string())
+        .env("FRIEND", friend)
         .output()
         .expect("node runs");
     assert!(
@@ -289,19 +290,49 @@ print(len(vectors))
     );
     let sent: usize = out.trim().parse().unwrap();
     assert!(sent >= 100, "{sent} vectors");
-    let report = browser("xss", &server, &user);
+    let report = browser("xss", &server, &user, "");
     assert!(report.contains("\"executions\":0"), "{report}");
 }
 
-/// In Chromium: keyboard shortcuts (j, o, u, /, g i, #), remote images
+/// In Chromium: keyboard shortcuts (j, o, u, /, g i, #, r), remote images
 /// fetched only once allowed (a loopback server counts requests), a new
-/// SMTP delivery appearing without a reload, Trash, logout.
+/// SMTP delivery appearing without a reload, Trash, a reply with an
+/// attachment (then found over IMAP in the recipient's INBOX and in Sent),
+/// logout.
 #[test]
-fn keyboard_live_updates_and_remote_content_in_chromium() {
+fn keyboard_live_updates_remote_content_and_reply_in_chromium() {
     let server = Server::start();
     let user = server.add_user("ui");
-    let report = browser("ui", &server, &user);
+    let friend = server.add_user("friend");
+    let report = browser("ui", &server, &user, &friend);
     assert!(report.contains("\"remoteHits\":1"), "{report}");
+    let out = python(
+        r#"
+import imaplib, email, email.policy, sys
+imap_addr, user, friend, password = sys.argv[1:5]
+def fetch(who, box):
+    h, p = imap_addr.rsplit(":", 1)
+    m = imaplib.IMAP4(h, int(p)); m.login(who, password); m.select(box)
+    typ, data = m.uid("SEARCH", None, "SUBJECT", "\"Re: from a friend\"")
+    out = []
+    for uid in data[0].split():
+        typ, d = m.uid("FETCH", uid, "(BODY.PEEK[])")
+        out.append(email.message_from_bytes(d[0][1], policy=email.policy.default))
+    m.logout()
+    return out
+got, sent = fetch(friend, "INBOX"), fetch(user, "Sent")
+assert len(got) == 1 and len(sent) == 1, (len(got), len(sent))
+r = got[0]
+assert r["In-Reply-To"] == "<friend-1@example.org>", r["In-Reply-To"]
+assert r.get_body(("plain",)).get_content().startswith("Here they are.")
+files = [(p.get_filename(), p.get_content()) for p in r.iter_attachments()]
+assert files == [("notes.txt", "the notes\n" * 5000)], [f[0] for f in files]
+assert sent[0]["Message-ID"] == r["Message-ID"]
+print("ok")
+"#,
+        &[&server.imap.to_string(), &user, &friend, PASSWORD],
+    );
+    assert_eq!(out.trim(), "ok");
 }
 
 /// Compose over the real upload path: refused without the CSRF token and

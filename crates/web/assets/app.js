@@ -61,7 +61,8 @@
   // and the folder counts are fetched again and swapped in.
   const mailbox = document.body.dataset.mailbox;
   if (mailbox && window.EventSource) {
-    const es = new EventSource("/events/" + mailbox);
+    const since = document.body.dataset.since;
+    const es = new EventSource("/events/" + mailbox + (since ? "?since=" + since : ""));
     es.addEventListener("change", async function () {
       try {
         const res = await fetch(location.href, { credentials: "same-origin" });

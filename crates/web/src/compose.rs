@@ -367,6 +367,7 @@ pub(crate) async fn form(
         current: None,
         view: "compose",
         query: "",
+        since: None,
     };
     Ok(pages::compose(
         &chrome,
@@ -727,6 +728,7 @@ async fn compose_error(
         current: None,
         view: "compose",
         query: "",
+        since: None,
     };
     Ok((
         axum::http::StatusCode::UNPROCESSABLE_ENTITY,

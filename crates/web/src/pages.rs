@@ -86,6 +86,8 @@ pub(crate) struct Chrome<'a> {
     pub current: Option<MailboxId>,
     pub view: &'static str,
     pub query: &'a str,
+    /// The mailbox's HIGHESTMODSEQ as shown, for live updates.
+    pub since: Option<u64>,
 }
 
 /// "1.2 MB", "340 KB", "12 B".
@@ -117,7 +119,7 @@ fn page(chrome: &Chrome<'_>, title: &str, content: Markup) -> Html<String> {
             (DOCTYPE)
             html lang="en" {
                 (head(title))
-                body data-view=(chrome.view) data-mailbox=[mailbox] {
+                body data-view=(chrome.view) data-mailbox=[mailbox] data-since=[chrome.since] {
                     header {
                         strong { "Sluice" }
                         @if let Some(m) = chrome.current {
@@ -391,6 +393,7 @@ mod tests {
             current: Some(1),
             view: "list",
             query: "",
+            since: None,
         }
     }
 

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Form, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
@@ -316,6 +316,8 @@ async fn list(
     let info = owned(&boxes, mailbox)?.clone();
     let settings = app.ctx.store.web_settings(user.account).await?;
     let query = q.q.unwrap_or_default().trim().to_string();
+    // Read before the list, so a change in between is announced again.
+    let modseq = app.ctx.store.mailbox_status(mailbox).await?.highest_modseq;
     let mut entries = app.ctx.store.list_messages(mailbox).await?;
     if !query.is_empty() {
         let hits = app.ctx.store.search(mailbox, &search_key(&query)).await?;
@@ -356,6 +358,7 @@ async fn list(
         current: Some(mailbox),
         view: "list",
         query: &query,
+        since: Some(modseq),
     };
     Ok(pages::list(
         &chrome,
@@ -637,6 +640,7 @@ async fn read_message(
         current: Some(mailbox),
         view: "message",
         query: "",
+        since: None,
     };
     Ok(pages::message(
         &chrome,
@@ -855,34 +859,51 @@ async fn trust(
 /// How often a quiet event stream sends a comment, so proxies keep it.
 const KEEPALIVE: Duration = Duration::from_secs(25);
 
+#[derive(Deserialize)]
+struct EventsQuery {
+    /// The mailbox's HIGHESTMODSEQ when the page was made: a change after
+    /// it and before the stream opened is announced at once.
+    since: Option<u64>,
+}
+
 /// Server-Sent Events: `event: change` whenever the mailbox changes (the
 /// same watch IDLE waits on).
 async fn events(
     State(app): Shared,
     user: User,
     Path(mailbox): Path<MailboxId>,
+    Query(q): Query<EventsQuery>,
 ) -> Result<Response, WebError> {
     let boxes = app.ctx.store.list_mailboxes(user.account).await?;
     owned(&boxes, mailbox)?;
+    // Subscribe first, then look: nothing falls between the two.
     let watch = app.ctx.store.watch_mailbox(mailbox);
+    let now = app.ctx.store.mailbox_status(mailbox).await?.highest_modseq;
+    let missed = q.since.is_some_and(|s| now > s);
     let stop = app.ctx.shutdown.token.clone();
+    let first: &'static [u8] = if missed {
+        b"retry: 3000\n\nevent: change\ndata: \n\n"
+    } else {
+        b"retry: 3000\n\n"
+    };
     let stream = futures_util::stream::unfold(
-        (watch, stop, true),
+        (watch, stop, Some(first)),
         |(mut watch, stop, first)| async move {
-            if first {
+            if let Some(first) = first {
                 return Some((
-                    Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"retry: 3000\n\n")),
-                    (watch, stop, false),
+                    Ok::<_, std::io::Error>(Bytes::from_static(first)),
+                    (watch, stop, None),
                 ));
             }
-            tokio::select! {
-                _ = stop.cancelled() => None,
+            let next: &'static [u8] = tokio::select! {
+                _ = stop.cancelled() => return None,
                 changed = watch.changed() => match changed {
-                    Ok(()) => Some((Ok(axum::body::Bytes::from_static(b"event: change\ndata: \n\n")), (watch, stop, false))),
-                    Err(_) => None,
+                    Ok(()) => b"event: change\ndata: \n\n",
+                    Err(_) => return None,
                 },
-                _ = tokio::time::sleep(KEEPALIVE) => Some((Ok(axum::body::Bytes::from_static(b": keepalive\n\n")), (watch, stop, false))),
-            }
+                _ = tokio::time::sleep(KEEPALIVE) => b": keepalive\n\n",
+            };
+            Some((Ok(Bytes::from_static(next)), (watch, stop, None)))
         },
     );
     Ok((

@@ -180,6 +180,20 @@ try {
     await page.click("nav.folders a[data-use=trash]");
     check((await page.$$("table.list tbody tr")).length === 1, "the message is in Trash");
 
+    // Reply with an attachment to a local correspondent (r opens the reply).
+    await page.goto(inbox);
+    await smtpSend(USER, `From: Friend <${process.env.FRIEND}>\nTo: ${USER}\nSubject: from a friend\nMessage-ID: <friend-1@example.org>\n\nCan you send the notes?`);
+    await until("the friend's mail to appear", async () => (await page.textContent("table.list")).includes("from a friend"));
+    await page.click("td.subject a >> text=from a friend");
+    await Promise.all([page.waitForURL(/\/compose\?mode=reply/), page.keyboard.press("r")]);
+    check((await page.inputValue("input[name=subject]")) === "Re: from a friend", "reply subject");
+    check((await page.inputValue("input[name=to]")).includes(process.env.FRIEND), "reply goes to the sender");
+    await page.fill("textarea[name=body]", "Here they are.\n" + (await page.inputValue("textarea[name=body]")));
+    await page.setInputFiles("input[type=file]", { name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("the notes\n".repeat(5000)) });
+    await Promise.all([page.waitForURL(/\/mail\/\d+\/\d+$/), page.click("button[value=send]")]);
+    check((await page.textContent("article.msghead h1")).includes("Re: from a friend"), "the sent message is shown");
+    check((await page.textContent("ul.attachments")).includes("notes.txt"), "with its attachment");
+
     // Log out: the session is gone.
     await Promise.all([page.waitForURL(/\/login$/), page.click("text=Log out")]);
     await page.goto(inbox);
