@@ -421,6 +421,29 @@ assert status == 303, (status, body[:300])
 fwd = [m for m in messages(bob, "INBOX") if m["Subject"] == "Fwd: lunch?"][0]
 inner = [p for p in fwd.iter_parts() if p.get_content_type() == "message/rfc822"]
 assert len(inner) == 1 and inner[0].get_content()["Message-ID"] == "<lunch@example.org>", fwd.as_string()[:800]
+
+# The conversation of the original includes the reply in Sent.
+_, page = w.page("%s/%s" % (inbox, uid))
+conv = page.split("<h2>Conversation</h2>", 1)[1]
+assert "Re: lunch? – oui" in conv and "Sent" in conv and "lunch?" in conv, conv
+# Past correspondents are offered when composing.
+_, form = w.page("/compose")
+assert '<datalist id="correspondents"><option value="%s">' % bob in form, form
+
+# Settings: refused without the token; then the display name goes into
+# From and the page size into the list.
+status, _, _ = w.request("POST", "/settings", {"display_name": "Al", "signature": "", "page_size": "1"})
+assert status == 403, status
+status, _, _ = w.request("POST", "/settings", {"csrf": w.csrf, "display_name": "Alice Liddell", "signature": "-- \nA.", "page_size": "1"})
+assert status == 303, status
+_, text = w.page(inbox)
+assert text.count('<tr class') + text.count('<tr data-uid') == 1 and 'rel="next"' in text, text
+_, form = w.page("/compose")
+assert "-- \nA." in form, form
+status, _, _ = w.multipart("/compose", [("csrf", w.csrf), ("to", bob), ("subject", "named"), ("body", "x"), ("action", "send")])
+assert status == 303
+named = [m for m in messages(bob, "INBOX") if m["Subject"] == "named"][0]
+assert named["From"] == "Alice Liddell <%s>" % alice, named["From"]
 print("ok")
 "#,
         ),

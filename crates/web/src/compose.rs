@@ -369,11 +369,13 @@ pub(crate) async fn form(
         query: "",
         since: None,
     };
+    let suggestions = crate::settings::correspondents(&app, &user).await?;
     Ok(pages::compose(
         &chrome,
         &ComposeView {
             draft: d,
             error: None,
+            suggestions,
         },
     ))
 }
@@ -737,6 +739,7 @@ async fn compose_error(
             &ComposeView {
                 draft,
                 error: Some(why.to_string()),
+                suggestions: Vec::new(),
             },
         ),
     )

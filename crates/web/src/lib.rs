@@ -20,6 +20,8 @@ mod read;
 mod routes;
 mod sanitize;
 mod session;
+mod settings;
+mod thread;
 
 use std::sync::Arc;
 

@@ -70,12 +70,16 @@ pub(crate) struct MessageView {
     pub attachments: Vec<Attachment>,
     pub blocked_remote: usize,
     pub remote_allowed: bool,
+    /// The conversation, oldest first (empty when the message is alone).
+    pub thread: Vec<ThreadItem>,
 }
 
 /// The compose form, filled in.
 pub(crate) struct ComposeView {
     pub draft: crate::compose::Draft,
     pub error: Option<String>,
+    /// Past correspondents, offered as the address fields are typed.
+    pub suggestions: Vec<String>,
 }
 
 /// What every logged-in page shows around its content.
@@ -129,6 +133,7 @@ fn page(chrome: &Chrome<'_>, title: &str, content: Markup) -> Html<String> {
                             }
                         }
                         a.compose href="/compose" { "Compose (c)" }
+                        a href="/settings" { "Settings" }
                         span.muted { (chrome.address) }
                         form method="post" action="/logout" {
                             input type="hidden" name="csrf" value=(chrome.csrf);
@@ -323,6 +328,21 @@ pub(crate) fn message(chrome: &Chrome<'_>, m: &MessageView) -> Html<String> {
                 }
             }
             p { a href={(base) "/source"} { "View source" } }
+            @if m.thread.len() > 1 {
+                h2 { "Conversation" }
+                table.list.thread {
+                    tbody {
+                        @for t in &m.thread {
+                            tr class=[t.current.then_some("cursor")] {
+                                td.date { (t.date) }
+                                td.from { (t.from) }
+                                td.subject { a href=(t.url) { (t.subject) } }
+                                td.muted { (t.folder) }
+                            }
+                        }
+                    }
+                }
+            }
         },
     )
 }
@@ -355,8 +375,47 @@ pub(crate) fn compose(chrome: &Chrome<'_>, v: &ComposeView) -> Html<String> {
                 }
                 label { "Attachments" input type="file" name="files" multiple; }
             }
+            datalist #correspondents {
+                @for a in &v.suggestions { option value=(a) {} }
+            }
         },
     )
+}
+
+/// The settings form.
+pub(crate) fn settings(chrome: &Chrome<'_>, s: &store::WebSettings) -> Html<String> {
+    page(
+        chrome,
+        "Settings – Sluice",
+        html! {
+            h1 { "Settings" }
+            form.compose method="post" action="/settings" {
+                input type="hidden" name="csrf" value=(chrome.csrf);
+                label { "Display name" input name="display_name" value=(s.display_name); }
+                label { "Signature" textarea name="signature" rows="4" { (s.signature) } }
+                label { "Messages per page" input name="page_size" type="number" min="1" max="500" value=(s.page_size); }
+                @if !s.remote_ok.is_empty() {
+                    fieldset {
+                        legend { "Remote images always shown from" }
+                        @for a in &s.remote_ok {
+                            label { input type="checkbox" name="forget" value=(a); " stop for " (a) }
+                        }
+                    }
+                }
+                div.actions { button { "Save" } }
+            }
+        },
+    )
+}
+
+/// A message's conversation: the other messages of its thread.
+pub(crate) struct ThreadItem {
+    pub url: String,
+    pub folder: String,
+    pub from: String,
+    pub subject: String,
+    pub date: String,
+    pub current: bool,
 }
 
 /// The document inside the sandboxed frame: sanitised HTML on a white page.
@@ -454,6 +513,7 @@ mod tests {
             attachments: vec![],
             blocked_remote: 3,
             remote_allowed: false,
+            thread: vec![],
         };
         let out = message(&chrome(&folders), &m).0;
         assert!(out.contains("&lt;/pre&gt;&lt;script&gt;"), "{out}");

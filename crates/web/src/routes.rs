@@ -73,6 +73,10 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route("/mail/{mailbox}/{uid}/trust", post(trust))
         .route("/events/{mailbox}", get(events))
         .route(
+            "/settings",
+            get(crate::settings::page).post(crate::settings::save),
+        )
+        .route(
             "/compose",
             get(crate::compose::form)
                 .post(crate::compose::submit)
@@ -294,7 +298,7 @@ pub(crate) fn display_date(unix: i64) -> String {
 }
 
 /// The display name of the first address of a `Name <addr>, ...` column.
-fn sender_name(from: &str) -> String {
+pub(crate) fn sender_name(from: &str) -> String {
     let first = from.split(", ").next().unwrap_or("");
     match first.split_once(" <") {
         Some((name, _)) if !name.trim().is_empty() => name.trim_matches('"').to_string(),
@@ -632,6 +636,7 @@ async fn read_message(
         });
     }
     let boxes = mailboxes(&app, &user).await?;
+    let thread = crate::thread::conversation(&app, &boxes, mailbox, &o.data).await?;
     let folders = folder_list(&app, &boxes).await?;
     let chrome = Chrome {
         address: &user.address,
@@ -658,6 +663,7 @@ async fn read_message(
             attachments,
             blocked_remote,
             remote_allowed,
+            thread,
         },
     ))
 }
