@@ -458,3 +458,60 @@ print("ok")
     );
     assert_eq!(out.trim(), "ok");
 }
+
+/// `sluice bench web` against the real webmail: every transaction runs,
+/// none fails, and the mail it sends arrives.
+#[test]
+fn bench_web_runs_every_transaction() {
+    let server = Server::start();
+    for i in 1..=2 {
+        server.add_user(&format!("user{i}"));
+    }
+    // Something to read from the start.
+    python(
+        r#"
+import smtplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+with smtplib.SMTP(host, int(port)) as s:
+    for u in ("user1@example.org", "user2@example.org"):
+        s.sendmail("x@remote.test", [u], "Subject: hello\r\n\r\nfirst\r\n")
+"#,
+        &[&server.smtp.to_string()],
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["bench", "web", "--server"])
+        .arg(server.addr("http").to_string())
+        .args([
+            "--users",
+            "2",
+            "--duration",
+            "2",
+            "--size-max",
+            "4096",
+            "--json",
+        ])
+        .args(["--password", PASSWORD])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = String::from_utf8(out.stdout).unwrap();
+    let checked = python(
+        r#"
+import json, sys
+r = json.loads(sys.argv[1])
+steps = {s["name"]: s for s in r["steps"]}
+assert sorted(steps) == sorted(["login_get", "login_post", "inbox", "read", "send"]), steps
+for name, s in steps.items():
+    assert s["latency"]["count"] > 0 and s["errors"] == 0, (name, s)
+assert r["inbox_bytes"] > 0
+print("ok")
+"#,
+        &[&report],
+    );
+    assert_eq!(checked.trim(), "ok", "{report}");
+    assert!(server.count("SELECT count(*) FROM messages m JOIN mailboxes b ON b.id = m.mailbox_id WHERE b.name = 'Sent'") > 0);
+}
