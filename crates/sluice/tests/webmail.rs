@@ -69,6 +69,10 @@ status, h, _ = w.login(user, password)
 assert status == 303, status
 assert "HttpOnly" in h["set-cookie"] and "SameSite=Strict" in h["set-cookie"], h["set-cookie"]
 inbox = w.inbox()
+# Pages are gzipped for clients that ask; the event stream never is.
+import gzip
+status, h, zipped = w.request("GET", inbox, headers={"Accept-Encoding": "gzip"})
+assert status == 200 and h.get("content-encoding") == "gzip" and b"quarterly zebra report" in gzip.decompress(zipped), h
 h, text = w.page(inbox)
 for s in ["quarterly zebra report", "html letter", "the file", "Bob", "News", "Carol"]:
     assert s in text, s

@@ -85,6 +85,8 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route("/static/{file}", get(asset))
         .layer(DefaultBodyLimit::max(MAX_FORM))
         .layer(middleware::from_fn(security_headers))
+        // gzip for clients that ask (not for event streams or images).
+        .layer(tower_http::compression::CompressionLayer::new())
         .with_state(app)
 }
 
