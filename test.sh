@@ -21,6 +21,7 @@ packages=(
   nsd dnsutils                              # the tests' DNS server, and dig
   ldnsutils                                 # signs the test zones (DANE)
   postfix                                   # a real MX peer for outbound mail
+  chromium nodejs npm                       # the webmail tests drive Chromium
 )
 
 missing=()
@@ -50,6 +51,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   "${as_root[@]}" apt-get update -qq
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# playwright-core for the browser tests, exactly as locked (it drives
+# Debian's chromium; no browser is downloaded). Installed again only when
+# the lock file changed.
+browser=crates/sluice/tests/browser
+if ! cmp -s "$browser/package-lock.json" "$browser/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  (cd "$browser" && npm ci --no-audit --no-fund --silent)
+  cp "$browser/package-lock.json" "$browser/node_modules/.package-lock.json.installed"
 fi
 
 cargo test --workspace --locked "$@"

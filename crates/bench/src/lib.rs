@@ -7,6 +7,7 @@
 //! - `pop3`: rabid-like POP3 load (login, STAT/LIST, RETR, DELE, QUIT);
 //! - `imap`: the seven timed requests of the database-driven mail server
 //!   study, and a concurrent-clients mix;
+//! - `web`: the webmail transactions (login, inbox, read, send);
 //! - `corpus`: a deterministic, realistic message corpus with marker words
 //!   at exact rates.
 //!
@@ -27,6 +28,8 @@ mod report;
 mod smtp;
 mod source;
 mod users;
+mod web;
+mod web_http;
 mod wire;
 
 pub use corpus::{Corpus, CorpusArgs, CorpusMessage, CorpusSpec, Marker};
@@ -37,6 +40,7 @@ pub use latency::{Histogram, Percentiles};
 pub use pop3::{Pop3Args, Pop3Report};
 pub use smtp::{SmtpArgs, SmtpReport};
 pub use source::SourcePlan;
+pub use web::{WebArgs, WebReport, WebStep, WebTarget};
 
 /// The `sluice bench` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -48,6 +52,9 @@ pub enum Command {
     Pop3(Pop3Args),
     /// IMAP: load a mailbox, then time the seven requests; or a concurrent mix.
     Imap(ImapArgs),
+    /// Webmail: login page, login, inbox, read, compose and send, timed per
+    /// request with virtual users (closed loop or a fixed rate each).
+    Web(WebArgs),
     /// Write a deterministic, realistic message corpus.
     Corpus(CorpusArgs),
 }
@@ -65,6 +72,7 @@ pub async fn report(cmd: Command) -> anyhow::Result<serde_json::Value> {
         }
         Command::Pop3(args) => serde_json::to_value(pop3::execute(args).await?)?,
         Command::Imap(args) => serde_json::to_value(imap::execute(args).await?)?,
+        Command::Web(args) => serde_json::to_value(web::execute(args).await?)?,
         Command::Corpus(args) => serde_json::to_value(corpus::summarize(args).await?)?,
     })
 }
@@ -75,6 +83,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<()> {
         Command::Smtp(args) => smtp::run(args).await,
         Command::Pop3(args) => pop3::run(args).await,
         Command::Imap(args) => imap::run(args).await,
+        Command::Web(args) => web::run(args).await,
         Command::Corpus(args) => corpus::run(args).await,
     }
 }

@@ -31,6 +31,8 @@ pub struct Config {
     pub scan: ScanConfig,
     /// DNS blocklists checked in the SMTP gate.
     pub dnsbl: DnsblConfig,
+    /// Webmail sessions and display limits.
+    pub web: web::WebConfig,
     /// Logging.
     pub log: LogConfig,
 }
@@ -76,8 +78,10 @@ pub struct Listen {
     pub pop3: Addresses,
     /// POP3 over implicit TLS (995).
     pub pop3s: Addresses,
-    /// Webmail (443 behind TLS).
+    /// Webmail over plain HTTP (trial: 127.0.0.1:8080).
     pub http: Addresses,
+    /// Webmail over HTTPS with the server's certificate (443).
+    pub https: Addresses,
 }
 
 /// `[tls]`.
@@ -314,6 +318,7 @@ impl Default for Config {
                 smtp: Addresses::One("127.0.0.1:2525".parse().expect("literal")),
                 pop3: Addresses::One("127.0.0.1:1110".parse().expect("literal")),
                 imap: Addresses::One("127.0.0.1:1143".parse().expect("literal")),
+                http: Addresses::One("127.0.0.1:8080".parse().expect("literal")),
                 ..Listen::default()
             },
             tls: TlsConfig::default(),
@@ -323,6 +328,7 @@ impl Default for Config {
             imap: imap::ImapConfig::default(),
             scan: ScanConfig::default(),
             dnsbl: DnsblConfig::default(),
+            web: web::WebConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -358,10 +364,7 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     if c.hostname.is_empty() || c.hostname.contains(char::is_whitespace) {
         bail!("key `hostname`: must be a host name, got {:?}", c.hostname);
     }
-    for (key, addrs) in [
-        ("submission", &c.listen.submission),
-        ("http", &c.listen.http),
-    ] {
+    for (key, addrs) in [("submission", &c.listen.submission)] {
         if !addrs.list().is_empty() {
             bail!(
                 "key `listen.{key}`: this listener is not available in this version of Sluice yet"
@@ -473,10 +476,10 @@ mod tests {
         assert!(e.contains("smtp.max_message_size"), "{e}");
         let e = parse("[log]\nlevel = \"[[\"\n").unwrap_err().to_string();
         assert!(e.contains("log.level"), "{e}");
-        let e = parse("[listen]\nhttp = \"127.0.0.1:80\"\n")
+        let e = parse("[web]\nsession_hours = \"long\"\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("listen.http"), "{e}");
+        assert!(e.contains("web.session_hours"), "{e}");
         let e = parse("[imap]\nidle_timeout_secs = 60\n")
             .unwrap_err()
             .to_string();

@@ -93,6 +93,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let pop3s_listeners = bind("pop3s", config.listen.pop3s.list()).await?;
     let imap_listeners = bind("imap", config.listen.imap.list()).await?;
     let imaps_listeners = bind("imaps", config.listen.imaps.list()).await?;
+    let http_listeners = bind("http", config.listen.http.list()).await?;
+    let https_listeners = bind("https", config.listen.https.list()).await?;
 
     let content = content_policy(&config)?;
     let blocklist = blocklist_policy(&config)?;
@@ -132,7 +134,23 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         limiter: ConnLimiter::new(config.imap.max_connections_per_ip),
         shutdown: shutdown.clone(),
     });
+    let web_ctx = Arc::new(web::Context {
+        store: Arc::clone(&store),
+        directory: Arc::clone(&directory),
+        auth: Arc::new(Authenticator::new(
+            Arc::clone(&directory),
+            Duration::from_secs(config.web.auth_failure_delay_secs),
+        )),
+        config: config.web.clone(),
+        shutdown: shutdown.clone(),
+    });
     let mut accept_loops = tokio::task::JoinSet::new();
+    for l in http_listeners {
+        accept_loops.spawn(web::serve(l, Arc::clone(&web_ctx), None));
+    }
+    for l in https_listeners {
+        accept_loops.spawn(web::serve(l, Arc::clone(&web_ctx), Some(tls.clone())));
+    }
     for l in smtp_listeners {
         accept_loops.spawn(smtp::serve(l, Arc::clone(&smtp_ctx)));
     }

@@ -25,7 +25,7 @@ pub use index::IndexedHeaders;
 pub use model::{
     AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryReceipt, FlagChange, MailboxId,
     MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueuedRecipient, Quota, SearchKey, Uid,
-    FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
+    WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
 pub use sqlite::{SqliteOptions, SqliteStore, WriterStats};
@@ -263,6 +263,21 @@ pub trait Store: Send + Sync + 'static {
     /// Changes made by another process (the command line) do not wake it:
     /// IDLE should still look now and then.
     fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64>;
+
+    /// Records a new webmail session, and forgets sessions that expired.
+    /// `Exists` if `id_hash` is already taken.
+    async fn create_web_session(&self, session: &WebSession) -> Result<()>;
+    /// The session whose token hashes to `id_hash`, if it exists, has not
+    /// expired at `now` (seconds since the Unix epoch) and its account
+    /// still exists.
+    async fn web_session(&self, id_hash: &str, now: i64) -> Result<Option<WebSession>>;
+    /// Ends a session (logout); ending an unknown one is not an error.
+    async fn delete_web_session(&self, id_hash: &str) -> Result<()>;
+    /// An account's webmail settings (the defaults if never saved).
+    async fn web_settings(&self, account: AccountId) -> Result<WebSettings>;
+    /// Saves an account's webmail settings. `Invalid` for a page size of
+    /// 0 or above 500; `NotFound` for an unknown account.
+    async fn set_web_settings(&self, account: AccountId, settings: &WebSettings) -> Result<()>;
 }
 
 /// A message being written into the store, piece by piece.

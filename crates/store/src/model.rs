@@ -246,3 +246,48 @@ pub enum FlagChange {
     /// Make these the message's flags.
     Replace,
 }
+
+/// A logged-in webmail session. The cookie holds a random token; the
+/// store keeps only its SHA-256, so a copy of the database does not let
+/// anyone in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebSession {
+    /// Hex SHA-256 of the cookie's token.
+    pub id_hash: String,
+    /// Who is logged in.
+    pub account: AccountId,
+    /// The account's address, as read back with the session
+    /// ([`crate::Store::create_web_session`] does not look at it).
+    pub address: String,
+    /// The token every state-changing form of this session carries.
+    pub csrf: String,
+    /// When the session began, seconds since the Unix epoch.
+    pub created: i64,
+    /// When it stops being valid, seconds since the Unix epoch.
+    pub expires: i64,
+}
+
+/// An account's webmail preferences.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebSettings {
+    /// Shown in `From:` of mail composed in the webmail; empty for none.
+    pub display_name: String,
+    /// Appended to new messages; empty for none.
+    pub signature: String,
+    /// Messages per page of a message list.
+    pub page_size: u32,
+    /// Senders (normalised addresses) whose remote content is loaded
+    /// without asking.
+    pub remote_ok: Vec<String>,
+}
+
+impl Default for WebSettings {
+    fn default() -> Self {
+        WebSettings {
+            display_name: String::new(),
+            signature: String::new(),
+            page_size: 50,
+            remote_ok: Vec::new(),
+        }
+    }
+}

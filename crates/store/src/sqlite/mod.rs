@@ -13,6 +13,7 @@ mod pool;
 mod schema;
 mod search;
 mod sweep;
+mod web;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -404,6 +405,7 @@ impl Store for SqliteStore {
             )?;
             c.execute("DELETE FROM mailboxes WHERE account_id = ?1", [id])?;
             c.execute("DELETE FROM accounts WHERE id = ?1", [id])?;
+            web::forget_account(c, id)?;
             bump_serial(c)?;
             Ok(((), gone))
         })
@@ -870,5 +872,34 @@ impl Store for SqliteStore {
 
     fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64> {
         self.inner.watchers.subscribe(mailbox)
+    }
+
+    async fn create_web_session(&self, session: &crate::WebSession) -> Result<()> {
+        let session = session.clone();
+        self.write(move |c| web::create_session(c, &session)).await
+    }
+
+    async fn web_session(&self, id_hash: &str, now: i64) -> Result<Option<crate::WebSession>> {
+        let id_hash = id_hash.to_string();
+        self.read(move |c| web::session(c, &id_hash, now)).await
+    }
+
+    async fn delete_web_session(&self, id_hash: &str) -> Result<()> {
+        let id_hash = id_hash.to_string();
+        self.write(move |c| web::delete_session(c, &id_hash)).await
+    }
+
+    async fn web_settings(&self, account: AccountId) -> Result<crate::WebSettings> {
+        self.read(move |c| web::settings(c, account)).await
+    }
+
+    async fn set_web_settings(
+        &self,
+        account: AccountId,
+        settings: &crate::WebSettings,
+    ) -> Result<()> {
+        let settings = settings.clone();
+        self.write(move |c| web::set_settings(c, account, &settings))
+            .await
     }
 }

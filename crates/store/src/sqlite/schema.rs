@@ -197,6 +197,29 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE blobs DROP COLUMN structure;
     ALTER TABLE blobs DROP COLUMN header;
     "#,
+    // Webmail: sessions that survive a restart (only a hash of the cookie
+    // is kept), and each account's webmail settings.
+    r#"
+    CREATE TABLE IF NOT EXISTS web_sessions (
+        -- SHA-256 of the session cookie's value, hex.
+        id_hash TEXT PRIMARY KEY,
+        account_id INTEGER NOT NULL,
+        -- The token every state-changing form carries.
+        csrf TEXT NOT NULL,
+        created INTEGER NOT NULL,
+        expires INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX IF NOT EXISTS web_sessions_account ON web_sessions(account_id);
+    CREATE TABLE IF NOT EXISTS web_settings (
+        account_id INTEGER PRIMARY KEY,
+        display_name TEXT NOT NULL DEFAULT '',
+        signature TEXT NOT NULL DEFAULT '',
+        page_size INTEGER NOT NULL DEFAULT 50,
+        -- Senders whose remote content (images) is loaded without asking,
+        -- one normalised address per line.
+        remote_ok TEXT NOT NULL DEFAULT ''
+    ) STRICT;
+    "#,
 ];
 
 /// Newest schema version this build knows.

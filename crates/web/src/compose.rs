@@ -1,0 +1,808 @@
+//! Writing mail: the compose form (new, reply, reply-all, forward inline
+//! or as attachment) and its upload, parsed as a stream. The message is
+//! written into the store while the upload arrives, attachments base64
+//! encoded piece by piece: an upload is never held whole in memory, and no
+//! temp file is used. The result is a draft in Drafts; sending hands that
+//! draft to [`crate::outgoing::send`].
+
+use std::sync::Arc;
+
+use axum::extract::{Multipart, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use base64::Engine as _;
+use serde::Deserialize;
+use store::{Delivery, MailboxId, MessageWriter, Uid, FLAG_DRAFT, FLAG_SEEN};
+
+use crate::error::WebError;
+use crate::pages::{self, ComposeView};
+use crate::routes::{self, App};
+use crate::session::{self, User};
+
+/// Largest text field of the form (the body); other fields are far smaller.
+const MAX_TEXT_FIELD: usize = 1024 * 1024;
+/// Attachments per message.
+const MAX_FILES: usize = 50;
+/// Base64 line length (RFC 2045 §6.8: at most 76).
+const B64_LINE: usize = 76;
+
+/// The header and text of a message being written.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Draft {
+    pub to: String,
+    pub cc: String,
+    pub bcc: String,
+    pub subject: String,
+    pub body: String,
+    pub in_reply_to: String,
+    pub references: String,
+    /// `mailbox/uid` of a message to attach whole (forward as attachment).
+    pub attach: String,
+    /// `mailbox/uid` of the message replied to (flagged `\Answered`).
+    pub replied: String,
+}
+
+/// Splits an address field into addresses, refusing anything that is not
+/// one (`Name <a@b>` or `a@b`, separated by commas or semicolons).
+pub(crate) fn parse_addresses(field: &str) -> Result<Vec<String>, WebError> {
+    let mut out = Vec::new();
+    for item in field.split([',', ';']) {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let addr = match (item.rfind('<'), item.rfind('>')) {
+            (Some(a), Some(b)) if a < b => &item[a + 1..b],
+            _ => item,
+        };
+        let addr = addr.trim();
+        let ok = addr.len() <= 254
+            && addr
+                .split_once('@')
+                .is_some_and(|(l, d)| !l.is_empty() && d.contains('.') || d == "localhost")
+            && !addr.contains(|c: char| {
+                c.is_whitespace() || c.is_control() || "<>()[]\\,;:\"".contains(c)
+            });
+        if !ok {
+            return Err(WebError::BadRequest(format!(
+                "{item:?} is not an email address"
+            )));
+        }
+        out.push(addr.to_string());
+    }
+    Ok(out)
+}
+
+/// An RFC 2047 encoded word for header text that is not plain ASCII.
+fn encode_words(text: &str) -> String {
+    let clean: String = text.chars().filter(|c| !c.is_control()).collect();
+    if clean.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return clean;
+    }
+    // Encoded words of at most 75 characters (RFC 2047 §2), split on
+    // character boundaries.
+    let mut words = Vec::new();
+    let mut piece = String::new();
+    for c in clean.chars() {
+        if piece.len() + c.len_utf8() > 45 {
+            words.push(std::mem::take(&mut piece));
+        }
+        piece.push(c);
+    }
+    words.push(piece);
+    words
+        .iter()
+        .map(|w| {
+            format!(
+                "=?utf-8?b?{}?=",
+                base64::engine::general_purpose::STANDARD.encode(w)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\r\n ")
+}
+
+fn address_header(name: &str, field: &str) -> Result<String, WebError> {
+    let addrs = parse_addresses(field)?;
+    if addrs.is_empty() {
+        return Ok(String::new());
+    }
+    Ok(format!("{name}: {}\r\n", addrs.join(",\r\n ")))
+}
+
+/// A `<...>` message id list, kept only if it is one.
+fn id_list(s: &str) -> String {
+    s.split_whitespace()
+        .filter(|id| {
+            id.starts_with('<')
+                && id.ends_with('>')
+                && id.len() < 1000
+                && id.is_ascii()
+                && !id[1..id.len() - 1].contains(['<', '>'])
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The header block and the text part; `with_bcc` for drafts only (a sent
+/// message never shows its Bcc, RFC 5322 §3.6.3).
+pub(crate) fn head(
+    d: &Draft,
+    from_name: &str,
+    from: &str,
+    message_id: &str,
+    boundary: &str,
+    with_bcc: bool,
+) -> Result<Vec<u8>, WebError> {
+    let mut h = String::new();
+    if from_name.trim().is_empty() {
+        h.push_str(&format!("From: {from}\r\n"));
+    } else {
+        let name = encode_words(from_name.trim());
+        let name = if name.starts_with("=?") {
+            name
+        } else {
+            format!("\"{}\"", name.replace(['"', '\\'], ""))
+        };
+        h.push_str(&format!("From: {name} <{from}>\r\n"));
+    }
+    h.push_str(&address_header("To", &d.to)?);
+    h.push_str(&address_header("Cc", &d.cc)?);
+    if with_bcc {
+        h.push_str(&address_header("Bcc", &d.bcc)?);
+    }
+    h.push_str(&format!("Subject: {}\r\n", encode_words(&d.subject)));
+    let date = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc2822)
+        .unwrap_or_default();
+    h.push_str(&format!("Date: {date}\r\nMessage-ID: <{message_id}>\r\n"));
+    let irt = id_list(&d.in_reply_to);
+    if !irt.is_empty() {
+        h.push_str(&format!("In-Reply-To: {irt}\r\n"));
+    }
+    let refs = id_list(&d.references);
+    if !refs.is_empty() {
+        h.push_str(&format!("References: {refs}\r\n"));
+    }
+    h.push_str(&format!(
+        "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"{boundary}\"\r\n\r\n"
+    ));
+    h.push_str(&format!(
+        "--{boundary}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+    ));
+    let mut out = h.into_bytes();
+    let text = d.body.replace("\r\n", "\n").replace('\n', "\r\n");
+    let mut enc = Base64Lines::default();
+    out.extend(enc.push(text.as_bytes()));
+    out.extend(enc.finish());
+    Ok(out)
+}
+
+/// Base64 in lines of 76, fed piece by piece (2 bytes carried at most).
+#[derive(Default)]
+pub(crate) struct Base64Lines {
+    carry: Vec<u8>,
+    column: usize,
+}
+
+impl Base64Lines {
+    pub(crate) fn push(&mut self, data: &[u8]) -> Vec<u8> {
+        self.carry.extend_from_slice(data);
+        let whole = self.carry.len() / 3 * 3;
+        let chunk: Vec<u8> = self.carry.drain(..whole).collect();
+        self.wrap(base64::engine::general_purpose::STANDARD.encode(chunk))
+    }
+
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
+        let rest = std::mem::take(&mut self.carry);
+        let mut out = self.wrap(base64::engine::general_purpose::STANDARD.encode(rest));
+        if self.column > 0 {
+            out.extend_from_slice(b"\r\n");
+            self.column = 0;
+        }
+        out
+    }
+
+    fn wrap(&mut self, encoded: String) -> Vec<u8> {
+        let mut out = Vec::with_capacity(encoded.len() + encoded.len() / B64_LINE * 2 + 2);
+        for b in encoded.bytes() {
+            out.push(b);
+            self.column += 1;
+            if self.column == B64_LINE {
+                out.extend_from_slice(b"\r\n");
+                self.column = 0;
+            }
+        }
+        out
+    }
+}
+
+/// A media type from a browser, kept only if it is one.
+fn upload_type(t: Option<&str>) -> String {
+    let t = t.unwrap_or("").trim().to_ascii_lowercase();
+    let ok = t.split_once('/').is_some_and(|(a, b)| {
+        let tok = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&c))
+        };
+        tok(a) && tok(b)
+    });
+    if ok {
+        t
+    } else {
+        "application/octet-stream".into()
+    }
+}
+
+fn attachment_header(boundary: &str, ctype: &str, name: &str) -> Vec<u8> {
+    let plain = name
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ');
+    let (type_name, disposition) = if plain {
+        (format!("\"{name}\""), format!("filename=\"{name}\""))
+    } else {
+        // RFC 2231 in Content-Disposition (UTF-8, percent-encoded), and an
+        // RFC 2047 word in Content-Type's `name`, as common clients write.
+        let mut encoded = String::new();
+        for b in name.bytes() {
+            if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
+                encoded.push(b as char);
+            } else {
+                encoded.push_str(&format!("%{b:02X}"));
+            }
+        }
+        (
+            format!("\"{}\"", encode_words(name).replace("\r\n ", " ")),
+            format!("filename*=utf-8''{encoded}"),
+        )
+    };
+    format!(
+        "\r\n--{boundary}\r\nContent-Type: {ctype}; name={type_name}\r\nContent-Disposition: attachment; {disposition}\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ComposeQuery {
+    /// `reply`, `all`, `forward`, `attach`.
+    mode: Option<String>,
+    mailbox: Option<MailboxId>,
+    uid: Option<Uid>,
+}
+
+fn quote(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.is_empty() {
+                ">".to_string()
+            } else {
+                format!("> {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn prefixed(prefix: &str, subject: &str) -> String {
+    let s = subject.trim();
+    if s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix) {
+        s.to_string()
+    } else {
+        format!("{prefix} {s}")
+    }
+}
+
+/// `GET /compose`: an empty form, or one filled in for a reply or forward.
+pub(crate) async fn form(
+    State(app): State<Arc<App>>,
+    user: User,
+    Query(q): Query<ComposeQuery>,
+) -> Result<Html<String>, WebError> {
+    let settings = app.ctx.store.web_settings(user.account).await?;
+    let mut d = Draft::default();
+    if !settings.signature.is_empty() {
+        d.body = format!("\n\n-- \n{}", settings.signature);
+    }
+    if let (Some(mode), Some(mailbox), Some(uid)) = (q.mode.as_deref(), q.mailbox, q.uid) {
+        let o = routes::open(&app, &user, mailbox, uid).await?;
+        let h = &o.data.headers;
+        let msgid = if h.message_id.is_empty() {
+            String::new()
+        } else {
+            format!("<{}>", h.message_id)
+        };
+        let original_refs = routes::header_field(&o.data.header, "references");
+        let text = routes::text_of(&app, &o).await?;
+        match mode {
+            "reply" | "all" => {
+                let reply_to = routes::header_field(&o.data.header, "reply-to");
+                d.to = if reply_to.is_empty() {
+                    h.from.clone()
+                } else {
+                    reply_to
+                };
+                if mode == "all" {
+                    let me = user.address.to_ascii_lowercase();
+                    let others: Vec<String> = [h.to.as_str(), h.cc.as_str()]
+                        .iter()
+                        .flat_map(|f| f.split(", "))
+                        .filter(|a| !a.is_empty() && !a.to_ascii_lowercase().contains(&me))
+                        .map(str::to_string)
+                        .collect();
+                    d.cc = others.join(", ");
+                }
+                d.subject = prefixed("Re:", &h.subject);
+                d.in_reply_to = msgid.clone();
+                d.references = format!("{original_refs} {msgid}").trim().to_string();
+                d.replied = format!("{mailbox}/{uid}");
+                d.body = format!(
+                    "\n\nOn {}, {} wrote:\n{}{}",
+                    routes::display_date(o.data.entry.internal_date),
+                    h.from,
+                    quote(&text),
+                    d.body
+                );
+            }
+            "forward" => {
+                d.subject = prefixed("Fwd:", &h.subject);
+                d.body = format!(
+                    "\n\n---------- Forwarded message ----------\nFrom: {}\nDate: {}\nSubject: {}\nTo: {}\n\n{}{}",
+                    h.from, routes::display_date(o.data.entry.internal_date), h.subject, h.to, text, d.body
+                );
+            }
+            "attach" => {
+                d.subject = prefixed("Fwd:", &h.subject);
+                d.attach = format!("{mailbox}/{uid}");
+            }
+            _ => return Err(WebError::BadRequest("unknown compose mode".into())),
+        }
+    }
+    let boxes = routes::mailboxes(&app, &user).await?;
+    let folders = routes::folder_list(&app, &boxes).await?;
+    let chrome = pages::Chrome {
+        address: &user.address,
+        csrf: &user.csrf,
+        folders: &folders,
+        current: None,
+        view: "compose",
+        query: "",
+        since: None,
+    };
+    let suggestions = crate::settings::correspondents(&app, &user).await?;
+    Ok(pages::compose(
+        &chrome,
+        &ComposeView {
+            draft: d,
+            error: None,
+            suggestions,
+        },
+    ))
+}
+
+/// Reads one text field, refusing one longer than `max`.
+async fn text_field(
+    field: axum::extract::multipart::Field<'_>,
+    max: usize,
+) -> Result<String, WebError> {
+    let mut field = field;
+    let mut buf = Vec::new();
+    while let Some(chunk) = field
+        .chunk()
+        .await
+        .map_err(|e| WebError::BadRequest(e.to_string()))?
+    {
+        if buf.len() + chunk.len() > max {
+            return Err(WebError::BadRequest("a form field is too long".into()));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    String::from_utf8(buf).map_err(|_| WebError::BadRequest("a form field is not UTF-8".into()))
+}
+
+/// Everything decided before the first byte is stored.
+struct Prepared {
+    sending: bool,
+    recipients: Vec<String>,
+    drafts: MailboxId,
+    boxes: Vec<store::MailboxInfo>,
+    attach: Option<routes::Opened>,
+    boundary: String,
+    message_id: String,
+}
+
+/// Checks the form's text fields; `Err(page)` is a form shown again with
+/// what to fix.
+async fn prepare(
+    app: &App,
+    user: &User,
+    d: &Draft,
+    action: &str,
+) -> Result<Result<(Prepared, Vec<u8>), Response>, WebError> {
+    let sending = match action {
+        "send" => true,
+        "draft" => false,
+        _ => return Err(WebError::BadRequest("send or save?".into())),
+    };
+    let boxes = routes::mailboxes(app, user).await?;
+    let drafts = boxes
+        .iter()
+        .find(|b| {
+            b.special_use
+                .as_deref()
+                .is_some_and(|s| s.eq_ignore_ascii_case("\\Drafts"))
+        })
+        .map(|b| b.id)
+        .ok_or(WebError::NotFound)?;
+    let recipients = if sending {
+        let mut all = parse_addresses(&d.to)?;
+        all.extend(parse_addresses(&d.cc)?);
+        all.extend(parse_addresses(&d.bcc)?);
+        if all.is_empty() {
+            return Ok(Err(compose_error(
+                app,
+                user,
+                d.clone(),
+                "Add at least one recipient.",
+            )
+            .await?));
+        }
+        if let Err(why) = crate::outgoing::check_recipients(&app.ctx, &all) {
+            return Ok(Err(compose_error(app, user, d.clone(), &why).await?));
+        }
+        all
+    } else {
+        Vec::new()
+    };
+    let attach = match d.attach.split_once('/') {
+        Some((m, u)) => {
+            let m = m.parse().map_err(|_| WebError::NotFound)?;
+            let u = u.parse().map_err(|_| WebError::NotFound)?;
+            Some(routes::open(app, user, m, u).await?)
+        }
+        None => None,
+    };
+    let settings = app.ctx.store.web_settings(user.account).await?;
+    let domain = user
+        .address
+        .rsplit_once('@')
+        .map_or("localhost", |(_, d)| d);
+    let message_id = format!("{}@{domain}", session::new_token());
+    let boundary = format!("=_{}", &session::new_token()[..24]);
+    let head = head(
+        d,
+        &settings.display_name,
+        &user.address,
+        &message_id,
+        &boundary,
+        !sending,
+    )?;
+    Ok(Ok((
+        Prepared {
+            sending,
+            recipients,
+            drafts,
+            boxes,
+            attach,
+            boundary,
+            message_id,
+        },
+        head,
+    )))
+}
+
+/// Streams one uploaded file into the message as a base64 part.
+async fn write_file(
+    writer: &mut dyn MessageWriter,
+    field: &mut axum::extract::multipart::Field<'_>,
+    boundary: &str,
+) -> Result<(), WebError> {
+    let name = field
+        .file_name()
+        .unwrap_or("")
+        .replace(['\r', '\n', '/', '\\'], "_");
+    if name.is_empty() {
+        // An empty file input.
+        while field
+            .chunk()
+            .await
+            .map_err(|e| WebError::BadRequest(e.to_string()))?
+            .is_some()
+        {}
+        return Ok(());
+    }
+    let ctype = upload_type(field.content_type());
+    writer
+        .write(&attachment_header(boundary, &ctype, &name))
+        .await?;
+    let mut enc = Base64Lines::default();
+    while let Some(chunk) = field
+        .chunk()
+        .await
+        .map_err(|e| WebError::BadRequest(e.to_string()))?
+    {
+        writer.write(&enc.push(&chunk)).await?;
+    }
+    writer.write(&enc.finish()).await?;
+    Ok(())
+}
+
+/// The forwarded original, byte for byte, and the closing boundary.
+async fn write_end(
+    app: &App,
+    writer: &mut dyn MessageWriter,
+    p: &Prepared,
+) -> Result<(), WebError> {
+    if let Some(o) = &p.attach {
+        let subject = if o.data.headers.subject.is_empty() {
+            "message".to_string()
+        } else {
+            o.data.headers.subject.clone()
+        };
+        let fname: String = subject
+            .chars()
+            .filter(|c| !c.is_control() && *c != '"' && *c != '\\')
+            .take(60)
+            .collect();
+        let fname = encode_words(&fname);
+        writer
+            .write(format!("\r\n--{}\r\nContent-Type: message/rfc822\r\nContent-Disposition: attachment; filename=\"{fname}.eml\"\r\n\r\n", p.boundary).as_bytes())
+            .await?;
+        let mut seq = 0;
+        while let Some(chunk) = app.ctx.store.read_chunk(o.data.entry.blob, seq).await? {
+            writer.write(&chunk).await?;
+            seq += 1;
+        }
+    }
+    writer
+        .write(format!("\r\n--{}--\r\n", p.boundary).as_bytes())
+        .await?;
+    Ok(())
+}
+
+/// `POST /compose`: saves a draft or sends, streaming the upload.
+pub(crate) async fn submit(
+    State(app): State<Arc<App>>,
+    user: User,
+    headers: HeaderMap,
+    mut form: Multipart,
+) -> Result<Response, WebError> {
+    session::check_same_origin(&headers)?;
+    let bad = |e: axum::extract::multipart::MultipartError| WebError::BadRequest(e.to_string());
+    let mut d = Draft::default();
+    let mut action = String::new();
+    let mut csrf_ok = false;
+    let mut files = 0;
+    let mut open: Option<(Prepared, Box<dyn MessageWriter>)> = None;
+    // Text fields come first (the form puts the file input last); the
+    // CSRF token must be the very first field, before anything is stored.
+    loop {
+        let next = form.next_field().await;
+        let mut field = match next {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => {
+                if let Some((_, w)) = open.take() {
+                    w.abort().await;
+                }
+                return Err(bad(e));
+            }
+        };
+        let name = field.name().unwrap_or("").to_string();
+        if !csrf_ok {
+            if name != "csrf" {
+                return Err(WebError::Forbidden("the form's security token is missing"));
+            }
+            user.check_csrf(Some(&text_field(field, 256).await?))?;
+            csrf_ok = true;
+            continue;
+        }
+        if field.file_name().is_some() {
+            if open.is_none() {
+                match prepare(&app, &user, &d, &action).await? {
+                    Ok((p, head)) => {
+                        let mut w = app.ctx.store.message_writer();
+                        if let Err(e) = w.write(&head).await {
+                            w.abort().await;
+                            return Err(e.into());
+                        }
+                        open = Some((p, w));
+                    }
+                    Err(page) => return Ok(page),
+                }
+            }
+            let Some((p, w)) = open.as_mut() else {
+                continue;
+            };
+            files += 1;
+            let result = if files > MAX_FILES {
+                Err(WebError::BadRequest("too many attachments".into()))
+            } else {
+                write_file(&mut **w, &mut field, &p.boundary).await
+            };
+            if let Err(e) = result {
+                if let Some((_, w)) = open.take() {
+                    w.abort().await;
+                }
+                return Err(e);
+            }
+            continue;
+        }
+        if open.is_some() {
+            if let Some((_, w)) = open.take() {
+                w.abort().await;
+            }
+            return Err(WebError::BadRequest("form fields after the files".into()));
+        }
+        let max = if name == "body" {
+            MAX_TEXT_FIELD
+        } else {
+            64 * 1024
+        };
+        let value = text_field(field, max).await?;
+        match name.as_str() {
+            "to" => d.to = value,
+            "cc" => d.cc = value,
+            "bcc" => d.bcc = value,
+            "subject" => d.subject = value,
+            "body" => d.body = value,
+            "in_reply_to" => d.in_reply_to = value,
+            "references" => d.references = value,
+            "attach" => d.attach = value,
+            "replied" => d.replied = value,
+            "action" => action = value,
+            _ => {}
+        }
+    }
+    if !csrf_ok {
+        return Err(WebError::Forbidden("the form's security token is missing"));
+    }
+    let (p, mut writer) = match open.take() {
+        Some(o) => o,
+        None => match prepare(&app, &user, &d, &action).await? {
+            Ok((p, head)) => {
+                let mut w = app.ctx.store.message_writer();
+                if let Err(e) = w.write(&head).await {
+                    w.abort().await;
+                    return Err(e.into());
+                }
+                (p, w)
+            }
+            Err(page) => return Ok(page),
+        },
+    };
+    if let Err(e) = write_end(&app, &mut *writer, &p).await {
+        writer.abort().await;
+        return Err(e);
+    }
+    let receipt = writer
+        .deliver(Delivery {
+            sender: user.address.clone(),
+            mailboxes: vec![p.drafts],
+            flags: FLAG_DRAFT | FLAG_SEEN,
+            ..Default::default()
+        })
+        .await?;
+    let uid = receipt
+        .entries
+        .first()
+        .map(|e| e.1)
+        .ok_or(WebError::NotFound)?;
+    if !p.sending {
+        return Ok(Redirect::to(&format!("/mail/{}/{uid}", p.drafts)).into_response());
+    }
+    let sent = crate::outgoing::send(&app.ctx, &user, p.drafts, uid, &p.recipients).await?;
+    let replied = d
+        .replied
+        .split_once('/')
+        .and_then(|(m, u)| Some((m.parse::<MailboxId>().ok()?, u.parse::<Uid>().ok()?)));
+    if let Some((m, u)) = replied {
+        if routes::owned(&p.boxes, m).is_ok() {
+            app.ctx
+                .store
+                .update_flags(
+                    m,
+                    &[u],
+                    store::FlagChange::Add,
+                    store::FLAG_ANSWERED,
+                    &[],
+                    None,
+                )
+                .await?;
+        }
+    }
+    tracing::info!(account = %user.address, recipients = p.recipients.len(), message_id = %p.message_id, "webmail sent");
+    Ok(Redirect::to(&format!("/mail/{}/{}", sent.0, sent.1)).into_response())
+}
+
+async fn compose_error(
+    app: &App,
+    user: &User,
+    draft: Draft,
+    why: &str,
+) -> Result<Response, WebError> {
+    let boxes = routes::mailboxes(app, user).await?;
+    let folders = routes::folder_list(app, &boxes).await?;
+    let chrome = pages::Chrome {
+        address: &user.address,
+        csrf: &user.csrf,
+        folders: &folders,
+        current: None,
+        view: "compose",
+        query: "",
+        since: None,
+    };
+    Ok((
+        axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+        pages::compose(
+            &chrome,
+            &ComposeView {
+                draft,
+                error: Some(why.to_string()),
+                suggestions: Vec::new(),
+            },
+        ),
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_checked() {
+        assert_eq!(
+            parse_addresses("Bob <bob@example.org>, carol@example.net;").unwrap(),
+            ["bob@example.org", "carol@example.net"]
+        );
+        assert!(parse_addresses("bob").is_err());
+        assert!(parse_addresses("a@b.c\r\nBcc: x@y.z").is_err());
+        assert!(parse_addresses("<a b@c.d>").is_err());
+    }
+
+    #[test]
+    fn header_text_is_encoded_and_cannot_inject_fields() {
+        let d = Draft {
+            to: "b@example.org".into(),
+            subject: "héllo\r\nBcc: x@evil.test".into(),
+            ..Default::default()
+        };
+        let h = String::from_utf8(head(&d, "Zoë", "a@example.org", "id@x", "B", false).unwrap())
+            .unwrap();
+        assert!(h.contains("Subject: =?utf-8?b?"), "{h}");
+        assert!(!h.contains("Bcc:"), "{h}");
+        assert!(
+            h.contains("From: =?utf-8?b?Wm/Dqw==?= <a@example.org>"),
+            "{h}"
+        );
+        let d = Draft {
+            bcc: "hidden@example.org".into(),
+            ..d
+        };
+        assert!(
+            !String::from_utf8(head(&d, "", "a@example.org", "i@x", "B", false).unwrap())
+                .unwrap()
+                .contains("hidden")
+        );
+        assert!(
+            String::from_utf8(head(&d, "", "a@example.org", "i@x", "B", true).unwrap())
+                .unwrap()
+                .contains("Bcc: hidden@example.org")
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn base64_lines_decode_back(data in proptest::collection::vec(proptest::num::u8::ANY, 0..1000), size in 1usize..200) {
+            let mut enc = Base64Lines::default();
+            let mut out = Vec::new();
+            for piece in data.chunks(size) { out.extend(enc.push(piece)); }
+            out.extend(enc.finish());
+            let text = String::from_utf8(out).unwrap();
+            proptest::prop_assert!(text.split("\r\n").all(|l| l.len() <= 76));
+            let joined: String = text.split("\r\n").collect();
+            proptest::prop_assert_eq!(base64::engine::general_purpose::STANDARD.decode(joined).unwrap(), data);
+        }
+    }
+}

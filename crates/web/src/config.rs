@@ -1,0 +1,31 @@
+//! `[web]` settings.
+
+use serde::Deserialize;
+
+/// `[web]`: the webmail.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebConfig {
+    /// How long a login lasts, in hours.
+    pub session_hours: u64,
+    /// Seconds before a failed login is answered (doubled for each recent
+    /// failure from the same address, as for IMAP and POP3).
+    pub auth_failure_delay_secs: u64,
+    /// Decoded text of one message body shown at most, in bytes; longer
+    /// bodies are cut with a note (the source view shows everything).
+    pub max_body_bytes: usize,
+    /// Largest compose upload (text and attachments together), in bytes.
+    /// Uploads are streamed into the store, never held in memory.
+    pub max_upload_bytes: usize,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        WebConfig {
+            session_hours: 168,
+            auth_failure_delay_secs: 1,
+            max_body_bytes: 2 * 1024 * 1024,
+            max_upload_bytes: 25 * 1024 * 1024,
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Sluice's webmail: server-rendered pages over the store, in the same
+//! process as IMAP (no IMAP round trip). Pages work without JavaScript; one
+//! small script adds keyboard shortcuts and live updates.
+//!
+//! Security in one place: sessions live in the store ([`session`]), every
+//! state-changing request carries the session's CSRF token, every page has
+//! a strict Content-Security-Policy with no inline script, and message HTML
+//! is sanitised ([`sanitize`]) and shown only inside a sandboxed frame
+//! served from its own route with its own policy.
+#![forbid(unsafe_code)]
+
+mod assets;
+mod compose;
+mod config;
+mod error;
+mod listener;
+mod outgoing;
+mod pages;
+mod read;
+mod routes;
+mod sanitize;
+mod session;
+mod settings;
+mod thread;
+
+use std::sync::Arc;
+
+pub use config::WebConfig;
+pub use error::WebError;
+pub use sanitize::{sanitize_html, Sanitized};
+
+/// What the webmail needs from the rest of the server.
+pub struct Context {
+    /// The mail store, shared with IMAP and POP3.
+    pub store: Arc<dyn store::Store>,
+    /// Domains, accounts and aliases, kept current.
+    pub directory: Arc<store::DirectoryWatch>,
+    /// The one place passwords are checked.
+    pub auth: Arc<store::Authenticator>,
+    /// Settings from `[web]`.
+    pub config: WebConfig,
+    /// Stops accepting and ends live-update streams.
+    pub shutdown: net::Shutdown,
+}
+
+/// Serves the webmail on `listener`, over TLS when `tls` is given, until
+/// the shutdown token is cancelled.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    ctx: Arc<Context>,
+    tls: Option<net::TlsAcceptor>,
+) {
+    let secure = tls.is_some();
+    let app = routes::router(Arc::clone(&ctx), secure)
+        .into_make_service_with_connect_info::<listener::PeerAddr>();
+    let stop = ctx.shutdown.token.clone();
+    let result = match tls {
+        None => {
+            axum::serve(listener::PlainListener(listener), app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await
+        }
+        Some(tls) => {
+            let tls_listener = listener::TlsListener::new(listener, tls, ctx.shutdown.clone());
+            axum::serve(tls_listener, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await
+        }
+    };
+    if let Err(e) = result {
+        tracing::error!(error = %e, "webmail listener stopped");
+    }
+}

@@ -1,0 +1,85 @@
+//! Sending a finished draft: the one place the webmail hands mail on.
+//!
+//! The shared submission path (`smtp::submit::Submitter`: sender checks,
+//! rate limits, scanning, the outbound queue) is being built alongside;
+//! until it is merged here, mail goes to local recipients only, by
+//! filing the draft's stored blob into their INBOXes (no copy of the text),
+//! and remote recipients are refused up front with a message saying so.
+
+use store::{FlagChange, MailboxId, Resolution, Uid, FLAG_SEEN};
+
+use crate::error::WebError;
+use crate::session::User;
+use crate::Context;
+
+/// Whether every recipient can be reached; the text says why not.
+pub(crate) fn check_recipients(ctx: &Context, recipients: &[String]) -> Result<(), String> {
+    let directory = ctx.directory.get();
+    for r in recipients {
+        match directory.resolve(r) {
+            Resolution::Deliver { remote, .. } if remote.is_empty() => {}
+            Resolution::Deliver { .. } | Resolution::NotLocal => {
+                return Err(format!(
+                    "{r} is on another mail system: sending outside this server is not available yet. Nothing was sent."
+                ))
+            }
+            Resolution::UnknownUser => return Err(format!("{r} does not exist. Nothing was sent.")),
+        }
+    }
+    Ok(())
+}
+
+/// Sends the draft `uid` of `drafts` to `recipients` and files it in Sent;
+/// returns where the sent copy is.
+pub(crate) async fn send(
+    ctx: &Context,
+    user: &User,
+    drafts: MailboxId,
+    uid: Uid,
+    recipients: &[String],
+) -> Result<(MailboxId, Uid), WebError> {
+    check_recipients(ctx, recipients).map_err(WebError::BadRequest)?;
+    let directory = ctx.directory.get();
+    let mut inboxes: Vec<MailboxId> = recipients
+        .iter()
+        .filter_map(|r| match directory.resolve(r) {
+            Resolution::Deliver { mailboxes, .. } => Some(mailboxes),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    inboxes.sort_unstable();
+    inboxes.dedup();
+    let store = &ctx.store;
+    for inbox in inboxes {
+        for (_, new) in store.copy_messages(drafts, &[uid], inbox).await? {
+            // New mail for the recipient: unread, not a draft.
+            store
+                .update_flags(inbox, &[new], FlagChange::Replace, 0, &[], None)
+                .await?;
+        }
+    }
+    let sent = store
+        .list_mailboxes(user.account)
+        .await?
+        .into_iter()
+        .find(|b| {
+            b.special_use
+                .as_deref()
+                .is_some_and(|s| s.eq_ignore_ascii_case("\\Sent"))
+        })
+        .ok_or(WebError::NotFound)?;
+    let moved = store.move_messages(drafts, &[uid], sent.id).await?;
+    let (_, sent_uid) = moved.first().copied().ok_or(WebError::NotFound)?;
+    store
+        .update_flags(
+            sent.id,
+            &[sent_uid],
+            FlagChange::Replace,
+            FLAG_SEEN,
+            &[],
+            None,
+        )
+        .await?;
+    Ok((sent.id, sent_uid))
+}

@@ -1,0 +1,953 @@
+//! The URL space and the handlers behind it.
+//!
+//! `/login`, `/logout`; `/mail/{mailbox}` (a page, `?page=`, `?q=` to
+//! search); `/mail/{mailbox}/{uid}` (read; `?remote=1` shows remote
+//! images), `/frame` (the sanitised HTML, for the sandboxed frame),
+//! `/part/{n}` (an attachment), `/cid/{id}` (an inline image), `/source`;
+//! `POST /mail/{mailbox}/act` (flags, move, delete to Trash, on a
+//! selection); `POST .../trust` (always show remote content from the
+//! sender); `/events/{mailbox}` (Server-Sent Events); `/static/...`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Form, Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use store::{
+    AuthFailure, FlagChange, MailboxId, MailboxInfo, MessageData, SearchKey, Uid, WebSession,
+    FLAG_FLAGGED, FLAG_SEEN,
+};
+
+use crate::assets::{CSS, FRAME_STYLE_HASH, JS};
+use crate::error::WebError;
+use crate::listener::PeerAddr;
+use crate::pages::{self, Attachment, BodyView, Chrome, Folder, ListView, MessageView, Row};
+use crate::read::{self, Decoder};
+use crate::sanitize::sanitize_html;
+use crate::session::{self, User};
+use crate::Context;
+
+/// Largest form accepted (login, actions on a selection).
+const MAX_FORM: usize = 64 * 1024;
+/// The policy of every app page: nothing inline, nothing from elsewhere,
+/// never framed by another site.
+const APP_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+    frame-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// Shared by the handlers.
+pub(crate) struct App {
+    pub ctx: Arc<Context>,
+    /// Served over TLS: cookies get `Secure` and the `__Host-` prefix.
+    pub secure: bool,
+}
+
+type Shared = State<Arc<App>>;
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
+    let app_upload_limit = ctx.config.max_upload_bytes;
+    let app = Arc::new(App { ctx, secure });
+    Router::new()
+        .route("/", get(home))
+        .route("/login", get(login_page).post(login))
+        .route("/logout", post(logout))
+        .route("/mail/{mailbox}", get(list))
+        .route("/mail/{mailbox}/act", post(act))
+        .route("/mail/{mailbox}/{uid}", get(read_message))
+        .route("/mail/{mailbox}/{uid}/frame", get(frame))
+        .route("/mail/{mailbox}/{uid}/part/{n}", get(part))
+        .route("/mail/{mailbox}/{uid}/cid/{id}", get(cid))
+        .route("/mail/{mailbox}/{uid}/source", get(source))
+        .route("/mail/{mailbox}/{uid}/trust", post(trust))
+        .route("/events/{mailbox}", get(events))
+        .route(
+            "/settings",
+            get(crate::settings::page).post(crate::settings::save),
+        )
+        .route(
+            "/compose",
+            get(crate::compose::form)
+                .post(crate::compose::submit)
+                .layer(DefaultBodyLimit::max(app_upload_limit)),
+        )
+        .route("/static/{file}", get(asset))
+        .layer(DefaultBodyLimit::max(MAX_FORM))
+        .layer(middleware::from_fn(security_headers))
+        // gzip for clients that ask (not for event streams or images).
+        .layer(tower_http::compression::CompressionLayer::new())
+        .with_state(app)
+}
+
+/// Headers every answer carries; handlers that serve message content set
+/// a stricter policy of their own, which is kept.
+async fn security_headers(req: axum::extract::Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    h.entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(APP_CSP));
+    h.entry(header::X_FRAME_OPTIONS)
+        .or_insert(HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    res
+}
+
+async fn asset(Path(file): Path<String>) -> Response {
+    let path = format!("/static/{file}");
+    for a in [&*CSS, &*JS] {
+        if a.path == path {
+            return (
+                [
+                    (header::CONTENT_TYPE, a.content_type),
+                    (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+                ],
+                a.body,
+            )
+                .into_response();
+        }
+    }
+    StatusCode::NOT_FOUND.into_response()
+}
+
+// ---- login ----------------------------------------------------------------
+
+async fn login_page() -> Html<String> {
+    pages::login(None, "")
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    address: String,
+    password: String,
+}
+
+async fn login(
+    State(app): Shared,
+    ConnectInfo(PeerAddr(peer)): ConnectInfo<PeerAddr>,
+    headers: HeaderMap,
+    Form(f): Form<LoginForm>,
+) -> Result<Response, WebError> {
+    // A login form posted from another site would log the victim into the
+    // attacker's account (login CSRF).
+    session::check_same_origin(&headers)?;
+    let account = match app.ctx.auth.login(peer.ip(), &f.address, &f.password).await {
+        Ok(a) => a,
+        Err(AuthFailure::BadCredentials) => {
+            tracing::info!(%peer, address = %f.address, "webmail login failed");
+            return Ok((
+                StatusCode::UNAUTHORIZED,
+                pages::login(Some("Wrong address or password."), &f.address),
+            )
+                .into_response());
+        }
+    };
+    let token = session::new_token();
+    let lifetime = app.ctx.config.session_hours * 3600;
+    let created = now();
+    app.ctx
+        .store
+        .create_web_session(&WebSession {
+            id_hash: session::hash_token(&token),
+            account: account.id,
+            address: account.address.clone(),
+            csrf: session::new_token(),
+            created,
+            expires: created + lifetime as i64,
+        })
+        .await?;
+    tracing::info!(%peer, address = %account.address, "webmail login");
+    Ok((
+        [(
+            header::SET_COOKIE,
+            session::set_cookie(app.secure, &token, lifetime),
+        )],
+        Redirect::to("/"),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+struct CsrfForm {
+    csrf: Option<String>,
+}
+
+async fn logout(
+    State(app): Shared,
+    user: User,
+    headers: HeaderMap,
+    Form(f): Form<CsrfForm>,
+) -> Result<Response, WebError> {
+    session::check_same_origin(&headers)?;
+    user.check_csrf(f.csrf.as_deref())?;
+    app.ctx.store.delete_web_session(&user.id_hash).await?;
+    Ok((
+        [(header::SET_COOKIE, session::clear_cookie(app.secure))],
+        Redirect::to("/login"),
+    )
+        .into_response())
+}
+
+// ---- folders and lists ----------------------------------------------------
+
+/// Special-use folders first, in the order people look for them.
+fn role_rank(info: &MailboxInfo) -> (u8, &'static str) {
+    if info.name == "INBOX" {
+        return (0, "inbox");
+    }
+    match info
+        .special_use
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("\\drafts") => (1, "drafts"),
+        Some("\\sent") => (2, "sent"),
+        Some("\\archive") => (3, "archive"),
+        Some("\\junk") => (4, "junk"),
+        Some("\\trash") => (5, "trash"),
+        Some(_) => (6, "special"),
+        None => (7, ""),
+    }
+}
+
+pub(crate) async fn mailboxes(app: &App, user: &User) -> Result<Vec<MailboxInfo>, WebError> {
+    let mut all = app.ctx.store.list_mailboxes(user.account).await?;
+    all.sort_by(|a, b| {
+        role_rank(a)
+            .0
+            .cmp(&role_rank(b).0)
+            .then(a.name.cmp(&b.name))
+    });
+    Ok(all)
+}
+
+pub(crate) async fn folder_list(app: &App, boxes: &[MailboxInfo]) -> Result<Vec<Folder>, WebError> {
+    let mut out = Vec::with_capacity(boxes.len());
+    for b in boxes {
+        let status = app.ctx.store.mailbox_status(b.id).await?;
+        out.push(Folder {
+            id: b.id,
+            name: b.name.clone(),
+            unseen: status.unseen,
+            role: role_rank(b).1,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn owned(boxes: &[MailboxInfo], id: MailboxId) -> Result<&MailboxInfo, WebError> {
+    boxes.iter().find(|b| b.id == id).ok_or(WebError::NotFound)
+}
+
+async fn home(State(app): Shared, user: User) -> Result<Redirect, WebError> {
+    let inbox = app
+        .ctx
+        .store
+        .mailbox(user.account, "INBOX")
+        .await?
+        .ok_or(WebError::NotFound)?;
+    Ok(Redirect::to(&format!("/mail/{}", inbox.id)))
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    page: Option<usize>,
+    q: Option<String>,
+}
+
+/// The search behind the box: words in the full-text index (subject,
+/// addresses, body), or a substring of the sender or subject.
+fn search_key(q: &str) -> SearchKey {
+    SearchKey::Or(
+        Box::new(SearchKey::Text(q.to_string())),
+        Box::new(SearchKey::Or(
+            Box::new(SearchKey::From(q.to_string())),
+            Box::new(SearchKey::Subject(q.to_string())),
+        )),
+    )
+}
+
+pub(crate) fn display_date(unix: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix)
+        .ok()
+        .and_then(|d| {
+            d.format(time::macros::format_description!(
+                "[year]-[month]-[day] [hour]:[minute]"
+            ))
+            .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// The display name of the first address of a `Name <addr>, ...` column.
+pub(crate) fn sender_name(from: &str) -> String {
+    let first = from.split(", ").next().unwrap_or("");
+    match first.split_once(" <") {
+        Some((name, _)) if !name.trim().is_empty() => name.trim_matches('"').to_string(),
+        _ => first.trim_matches(['<', '>']).to_string(),
+    }
+}
+
+fn has_attachment(d: &MessageData) -> bool {
+    read::leaves(&d.structure.root).iter().any(|l| l.attachment)
+}
+
+async fn list(
+    State(app): Shared,
+    user: User,
+    Path(mailbox): Path<MailboxId>,
+    Query(q): Query<ListQuery>,
+) -> Result<Html<String>, WebError> {
+    let boxes = mailboxes(&app, &user).await?;
+    let info = owned(&boxes, mailbox)?.clone();
+    let settings = app.ctx.store.web_settings(user.account).await?;
+    let query = q.q.unwrap_or_default().trim().to_string();
+    // Read before the list, so a change in between is announced again.
+    let modseq = app.ctx.store.mailbox_status(mailbox).await?.highest_modseq;
+    let mut entries = app.ctx.store.list_messages(mailbox).await?;
+    if !query.is_empty() {
+        let hits = app.ctx.store.search(mailbox, &search_key(&query)).await?;
+        entries.retain(|e| hits.binary_search(&e.uid).is_ok());
+    }
+    // Newest first; UID breaks ties (and orders mail of one second).
+    entries.sort_by_key(|e| std::cmp::Reverse((e.internal_date, e.uid)));
+    let per_page = settings.page_size.max(1) as usize;
+    let total = entries.len();
+    let pages = total.div_ceil(per_page);
+    let page = q.page.unwrap_or(1).clamp(1, pages.max(1));
+    let shown: Vec<Uid> = entries
+        .iter()
+        .skip((page - 1) * per_page)
+        .take(per_page)
+        .map(|e| e.uid)
+        .collect();
+    let mut data = app.ctx.store.message_data(mailbox, &shown).await?;
+    data.sort_by_key(|d| shown.iter().position(|u| *u == d.entry.uid));
+    let rows = data
+        .iter()
+        .map(|d| Row {
+            uid: d.entry.uid,
+            from: sender_name(&d.headers.from),
+            subject: d.headers.subject.clone(),
+            date: display_date(d.entry.internal_date),
+            size: d.entry.size,
+            unread: d.entry.flags & FLAG_SEEN == 0,
+            flagged: d.entry.flags & FLAG_FLAGGED != 0,
+            attachment: has_attachment(d),
+        })
+        .collect();
+    let folders = folder_list(&app, &boxes).await?;
+    let chrome = Chrome {
+        address: &user.address,
+        csrf: &user.csrf,
+        folders: &folders,
+        current: Some(mailbox),
+        view: "list",
+        query: &query,
+        since: Some(modseq),
+    };
+    Ok(pages::list(
+        &chrome,
+        &ListView {
+            mailbox,
+            name: info.name,
+            rows,
+            page,
+            pages,
+            total,
+            query: query.clone(),
+        },
+    ))
+}
+
+// ---- actions --------------------------------------------------------------
+
+async fn act(
+    State(app): Shared,
+    user: User,
+    headers: HeaderMap,
+    Path(mailbox): Path<MailboxId>,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Result<Response, WebError> {
+    session::check_same_origin(&headers)?;
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    user.check_csrf(field("csrf"))?;
+    let boxes = mailboxes(&app, &user).await?;
+    owned(&boxes, mailbox)?;
+    let mut uids: Vec<Uid> = fields
+        .iter()
+        .filter(|(k, _)| k == "uid")
+        .map(|(_, v)| {
+            v.parse()
+                .map_err(|_| WebError::BadRequest("bad message number".into()))
+        })
+        .collect::<Result<_, _>>()?;
+    uids.sort_unstable();
+    uids.dedup();
+    let action = field("action").unwrap_or("");
+    let store = &app.ctx.store;
+    let special = |use_: &str| {
+        boxes
+            .iter()
+            .find(|b| {
+                b.special_use
+                    .as_deref()
+                    .is_some_and(|s| s.eq_ignore_ascii_case(use_))
+            })
+            .map(|b| b.id)
+    };
+    let mut back = field("back")
+        .filter(|b| b.starts_with(&format!("/mail/{mailbox}")) && !b.contains("//"))
+        .unwrap_or("")
+        .to_string();
+    if back.is_empty() {
+        back = format!("/mail/{mailbox}");
+    }
+    if !uids.is_empty() {
+        match action {
+            "read" => drop(
+                store
+                    .update_flags(mailbox, &uids, FlagChange::Add, FLAG_SEEN, &[], None)
+                    .await?,
+            ),
+            "unread" => drop(
+                store
+                    .update_flags(mailbox, &uids, FlagChange::Remove, FLAG_SEEN, &[], None)
+                    .await?,
+            ),
+            "flag" => drop(
+                store
+                    .update_flags(mailbox, &uids, FlagChange::Add, FLAG_FLAGGED, &[], None)
+                    .await?,
+            ),
+            "unflag" => drop(
+                store
+                    .update_flags(mailbox, &uids, FlagChange::Remove, FLAG_FLAGGED, &[], None)
+                    .await?,
+            ),
+            "trash" | "archive" | "move" => {
+                let to = match action {
+                    "trash" => special("\\Trash"),
+                    "archive" => special("\\Archive"),
+                    _ => field("to").and_then(|t| t.parse().ok()),
+                }
+                .ok_or_else(|| WebError::BadRequest("no such folder".into()))?;
+                owned(&boxes, to)?;
+                if to != mailbox {
+                    store.move_messages(mailbox, &uids, to).await?;
+                    // The message left: go back to the list it was in.
+                    if back.split('?').next() != Some(&format!("/mail/{mailbox}")) {
+                        back = format!("/mail/{mailbox}");
+                    }
+                }
+            }
+            _ => return Err(WebError::BadRequest("unknown action".into())),
+        }
+    }
+    Ok(Redirect::to(&back).into_response())
+}
+
+// ---- reading --------------------------------------------------------------
+
+/// A message of the user's, with its leaves.
+pub(crate) struct Opened {
+    pub data: MessageData,
+    pub leaves: Vec<read::Leaf>,
+}
+
+pub(crate) async fn open(
+    app: &App,
+    user: &User,
+    mailbox: MailboxId,
+    uid: Uid,
+) -> Result<Opened, WebError> {
+    let boxes = app.ctx.store.list_mailboxes(user.account).await?;
+    owned(&boxes, mailbox)?;
+    let data = app
+        .ctx
+        .store
+        .message_data(mailbox, &[uid])
+        .await?
+        .pop()
+        .ok_or(WebError::NotFound)?;
+    let leaves = read::leaves(&data.structure.root);
+    Ok(Opened { data, leaves })
+}
+
+/// The message's text for quoting: the plain part, or the HTML part
+/// turned into text.
+pub(crate) async fn text_of(app: &App, o: &Opened) -> Result<String, WebError> {
+    let texts: Vec<&read::Leaf> = o
+        .leaves
+        .iter()
+        .filter(|l| !l.attachment && l.part.media_type == "text")
+        .collect();
+    let leaf = texts
+        .iter()
+        .find(|l| l.part.media_subtype == "plain")
+        .or_else(|| texts.first());
+    match leaf {
+        Some(l) => Ok(
+            read::body_text(&*app.ctx.store, o.data.entry.blob, l, 256 * 1024, false)
+                .await?
+                .text,
+        ),
+        None => Ok(String::new()),
+    }
+}
+
+/// One field of a raw header block, unfolded (empty if absent).
+pub(crate) fn header_field(header: &[u8], name: &str) -> String {
+    let text = String::from_utf8_lossy(header);
+    let mut value: Option<String> = None;
+    for line in text.split("\r\n").flat_map(|l| l.split('\n')) {
+        if line.is_empty() {
+            break;
+        }
+        if line.starts_with([' ', '\t']) {
+            if let Some(v) = value.as_mut() {
+                v.push(' ');
+                v.push_str(line.trim());
+            }
+            continue;
+        }
+        if value.is_some() {
+            break;
+        }
+        if let Some((n, v)) = line.split_once(':') {
+            if n.trim().eq_ignore_ascii_case(name) {
+                value = Some(v.trim().to_string());
+            }
+        }
+    }
+    value.unwrap_or_default()
+}
+
+/// The leaf shown as the message's text: HTML if there is one, else plain.
+fn body_leaf(leaves: &[read::Leaf]) -> Option<(&read::Leaf, bool)> {
+    let texts = leaves
+        .iter()
+        .filter(|l| !l.attachment && l.part.media_type == "text");
+    let mut plain = None;
+    for l in texts {
+        match l.part.media_subtype.as_str() {
+            "html" => return Some((l, true)),
+            "plain" if plain.is_none() => plain = Some((l, false)),
+            _ => {}
+        }
+    }
+    plain
+}
+
+fn sender_address(from: &str) -> String {
+    let first = from.split(", ").next().unwrap_or("");
+    let addr = match first.rsplit_once('<') {
+        Some((_, a)) => a.trim_end_matches('>'),
+        None => first,
+    };
+    store::normalize_address(addr).unwrap_or_default()
+}
+
+#[derive(Deserialize)]
+struct ReadQuery {
+    remote: Option<u8>,
+}
+
+async fn remote_allowed(app: &App, user: &User, from: &str, asked: bool) -> Result<bool, WebError> {
+    if asked {
+        return Ok(true);
+    }
+    let settings = app.ctx.store.web_settings(user.account).await?;
+    Ok(settings.remote_ok.contains(&sender_address(from)))
+}
+
+async fn read_message(
+    State(app): Shared,
+    user: User,
+    Path((mailbox, uid)): Path<(MailboxId, Uid)>,
+    Query(q): Query<ReadQuery>,
+) -> Result<Html<String>, WebError> {
+    let o = open(&app, &user, mailbox, uid).await?;
+    let store = &*app.ctx.store;
+    let blob = o.data.entry.blob;
+    if o.data.entry.flags & FLAG_SEEN == 0 {
+        store
+            .update_flags(mailbox, &[uid], FlagChange::Add, FLAG_SEEN, &[], None)
+            .await?;
+    }
+    let h = &o.data.headers;
+    let remote_allowed = remote_allowed(&app, &user, &h.from, q.remote == Some(1)).await?;
+    let base = format!("/mail/{mailbox}/{uid}");
+    let mut blocked_remote = 0;
+    let body = match body_leaf(&o.leaves) {
+        None => BodyView::Empty,
+        Some((leaf, false)) => {
+            let b =
+                read::body_text(store, blob, leaf, app.ctx.config.max_body_bytes, false).await?;
+            BodyView::Text {
+                text: b.text,
+                truncated: b.truncated,
+            }
+        }
+        Some((leaf, true)) => {
+            let b = read::body_text(store, blob, leaf, app.ctx.config.max_body_bytes, true).await?;
+            blocked_remote = sanitize_html(&b.text, false, "").blocked_remote;
+            BodyView::Html {
+                frame: format!(
+                    "{base}/frame{}",
+                    if remote_allowed { "?remote=1" } else { "" }
+                ),
+            }
+        }
+    };
+    let mut attachments = Vec::new();
+    for l in o.leaves.iter().filter(|l| l.attachment) {
+        let name = read::file_name(store, blob, l)
+            .await?
+            .unwrap_or_else(|| format!("part-{}", l.number));
+        attachments.push(Attachment {
+            url: format!("{base}/part/{}", l.number),
+            name,
+            content_type: l.content_type(),
+            size: l.part.body_len,
+        });
+    }
+    let boxes = mailboxes(&app, &user).await?;
+    let thread = crate::thread::conversation(&app, &boxes, mailbox, &o.data).await?;
+    let folders = folder_list(&app, &boxes).await?;
+    let chrome = Chrome {
+        address: &user.address,
+        csrf: &user.csrf,
+        folders: &folders,
+        current: Some(mailbox),
+        view: "message",
+        query: "",
+        since: None,
+    };
+    Ok(pages::message(
+        &chrome,
+        &MessageView {
+            mailbox,
+            uid,
+            subject: h.subject.clone(),
+            from: h.from.clone(),
+            from_address: sender_address(&h.from),
+            to: h.to.clone(),
+            cc: h.cc.clone(),
+            date: h.date.map(display_date).unwrap_or_default(),
+            flagged: o.data.entry.flags & FLAG_FLAGGED != 0,
+            body,
+            attachments,
+            blocked_remote,
+            remote_allowed,
+            thread,
+        },
+    ))
+}
+
+/// The sanitised HTML of a message, for the sandboxed frame. Its policy
+/// allows no script at all, styles only the frame's own, images only from
+/// the message's parts (and remote ones once allowed), and framing only
+/// by the app.
+async fn frame(
+    State(app): Shared,
+    user: User,
+    Path((mailbox, uid)): Path<(MailboxId, Uid)>,
+    Query(q): Query<ReadQuery>,
+) -> Result<Response, WebError> {
+    let o = open(&app, &user, mailbox, uid).await?;
+    let Some((leaf, true)) = body_leaf(&o.leaves) else {
+        return Err(WebError::NotFound);
+    };
+    let allow = remote_allowed(&app, &user, &o.data.headers.from, q.remote == Some(1)).await?;
+    let b = read::body_text(
+        &*app.ctx.store,
+        o.data.entry.blob,
+        leaf,
+        app.ctx.config.max_body_bytes,
+        true,
+    )
+    .await?;
+    let clean = sanitize_html(&b.text, allow, &format!("/mail/{mailbox}/{uid}/cid/"));
+    let img = if allow {
+        "'self' https: http:"
+    } else {
+        "'self'"
+    };
+    let csp = format!(
+        "default-src 'none'; style-src {}; img-src {img}; font-src 'none'; form-action 'none'; \
+         base-uri 'none'; frame-ancestors 'self'; sandbox allow-popups allow-popups-to-escape-sandbox",
+        *FRAME_STYLE_HASH
+    );
+    Ok((
+        [
+            (header::CONTENT_SECURITY_POLICY, csp),
+            (header::X_FRAME_OPTIONS, "SAMEORIGIN".to_string()),
+        ],
+        pages::frame(&clean.html),
+    )
+        .into_response())
+}
+
+/// RFC 6266 `Content-Disposition` with an ASCII fallback and the UTF-8
+/// name in RFC 8187 (`filename*`) form.
+pub(crate) fn content_disposition(kind: &str, name: &str) -> String {
+    let fallback: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut encoded = String::new();
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
+            encoded.push(b as char);
+        } else {
+            encoded.push_str(&format!("%{b:02X}"));
+        }
+    }
+    format!("{kind}; filename=\"{fallback}\"; filename*=UTF-8''{encoded}")
+}
+
+async fn serve_leaf(
+    app: &App,
+    blob: store::BlobId,
+    leaf: &read::Leaf,
+    inline: bool,
+) -> Result<Response, WebError> {
+    let store = &app.ctx.store;
+    let name = read::file_name(&**store, blob, leaf)
+        .await?
+        .unwrap_or_else(|| format!("part-{}", leaf.number));
+    let ctype = leaf.content_type();
+    // Only images are shown inline (as `cid:` pictures in the frame);
+    // everything else downloads, so an HTML or SVG attachment never runs
+    // in the app's origin.
+    let inline = inline && ctype.starts_with("image/") && ctype != "image/svg+xml";
+    let body = Body::from_stream(read::stream_range(
+        Arc::clone(store),
+        blob,
+        leaf.part.body_offset,
+        leaf.part.body_len,
+        Decoder::for_encoding(&leaf.part.encoding),
+    ));
+    Ok((
+        [
+            (header::CONTENT_TYPE, ctype),
+            (
+                header::CONTENT_DISPOSITION,
+                content_disposition(if inline { "inline" } else { "attachment" }, &name),
+            ),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; sandbox".to_string(),
+            ),
+            (header::CACHE_CONTROL, "private, max-age=3600".to_string()),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+async fn part(
+    State(app): Shared,
+    user: User,
+    Path((mailbox, uid, n)): Path<(MailboxId, Uid, usize)>,
+) -> Result<Response, WebError> {
+    let o = open(&app, &user, mailbox, uid).await?;
+    let leaf = o
+        .leaves
+        .iter()
+        .find(|l| l.number == n)
+        .ok_or(WebError::NotFound)?;
+    serve_leaf(&app, o.data.entry.blob, leaf, false).await
+}
+
+async fn cid(
+    State(app): Shared,
+    user: User,
+    Path((mailbox, uid, id)): Path<(MailboxId, Uid, String)>,
+) -> Result<Response, WebError> {
+    let o = open(&app, &user, mailbox, uid).await?;
+    let leaf = o
+        .leaves
+        .iter()
+        .find(|l| l.content_id() == Some(id.as_str()))
+        .ok_or(WebError::NotFound)?;
+    let mut res = serve_leaf(&app, o.data.entry.blob, leaf, true).await?;
+    // The frame that shows it is sandboxed and same-site.
+    res.headers_mut().insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    Ok(res)
+}
+
+async fn source(
+    State(app): Shared,
+    user: User,
+    Path((mailbox, uid)): Path<(MailboxId, Uid)>,
+) -> Result<Response, WebError> {
+    let o = open(&app, &user, mailbox, uid).await?;
+    let body = Body::from_stream(read::stream_range(
+        Arc::clone(&app.ctx.store),
+        o.data.entry.blob,
+        0,
+        o.data.entry.size,
+        Decoder::Identity,
+    ));
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; sandbox",
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+async fn trust(
+    State(app): Shared,
+    user: User,
+    headers: HeaderMap,
+    Path((mailbox, uid)): Path<(MailboxId, Uid)>,
+    Form(f): Form<CsrfForm>,
+) -> Result<Response, WebError> {
+    session::check_same_origin(&headers)?;
+    user.check_csrf(f.csrf.as_deref())?;
+    let o = open(&app, &user, mailbox, uid).await?;
+    let sender = sender_address(&o.data.headers.from);
+    if !sender.is_empty() {
+        let mut settings = app.ctx.store.web_settings(user.account).await?;
+        if !settings.remote_ok.contains(&sender) {
+            settings.remote_ok.push(sender);
+            app.ctx
+                .store
+                .set_web_settings(user.account, &settings)
+                .await?;
+        }
+    }
+    Ok(Redirect::to(&format!("/mail/{mailbox}/{uid}")).into_response())
+}
+
+// ---- live updates -----------------------------------------------------------
+
+/// How often a quiet event stream sends a comment, so proxies keep it.
+const KEEPALIVE: Duration = Duration::from_secs(25);
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    /// The mailbox's HIGHESTMODSEQ when the page was made: a change after
+    /// it and before the stream opened is announced at once.
+    since: Option<u64>,
+}
+
+/// Server-Sent Events: `event: change` whenever the mailbox changes (the
+/// same watch IDLE waits on).
+async fn events(
+    State(app): Shared,
+    user: User,
+    Path(mailbox): Path<MailboxId>,
+    Query(q): Query<EventsQuery>,
+) -> Result<Response, WebError> {
+    let boxes = app.ctx.store.list_mailboxes(user.account).await?;
+    owned(&boxes, mailbox)?;
+    // Subscribe first, then look: nothing falls between the two.
+    let watch = app.ctx.store.watch_mailbox(mailbox);
+    let now = app.ctx.store.mailbox_status(mailbox).await?.highest_modseq;
+    let missed = q.since.is_some_and(|s| now > s);
+    let stop = app.ctx.shutdown.token.clone();
+    let first: &'static [u8] = if missed {
+        b"retry: 3000\n\nevent: change\ndata: \n\n"
+    } else {
+        b"retry: 3000\n\n"
+    };
+    let stream = futures_util::stream::unfold(
+        (watch, stop, Some(first)),
+        |(mut watch, stop, first)| async move {
+            if let Some(first) = first {
+                return Some((
+                    Ok::<_, std::io::Error>(Bytes::from_static(first)),
+                    (watch, stop, None),
+                ));
+            }
+            let next: &'static [u8] = tokio::select! {
+                _ = stop.cancelled() => return None,
+                changed = watch.changed() => match changed {
+                    Ok(()) => b"event: change\ndata: \n\n",
+                    Err(_) => return None,
+                },
+                _ = tokio::time::sleep(KEEPALIVE) => b": keepalive\n\n",
+            };
+            Some((Ok(Bytes::from_static(next)), (watch, stop, None)))
+        },
+    );
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disposition_has_ascii_and_utf8_names() {
+        let d = content_disposition("attachment", "résumé \"final\".pdf");
+        assert_eq!(
+            d,
+            "attachment; filename=\"r_sum_ _final_.pdf\"; filename*=UTF-8''r%C3%A9sum%C3%A9%20%22final%22.pdf"
+        );
+    }
+
+    #[test]
+    fn senders_read_from_the_indexed_column() {
+        assert_eq!(
+            sender_name("Alice Example <alice@example.org>, bob@x"),
+            "Alice Example"
+        );
+        assert_eq!(sender_name("bob@example.org"), "bob@example.org");
+        assert_eq!(
+            sender_address("Alice <Alice@Example.ORG>"),
+            "alice@example.org"
+        );
+        assert_eq!(sender_address("nobody"), "");
+    }
+}
