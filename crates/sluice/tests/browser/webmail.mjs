@@ -177,14 +177,16 @@ try {
     await Promise.all([page.waitForNavigation(), page.keyboard.press("#")]);
     const after = (await page.$$("table.list tbody tr")).length;
     check(after === before - 1, `# moved one message to Trash (${before} -> ${after})`);
-    await page.click("nav.folders a[data-use=trash]");
+    await Promise.all([page.waitForNavigation(), page.click("nav.folders a[data-use=trash]")]);
     check((await page.$$("table.list tbody tr")).length === 1, "the message is in Trash");
 
     // Reply with an attachment to a local correspondent (r opens the reply).
     await page.goto(inbox);
     await smtpSend(USER, `From: Friend <${process.env.FRIEND}>\nTo: ${USER}\nSubject: from a friend\nMessage-ID: <friend-1@example.org>\n\nCan you send the notes?`);
     await until("the friend's mail to appear", async () => (await page.textContent("table.list")).includes("from a friend"));
-    await page.click("td.subject a >> text=from a friend");
+    // Wait for the message page before pressing r: a key pressed while the
+    // list is still shown would go to the list.
+    await Promise.all([page.waitForURL(/\/mail\/\d+\/\d+$/), page.click("td.subject a >> text=from a friend")]);
     await Promise.all([page.waitForURL(/\/compose\?mode=reply/), page.keyboard.press("r")]);
     check((await page.inputValue("input[name=subject]")) === "Re: from a friend", "reply subject");
     check((await page.inputValue("input[name=to]")).includes(process.env.FRIEND), "reply goes to the sender");
