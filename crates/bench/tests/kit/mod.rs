@@ -237,14 +237,7 @@ impl Drop for Dovecot {
     }
 }
 
-/// A port that was free a moment ago.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use sluice_testkit::free_port;
 
 /// The number at `path` (`a.b.c`) of a JSON report.
 pub fn at(v: &serde_json::Value, path: &str) -> f64 {

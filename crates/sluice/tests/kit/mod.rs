@@ -329,17 +329,7 @@ pub fn swaks(args: &[&str]) -> Output {
         .expect("swaks must be installed")
 }
 
-/// Polls `f` until it holds or `limit` passes.
-pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    f()
-}
+pub use sluice_testkit::wait_until;
 
 pub fn addr_arg(a: SocketAddr) -> String {
     a.to_string()
