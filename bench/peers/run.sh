@@ -23,6 +23,12 @@
 #   OUT           directory kept for the JSON reports    (default: none, temp)
 #   SLUICE_IMAP   1: give Sluice an IMAP listener and run the IMAP requests
 #                 on it too, cold by restarting it
+#   WEB           0: skip the webmail rows (Sluice's webmail against
+#                 Roundcube 1.6 from Debian on the peers' Dovecot and
+#                 Postfix, set up by roundcube.sh beside this script)
+#   WEB_USERS     webmail users, each with its own account (default: 10)
+#   WEB_FILL      messages of 1-120 KB in each webmail inbox (default: 30)
+#   WEB_RATE      requests/s per user of the open-model webmail run (100)
 set -euo pipefail
 
 QUICK=${QUICK:-}
@@ -33,12 +39,17 @@ POP3_FILL=${POP3_FILL:-$([ -n "$QUICK" ] && echo 50 || echo 200)}
 IMAP_MESSAGES=${IMAP_MESSAGES:-$([ -n "$QUICK" ] && echo 1046 || echo 21282)}
 USERS=${USERS:-20}
 OPEN_RATE=${OPEN_RATE:-100}
+WEB=${WEB:-1}
+WEB_USERS=${WEB_USERS:-10}
+WEB_FILL=${WEB_FILL:-30}
+WEB_RATE=${WEB_RATE:-100}
+HERE=$(cd "$(dirname "$0")" && pwd)
 DOMAIN=example.org
 PASSWORD=password
 
 # Loopback ports, away from the usual ones.
-S_SMTP=22525 S_POP3=22110 S_IMAP=22143
-P_SMTP=23525 D_POP3=23110 D_IMAP=23143
+S_SMTP=22525 S_POP3=22110 S_IMAP=22143 S_HTTP=22080
+P_SMTP=23525 D_POP3=23110 D_IMAP=23143 R_HTTP=23080
 
 log() { printf '== %s\n' "$*" >&2; }
 die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
@@ -46,7 +57,7 @@ die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (installs packages, runs daemons)"
 command -v "${SLUICE%% *}" >/dev/null 2>&1 || [ -x "${SLUICE%% *}" ] || die "no sluice binary: set SLUICE"
 
-for port in $S_SMTP $S_POP3 $S_IMAP $P_SMTP $D_POP3 $D_IMAP; do
+for port in $S_SMTP $S_POP3 $S_IMAP $S_HTTP $P_SMTP $D_POP3 $D_IMAP $R_HTTP; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         die "port $port is in use"
     fi
@@ -79,6 +90,7 @@ cleanup() {
         kill "$SLUICE_PID" 2>/dev/null
         for _ in $(seq 1 50); do kill -0 "$SLUICE_PID" 2>/dev/null || break; sleep 0.2; done
     fi
+    [ -d "$T/rc" ] && "$HERE/roundcube.sh" stop "$T/rc"
     local pids=
     pids="$(cat "$T/pf/queue/pid/master.pid" "$T/dovecot-run/master.pid" 2>/dev/null | tr -s ' \n' ' ')"
     [ -f "$T/pf/main.cf" ] && postfix -c "$T/pf" stop >/dev/null 2>&1
@@ -102,11 +114,13 @@ data_dir = "$T/sluice/data"
 smtp = "127.0.0.1:$S_SMTP"
 pop3 = "127.0.0.1:$S_POP3"
 $([ "${SLUICE_IMAP:-}" = 1 ] && echo "imap = \"127.0.0.1:$S_IMAP\"" || true)
+$([ "$WEB" = 1 ] && echo "http = \"127.0.0.1:$S_HTTP\"" || true)
 [log]
 level = "warn"
 EOF
 sl() { $SLUICE --config "$T/sluice/sluice.toml" "$@"; }
-ACCOUNTS=$(for i in $(seq 1 "$USERS"); do echo "user$i@$DOMAIN pop$i@$DOMAIN"; done; echo "imap1@$DOMAIN")
+ACCOUNTS=$(for i in $(seq 1 "$USERS"); do echo "user$i@$DOMAIN pop$i@$DOMAIN"; done; echo "imap1@$DOMAIN"
+    [ "$WEB" = 1 ] && for i in $(seq 1 "$WEB_USERS"); do echo "web$i@$DOMAIN"; done || true)
 sl domain add "$DOMAIN" >/dev/null
 for a in $ACCOUNTS; do
     echo "$PASSWORD" | sl user add "$a" --password-stdin >/dev/null
@@ -291,6 +305,39 @@ else
     log "sluice IMAP not asked for (SLUICE_IMAP=1): IMAP rows show Dovecot only"
 fi
 
+# --- webmail: Sluice against Roundcube on Dovecot and Postfix --------------
+if [ "$WEB" = 1 ]; then
+    "$HERE/roundcube.sh" start "$T/rc" "$R_HTTP" "$D_IMAP" "$P_SMTP" "$WEB_USERS"
+    wait_port $R_HTTP && wait_port $S_HTTP
+    log "roundcube on http $R_HTTP (imap $D_IMAP, smtp $P_SMTP); sluice webmail on http $S_HTTP"
+    # The same messages of 1-120 KB into both sides' webmail inboxes.
+    python3 "$HERE/fill-webmail.py" "$DOMAIN" "$WEB_USERS" "$WEB_FILL" "$S_SMTP" "$P_SMTP"
+    # Postfix delivers in the background: wait for its queue to drain.
+    for _ in $(seq 1 600); do
+        [ -z "$(find "$T/pf/queue/incoming" "$T/pf/queue/active" "$T/pf/queue/deferred" -type f 2>/dev/null | head -1)" ] && break
+        sleep 0.5
+    done
+    WEBC=(--user-count "$WEB_USERS" --user-prefix web --domain "$DOMAIN" --password "$PASSWORD" --users "$WEB_USERS")
+    bench sluice-web web --server "127.0.0.1:$S_HTTP" --target sluice "${WEBC[@]}" --duration "$DURATION"
+    bench peers-web web --server "127.0.0.1:$R_HTTP" --target roundcube "${WEBC[@]}" --duration "$DURATION"
+    bench sluice-web-open web --server "127.0.0.1:$S_HTTP" --target sluice "${WEBC[@]}" --rate "$WEB_RATE" --duration "$DURATION"
+    bench peers-web-open web --server "127.0.0.1:$R_HTTP" --target roundcube "${WEBC[@]}" --rate "$WEB_RATE" --duration "$DURATION"
+    # Page weight and request count of the inbox in Chromium, first and
+    # second load (needs node and the browser tests' playwright-core).
+    if command -v node >/dev/null && [ -d "$HERE/../../crates/sluice/tests/browser/node_modules/playwright-core" ]; then
+        for side in sluice:$S_HTTP roundcube:$R_HTTP; do
+            node "$HERE/page-weight.mjs" "${side%%:*}" "http://127.0.0.1:${side##*:}" "web1@$DOMAIN" "$PASSWORD" \
+                >"$R/${side%%:*}-page-weight.json" || log "page weight of ${side%%:*} not measured"
+        done
+    else
+        log "page weight not measured: run npm ci in crates/sluice/tests/browser (./test.sh does)"
+    fi
+    # Memory per logged-in webmail session: Sluice's resident size before
+    # and after 1,000 logins that stay logged in.
+    python3 "$HERE/web-sessions.py" "127.0.0.1:$S_HTTP" "web1@$DOMAIN" "$PASSWORD" \
+        "$(cat "$T/sluice/pid")" >"$R/sluice-web-sessions.json"
+fi
+
 # --- the table --------------------------------------------------------------
 python3 - "$R" "$DURATION" "$IMAP_MESSAGES" <<'EOF'
 import json, os, sys
@@ -334,12 +381,32 @@ if pi:
         if q.get("cold_ms") is not None:
             sc = si["requests"][k].get("cold_ms") if si else None
             row("IMAP %s on %s msgs: cold ms (lower better)" % (q["name"], imap_n), sc, q["cold_ms"], False)
+sw, pw = load("sluice-web"), load("peers-web")
+if sw and pw:
+    for a, b in zip(sw["steps"], pw["steps"]):
+        row("webmail %d users: %s p50 ms (lower better)" % (sw["users"], a["name"]), a["latency"]["p50_ms"], b["latency"]["p50_ms"], False)
+        row("webmail %d users: %s per s" % (sw["users"], a["name"]), a["per_second"], b["per_second"])
+    row("webmail: inbox transaction bytes, uncompressed (lower better)", sw["inbox_bytes"], pw["inbox_bytes"], False)
+so, po = load("sluice-web-open"), load("peers-web-open")
+if so and po:
+    for a, b in zip(so["steps"], po["steps"]):
+        row("webmail %d users x %g req/s: %s p99 ms (lower better)" % (so["users"], so["rate"], a["name"]), a["latency"]["p99_ms"], b["latency"]["p99_ms"], False)
+    row("webmail %d users x %g req/s: errors (lower better)" % (so["users"], so["rate"]),
+        sum(x["errors"] for x in so["steps"]), sum(x["errors"] for x in po["steps"]), False)
+sp, pp = load("sluice-page-weight"), load("roundcube-page-weight")
+if sp and pp:
+    for k in ("first", "second"):
+        row("webmail inbox in Chromium, %s load: KB over the wire (lower better)" % k, sp[k]["bytes"] / 1024, pp[k]["bytes"] / 1024, False)
+        row("webmail inbox in Chromium, %s load: requests (lower better)" % k, sp[k]["requests"], pp[k]["requests"], False)
+ss = load("sluice-web-sessions")
+if ss:
+    row("webmail: Sluice bytes of memory per logged-in session (1,000)", ss["bytes_per_session"], None)
 w = max(len(x[0]) for x in rows)
 print()
 print("%-*s  %12s  %16s  %7s" % (w, "workload (SMTP runs %s s)" % duration, "sluice", "postfix+dovecot", "ratio"))
 print("-" * (w + 43))
 for what, a, b, c in rows:
     print("%-*s  %12s  %16s  %7s" % (w, what, a, b, c))
-print("\nratio > 1: Sluice better (higher rate, or lower time).")
+print("\nratio > 1: Sluice better (higher rate, or lower time). Webmail rows: the peer is Roundcube on Dovecot and Postfix.")
 EOF
 [ -n "${OUT:-}" ] && log "JSON reports kept in $OUT"

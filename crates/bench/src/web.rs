@@ -4,8 +4,12 @@
 //! rate each (`--rate`, an open model: latency counts from the scheduled
 //! start, so a slow server is not hidden by waiting clients).
 //!
-//! `--target` names the webmail's URL and form shapes; `sluice` is the one
-//! known today.
+//! `--target` names the webmail's URL and form shapes: `sluice`, or
+//! `roundcube` (1.6, elastic skin), whose inbox is a page and then its
+//! message list fetched by the page's script, and whose sending is the
+//! compose page (a redirect to a compose id, then the form) and its POST;
+//! each transaction counts every request a browser would make for it,
+//! static files aside (cached after the first load).
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +28,8 @@ use crate::web_http::Client;
 pub enum WebTarget {
     /// Sluice's own webmail.
     Sluice,
+    /// Roundcube 1.6 (elastic skin) in front of an IMAP and SMTP server.
+    Roundcube,
 }
 
 /// Options of `sluice bench web`.
@@ -163,8 +169,193 @@ struct User {
     rng: rand::rngs::StdRng,
 }
 
+/// The value of the first `name="NAME" value="..."` in a page.
+fn input_value(page: &str, name: &str) -> Option<String> {
+    let pat = format!("name=\"{name}\" value=\"");
+    let at = page.find(&pat)? + pat.len();
+    page[at..].split('"').next().map(str::to_string)
+}
+
+/// The value of `"key":"..."` in a page's script data.
+fn json_string(page: &str, key: &str) -> Option<String> {
+    let pat = format!("\"{key}\":\"");
+    let at = page.find(&pat)? + pat.len();
+    page[at..].split('"').next().map(str::to_string)
+}
+
+/// The value of the first `<option value="...">` after `marker` (the
+/// default choice of a `<select>`).
+fn first_option(page: &str, marker: &str) -> Option<String> {
+    let rest = &page[page.find(marker)?..];
+    let at = rest.find("<option value=\"")? + 15;
+    rest[at..].split('"').next().map(str::to_string)
+}
+
+/// The UIDs of Roundcube's `add_message_row(UID, ...)` calls in a list
+/// answer.
+fn roundcube_uids(list: &str) -> Vec<u32> {
+    list.match_indices("add_message_row(")
+        .filter_map(|(at, m)| {
+            list[at + m.len()..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse().ok())
+        })
+        .collect()
+}
+
+/// A message body of `size` bytes of plain text.
+fn message_text(size: usize) -> String {
+    let line = "The quick brown fox jumps over the lazy dog, again and again.\n";
+    line.repeat(size / line.len() + 1)[..size].to_string()
+}
+
 impl User {
     async fn step(
+        &mut self,
+        i: usize,
+        args: &WebArgs,
+        tally: &mut Tally,
+    ) -> Result<(), BenchError> {
+        match args.target {
+            WebTarget::Sluice => self.sluice_step(i, args, tally).await,
+            WebTarget::Roundcube => self.roundcube_step(i, args, tally).await,
+        }
+    }
+
+    async fn roundcube_step(
+        &mut self,
+        i: usize,
+        args: &WebArgs,
+        tally: &mut Tally,
+    ) -> Result<(), BenchError> {
+        const URLENCODED: Option<&str> = Some("application/x-www-form-urlencoded");
+        let missing = |what: &str| BenchError::Protocol(format!("no {what} in Roundcube's answer"));
+        match STEPS[i] {
+            "login_get" => {
+                self.client = Client::new(&args.server, Duration::from_secs_f64(args.timeout));
+                let page = expect(self.client.request("GET", "/", None, b"").await, 200)?.text();
+                self.csrf = input_value(&page, "_token").ok_or_else(|| missing("login token"))?;
+            }
+            "login_post" => {
+                let body = form(&[
+                    ("_token", &self.csrf),
+                    ("_task", "login"),
+                    ("_action", "login"),
+                    ("_timezone", "UTC"),
+                    ("_url", ""),
+                    ("_user", &self.account.address),
+                    ("_pass", &self.account.password),
+                ]);
+                let r = expect(
+                    self.client
+                        .request("POST", "/?_task=login", URLENCODED, &body)
+                        .await,
+                    302,
+                )?;
+                if !r.header("location").unwrap_or("").contains("_task=mail") {
+                    return Err(BenchError::Protocol("Roundcube refused the login".into()));
+                }
+            }
+            "inbox" => {
+                let before = self.client.received;
+                let page = expect(
+                    self.client
+                        .request("GET", "/?_task=mail&_mbox=INBOX", None, b"")
+                        .await,
+                    200,
+                )?
+                .text();
+                self.csrf =
+                    json_string(&page, "request_token").ok_or_else(|| missing("request token"))?;
+                let list = expect(
+                    self.client
+                        .request_with(
+                            "GET",
+                            "/?_task=mail&_action=list&_mbox=INBOX&_page=1&_remote=1",
+                            None,
+                            &[("X-Roundcube-Request", &self.csrf)],
+                            b"",
+                        )
+                        .await,
+                    200,
+                )?
+                .text();
+                if tally.inbox_bytes == 0 {
+                    tally.inbox_bytes = self.client.received - before;
+                }
+                self.links = roundcube_uids(&list)
+                    .into_iter()
+                    .map(|uid| format!("/?_task=mail&_action=show&_uid={uid}&_mbox=INBOX"))
+                    .collect();
+            }
+            "read" => {
+                if self.links.is_empty() {
+                    return Err(BenchError::Protocol(
+                        "the inbox is empty: nothing to read".into(),
+                    ));
+                }
+                let link = self.links[self.rng.gen_range(0..self.links.len())].clone();
+                expect(self.client.request("GET", &link, None, b"").await, 200)?;
+            }
+            _ => {
+                let r = expect(
+                    self.client
+                        .request("GET", "/?_task=mail&_action=compose", None, b"")
+                        .await,
+                    302,
+                )?;
+                let compose = r
+                    .header("location")
+                    .ok_or_else(|| missing("compose redirect"))?
+                    .to_string();
+                let page =
+                    expect(self.client.request("GET", &compose, None, b"").await, 200)?.text();
+                let id = input_value(&page, "_id").ok_or_else(|| missing("compose id"))?;
+                let token = input_value(&page, "_token").ok_or_else(|| missing("compose token"))?;
+                let identity =
+                    first_option(&page, "id=\"_from\"").ok_or_else(|| missing("identity"))?;
+                let size = self
+                    .rng
+                    .gen_range(args.size_min..=args.size_max.max(args.size_min));
+                let text = message_text(size);
+                let body = form(&[
+                    ("_token", &token),
+                    ("_task", "mail"),
+                    ("_action", "send"),
+                    ("_id", &id),
+                    ("_attachments", ""),
+                    ("_from", &identity),
+                    ("_to", &self.account.address),
+                    ("_subject", "bench message"),
+                    ("_message", &text),
+                    ("_is_html", "0"),
+                    ("_framed", "1"),
+                    ("_priority", "0"),
+                    ("_store_target", "Sent"),
+                ]);
+                let r = expect(
+                    self.client
+                        .request(
+                            "POST",
+                            "/?_task=mail&_unlock=loading1&_framed=1&_lang=en",
+                            URLENCODED,
+                            &body,
+                        )
+                        .await,
+                    200,
+                )?;
+                if !r.text().contains("sent_successfully") {
+                    return Err(BenchError::Protocol(
+                        "Roundcube did not send the message".into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn sluice_step(
         &mut self,
         i: usize,
         args: &WebArgs,
@@ -229,11 +420,16 @@ impl User {
                 expect(self.client.request("GET", &link, None, b"").await, 200)?;
             }
             _ => {
+                // The compose page first, as a browser opens it.
+                let page =
+                    expect(self.client.request("GET", "/compose", None, b"").await, 200)?.text();
+                if let Some(csrf) = csrf_of(&page) {
+                    self.csrf = csrf;
+                }
                 let size = self
                     .rng
                     .gen_range(args.size_min..=args.size_max.max(args.size_min));
-                let line = "The quick brown fox jumps over the lazy dog, again and again.\n";
-                let text: String = line.repeat(size / line.len() + 1)[..size].to_string();
+                let text = message_text(size);
                 let boundary = "----sluicebench";
                 let mut body = Vec::with_capacity(size + 1024);
                 for (k, v) in [
@@ -404,5 +600,16 @@ mod tests {
             csrf_of("<input type=\"hidden\" name=\"csrf\" value=\"tok\">").as_deref(),
             Some("tok")
         );
+    }
+
+    #[test]
+    fn roundcube_answers_are_read() {
+        let page = r#"<input type="hidden" name="_token" value="T1"><select name="_from" id="_from" class="x"><option value="7">a</option></select>{"request_token":"R2","x":1}"#;
+        assert_eq!(input_value(page, "_token").as_deref(), Some("T1"));
+        assert_eq!(json_string(page, "request_token").as_deref(), Some("R2"));
+        assert_eq!(first_option(page, "id=\"_from\"").as_deref(), Some("7"));
+        let list = r#"this.add_message_row(12,{"subject":"a"});\nthis.add_message_row(3,{});"#;
+        assert_eq!(roundcube_uids(list), vec![12, 3]);
+        assert_eq!(message_text(100).len(), 100);
     }
 }

@@ -66,10 +66,23 @@ impl Client {
         content_type: Option<&str>,
         body: &[u8],
     ) -> Result<Response, BenchError> {
+        self.request_with(method, path, content_type, &[], body)
+            .await
+    }
+
+    /// [`Client::request`] with extra request header fields.
+    pub(crate) async fn request_with(
+        &mut self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        extra: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Response, BenchError> {
         let fresh = self.conn.is_none();
         match tokio::time::timeout(
             self.timeout,
-            self.exchange(method, path, content_type, body),
+            self.exchange(method, path, content_type, extra, body),
         )
         .await
         {
@@ -78,7 +91,7 @@ impl Client {
                 self.conn = None;
                 tokio::time::timeout(
                     self.timeout,
-                    self.exchange(method, path, content_type, body),
+                    self.exchange(method, path, content_type, extra, body),
                 )
                 .await
                 .map_err(|_| BenchError::Timeout(self.timeout))?
@@ -99,6 +112,7 @@ impl Client {
         method: &str,
         path: &str,
         content_type: Option<&str>,
+        extra: &[(&str, &str)],
         body: &[u8],
     ) -> Result<Response, BenchError> {
         if self.conn.is_none() {
@@ -122,6 +136,9 @@ impl Client {
         }
         if !cookie.is_empty() {
             head.push_str(&format!("Cookie: {cookie}\r\n"));
+        }
+        for (k, v) in extra {
+            head.push_str(&format!("{k}: {v}\r\n"));
         }
         head.push_str("\r\n");
         let conn = self.conn.as_mut().ok_or(BenchError::Closed)?;
