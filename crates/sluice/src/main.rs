@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod backup;
 mod config;
 mod dnsbl_server;
 mod scan_files;
@@ -56,6 +57,12 @@ enum Command {
         #[command(subcommand)]
         action: admin::AliasAction,
     },
+    /// Write a consistent snapshot of the store (every message, flag, UID,
+    /// account), also while the server runs.
+    Backup(backup::BackupArgs),
+    /// Put a snapshot made by `backup` in place of the store (the server
+    /// must be stopped).
+    Restore(backup::RestoreArgs),
     /// Scan files or mail messages for viruses (exit 0 clean, 1 found, 2 error).
     Scan(scan_files::ScanArgs),
     /// DNS blocklist tools.
@@ -98,6 +105,12 @@ fn main() -> ExitCode {
         };
     }
     let result = config::load(cli.config.as_deref(), cli.data.as_deref()).and_then(|config| {
+        // Backup and restore are file work: no runtime.
+        match cli.command {
+            Command::Backup(args) => return backup::backup(&config, args),
+            Command::Restore(args) => return backup::restore(&config, args),
+            _ => {}
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
@@ -108,7 +121,10 @@ fn main() -> ExitCode {
                 Command::User { action } => admin::user(&config, action).await,
                 Command::Alias { action } => admin::alias(&config, action).await,
                 Command::Dnsbl { command } => dnsbl_server::run(command).await,
-                Command::Scan(_) | Command::Bench { .. } => unreachable!("handled above"),
+                Command::Scan(_)
+                | Command::Bench { .. }
+                | Command::Backup(_)
+                | Command::Restore(_) => unreachable!("handled above"),
             }
         })
     });

@@ -29,7 +29,7 @@ fn init_logging(config: &Config) {
 
 /// Only one server may own a data directory; the lock dies with the
 /// process, so a crash never leaves it stale.
-fn lock_data_dir(config: &Config) -> anyhow::Result<std::fs::File> {
+pub(crate) fn lock_data_dir(config: &Config) -> anyhow::Result<std::fs::File> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create {}", config.data_dir.display()))?;
     let path = config.data_dir.join("sluice.lock");

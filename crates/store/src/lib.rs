@@ -28,7 +28,9 @@ pub use model::{
     WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
-pub use sqlite::{SqliteOptions, SqliteStore, WriterStats};
+pub use sqlite::{
+    backup_database, restore_database, BackupStats, SqliteOptions, SqliteStore, WriterStats,
+};
 pub use watch::DirectoryWatch;
 
 use async_trait::async_trait;

@@ -3,6 +3,7 @@
 //! and two background threads: WAL checkpoints ([`checkpoint`]) and the
 //! release of blobs nothing references any more ([`sweep`]).
 
+mod backup;
 mod checkpoint;
 mod entries;
 mod functions;
@@ -33,6 +34,7 @@ use crate::model::{
 use crate::password::hash_password;
 use crate::{MessageWriter, Store};
 
+pub use backup::{backup_database, restore_database, BackupStats};
 use entries::{entry_from_row, Which, ENTRY_COLUMNS};
 use mailboxes::{lookup_name, valid_new_name, valid_special_use};
 use notify::Watchers;
@@ -146,7 +148,7 @@ impl SqliteStore {
             path: dir.display().to_string(),
             source,
         })?;
-        let path = dir.join("sluice.db");
+        let path = dir.join(backup::DB_FILE);
         let mut conn = open_connection(&path)?;
         schema::migrate(&mut conn)?;
         // Checkpoints happen in their own thread, not inside a commit.
