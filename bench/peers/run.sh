@@ -317,7 +317,7 @@ if [ "$WEB" = 1 ]; then
         [ -z "$(find "$T/pf/queue/incoming" "$T/pf/queue/active" "$T/pf/queue/deferred" -type f 2>/dev/null | head -1)" ] && break
         sleep 0.5
     done
-    WEBC=(--user-count "$WEB_USERS" --user-prefix web --domain "$DOMAIN" --password "$PASSWORD" --users "$WEB_USERS")
+    WEBC=(--user-prefix web --domain "$DOMAIN" --password "$PASSWORD" --users "$WEB_USERS")
     bench sluice-web web --server "127.0.0.1:$S_HTTP" --target sluice "${WEBC[@]}" --duration "$DURATION"
     bench peers-web web --server "127.0.0.1:$R_HTTP" --target roundcube "${WEBC[@]}" --duration "$DURATION"
     bench sluice-web-open web --server "127.0.0.1:$S_HTTP" --target sluice "${WEBC[@]}" --rate "$WEB_RATE" --duration "$DURATION"
