@@ -372,6 +372,9 @@ impl Session<'_> {
         // is missed.
         let watch = store.watch_mailbox(info.id);
         let status = store.mailbox_status(info.id).await?;
+        // Pinned before the UIDs are read: whatever is expunged from here
+        // on stays fetchable until this view has announced it.
+        let pin = store.pin_view(info.id, status.highest_modseq);
         let uids = UidMap::from_runs(&store.uid_runs(info.id).await?);
         let keywords = store.mailbox_keywords(info.id).await?.into_iter().collect();
         let first_unseen = if self.rev2 {
@@ -386,6 +389,7 @@ impl Session<'_> {
             keywords,
             status.highest_modseq,
             watch,
+            pin,
         );
         self.out
             .data(Data::Flags(flags::mailbox_flags(&view.keywords)));

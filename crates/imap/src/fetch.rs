@@ -256,6 +256,8 @@ impl Session<'_> {
         } else {
             store.list_messages(mailbox).await?
         };
+        // Messages of the view whose content could not be read any more.
+        let mut unreadable = 0usize;
         for batch in messages.chunks(BATCH) {
             let uids: Vec<Uid> = batch.iter().map(|(_, u)| *u).collect();
             let mut datas: Vec<MessageData> = if with_data {
@@ -263,6 +265,9 @@ impl Session<'_> {
             } else {
                 Vec::new()
             };
+            if with_data {
+                unreadable += uids.len() - datas.len();
+            }
             let mut entries: Vec<MessageEntry> = if with_data {
                 datas.iter().map(|d| d.entry.clone()).collect()
             } else {
@@ -329,6 +334,14 @@ impl Session<'_> {
                     return Ok(Reply::no("Connection lost").close());
                 }
             }
+        }
+        if unreadable > 0 {
+            // RFC 2180 §4.1.2: what was answered stands; the rest is gone.
+            tracing::warn!(
+                unreadable,
+                "FETCH named messages that can no longer be read"
+            );
+            return Ok(Reply::no("Some of the requested messages no longer exist"));
         }
         let reply = Reply::ok(done);
         Ok(if uid { reply } else { reply.no_expunge() })

@@ -40,6 +40,10 @@ pub(crate) struct Selected {
     watch: watch::Receiver<u64>,
     /// A change was signalled and not yet looked at.
     dirty: bool,
+    /// Keeps the blobs of messages expunged by others readable while this
+    /// view may still show them; advanced once every expunge up to
+    /// `highest_modseq` is announced.
+    pin: store::ViewPin,
     /// RFC 5182: the UIDs of the last `SEARCH RETURN (SAVE)`, for `$`.
     /// Expunged ones drop out when `$` is read ([`Selected::saved_set`]).
     pub(crate) saved: RoaringBitmap,
@@ -53,6 +57,7 @@ impl Selected {
         keywords: BTreeSet<String>,
         highest_modseq: u64,
         watch: watch::Receiver<u64>,
+        pin: store::ViewPin,
     ) -> Selected {
         Selected {
             info,
@@ -64,6 +69,7 @@ impl Selected {
             pending_expunge: BTreeSet::new(),
             watch,
             dirty: false,
+            pin,
             saved: RoaringBitmap::new(),
         }
     }
@@ -293,6 +299,9 @@ impl Selected {
                 .collect();
             self.expunged(&pending, out);
         }
+        if self.pending_expunge.is_empty() {
+            self.pin.advance(self.highest_modseq);
+        }
         Ok(())
     }
 }
@@ -320,6 +329,7 @@ mod tests {
             BTreeSet::new(),
             1,
             watch::channel(0).1,
+            std::sync::Arc::new(store::ViewPins::default()).pin(1, 1),
         )
     }
 

@@ -71,7 +71,12 @@ h, p = sys.argv[2].rsplit(":", 1)
 m = imaplib.IMAP4(h, int(p)); m.login(sys.argv[3], sys.argv[4]); m.select("INBOX")
 m.uid("STORE", "3,7", "+FLAGS", "(\\Flagged)")
 "#,
-        &[&addr_arg(server.smtp), &addr_arg(server.imap), &user, PASSWORD],
+        &[
+            &addr_arg(server.smtp),
+            &addr_arg(server.imap),
+            &user,
+            PASSWORD,
+        ],
     );
 
     // Delivery goes on during the backup: each acknowledged number is
@@ -107,7 +112,8 @@ while True:
     // More mail arrives after the snapshot was taken.
     let after_backup = acked_count();
     assert!(
-        wait_until(Duration::from_secs(30), || acked_count() >= after_backup + 5),
+        wait_until(Duration::from_secs(30), || acked_count()
+            >= after_backup + 5),
         "delivery stalled after the backup"
     );
     sender.kill().unwrap();
@@ -168,7 +174,11 @@ s.quit()
         &[&addr_arg(server.smtp), &user],
     );
     let out = server.cli(&["backup", "-"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.stdout.starts_with(b"SQLite format 3\0"));
     let snapshot = server.dir.path().join("snapshot.db");
     std::fs::write(&snapshot, &out.stdout).unwrap();

@@ -15,6 +15,7 @@ mod index;
 mod keyword;
 mod model;
 mod password;
+mod pins;
 mod sqlite;
 mod watch;
 
@@ -28,6 +29,7 @@ pub use model::{
     WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
+pub use pins::{ViewPin, ViewPins};
 pub use sqlite::{
     backup_database, restore_database, BackupStats, SqliteOptions, SqliteStore, WriterStats,
 };
@@ -205,7 +207,8 @@ pub trait Store: Send + Sync + 'static {
     /// never saw. `NotFound` once the mailbox is deleted.
     async fn changes_since(&self, mailbox: MailboxId, modseq: u64) -> Result<Changes>;
     /// Message data for FETCH, in UID order; UIDs not in the mailbox are
-    /// skipped.
+    /// skipped. An expunged message whose blob a view's pin still keeps
+    /// ([`Store::pin_view`]) is answered as it was when expunged.
     async fn message_data(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<Vec<MessageData>>;
     /// The UIDs matching a search, ascending. The whole key tree is one
     /// query; no key reads a message's text. Matching rules:
@@ -265,6 +268,12 @@ pub trait Store: Send + Sync + 'static {
     /// Changes made by another process (the command line) do not wake it:
     /// IDLE should still look now and then.
     fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64>;
+    /// Pins a view of `mailbox` that has announced every expunge up to
+    /// `modseq`: messages expunged after that stay readable through
+    /// [`Store::message_data`] and [`Store::read_chunk`] (their blobs are
+    /// not swept) until the pin advances past them or is dropped. A session
+    /// pins before it reads the UIDs of its view.
+    fn pin_view(&self, mailbox: MailboxId, modseq: u64) -> ViewPin;
 
     /// Records a new webmail session, and forgets sessions that expired.
     /// `Exists` if `id_hash` is already taken.

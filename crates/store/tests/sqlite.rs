@@ -441,11 +441,10 @@ async fn expunged_blobs_are_swept_with_their_chunks_and_index_entries_unless_cop
     let swept_before = store.writer_stats().blobs_swept;
 
     store.expunge(inbox_id, &[1, 2]).await.unwrap();
-    // Released: unreadable at once, whether or not swept yet.
+    store.sweep_now().await.unwrap();
+    // Swept: unreadable.
     assert_eq!(store.read_chunk(gone, 0).await.unwrap(), None);
     assert_eq!(store.headers(gone).await.unwrap(), None);
-
-    store.sweep_now().await.unwrap();
     // The background sweep may have taken it first; either way, once.
     assert_eq!(store.writer_stats().blobs_swept - swept_before, 1);
     let sql = |q: &str| count(&store, &q.replace("?", &gone.to_string()));
@@ -562,4 +561,48 @@ async fn parsed_rows_follow_complete_blobs_through_expunges_sweeps_and_reopen() 
         assert_eq!(a.structure, b.structure);
     }
     assert_eq!(count(&store, one_each), 1);
+}
+
+/// A view pinned before an expunge keeps the expunged message readable,
+/// as it was, until the pin advances past the expunge or goes; then the
+/// sweep takes its blob.
+#[tokio::test]
+async fn a_pinned_view_keeps_expunged_messages_readable_until_it_lets_go() {
+    let (_dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let inbox_id = inbox(&store, "a@example.org").await;
+    let blob = deliver_text(&store, inbox_id, MAIL).await;
+    store
+        .update_flags(
+            inbox_id,
+            &[1],
+            store::FlagChange::Add,
+            store::FLAG_SEEN,
+            &[],
+            None,
+        )
+        .await
+        .unwrap();
+    let before = store.mailbox_status(inbox_id).await.unwrap().highest_modseq;
+    let pin = store.pin_view(inbox_id, before);
+
+    store.expunge(inbox_id, &[1]).await.unwrap();
+    store.sweep_now().await.unwrap();
+    let data = store.message_data(inbox_id, &[1]).await.unwrap();
+    assert_eq!(data.len(), 1, "the view still shows it");
+    assert_eq!(data[0].entry.blob, blob);
+    assert_eq!(data[0].entry.size, MAIL.len() as u64);
+    assert_eq!(data[0].entry.flags & store::FLAG_SEEN, store::FLAG_SEEN);
+    assert_eq!(
+        store.read_chunk(blob, 0).await.unwrap().as_deref(),
+        Some(MAIL)
+    );
+    assert!(store.list_messages(inbox_id).await.unwrap().is_empty());
+
+    let after = store.mailbox_status(inbox_id).await.unwrap().highest_modseq;
+    pin.advance(after);
+    store.sweep_now().await.unwrap();
+    assert_eq!(store.read_chunk(blob, 0).await.unwrap(), None);
+    assert!(store.message_data(inbox_id, &[1]).await.unwrap().is_empty());
+    drop(pin);
 }

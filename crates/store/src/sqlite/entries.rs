@@ -189,16 +189,19 @@ pub(crate) fn expunge_where(
     let deleted = i64::from(FLAG_DELETED);
     let (sql, args): (&str, Vec<Box<dyn ToSql>>) = match which {
         Which::Uids(uids) => (
-            "DELETE FROM messages WHERE mailbox_id = ?1 AND uid IN rarray(?2) RETURNING uid",
+            "DELETE FROM messages WHERE mailbox_id = ?1 AND uid IN rarray(?2)
+             RETURNING uid, blob_id, size, flags, internal_date, modseq, keywords",
             vec![Box::new(mailbox), Box::new(uid_list(uids))],
         ),
         Which::Deleted(None) => (
-            "DELETE FROM messages WHERE mailbox_id = ?1 AND (flags & ?2) != 0 RETURNING uid",
+            "DELETE FROM messages WHERE mailbox_id = ?1 AND (flags & ?2) != 0
+             RETURNING uid, blob_id, size, flags, internal_date, modseq, keywords",
             vec![Box::new(mailbox), Box::new(deleted)],
         ),
         Which::Deleted(Some(uids)) => (
             "DELETE FROM messages WHERE mailbox_id = ?1 AND (flags & ?2) != 0
-             AND uid IN rarray(?3) RETURNING uid",
+             AND uid IN rarray(?3)
+             RETURNING uid, blob_id, size, flags, internal_date, modseq, keywords",
             vec![
                 Box::new(mailbox),
                 Box::new(deleted),
@@ -206,20 +209,33 @@ pub(crate) fn expunge_where(
             ],
         ),
     };
-    let mut uids = c
+    let mut gone = c
         .prepare_cached(sql)?
-        .query_map(params_from_iter(args.iter()), |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<Uid>>>()?;
-    if uids.is_empty() {
-        return Ok(uids);
+        .query_map(params_from_iter(args.iter()), entry_from_row)?
+        .collect::<rusqlite::Result<Vec<MessageEntry>>>()?;
+    if gone.is_empty() {
+        return Ok(Vec::new());
     }
-    uids.sort_unstable();
+    gone.sort_unstable_by_key(|e| e.uid);
     let modseq = bump_modseq(c, mailbox)?;
-    c.prepare_cached(
-        "INSERT OR REPLACE INTO expunged (mailbox_id, uid, modseq) SELECT ?1, value, ?2 FROM rarray(?3)",
-    )?
-    .execute(params![mailbox, modseq, uid_list(&uids)])?;
-    Ok(uids)
+    let mut insert = c.prepare_cached(
+        "INSERT OR REPLACE INTO expunged
+         (mailbox_id, uid, modseq, blob_id, size, flags, internal_date, keywords)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for e in &gone {
+        insert.execute(params![
+            mailbox,
+            e.uid,
+            modseq,
+            e.blob,
+            e.size as i64,
+            e.flags,
+            e.internal_date,
+            e.keywords.join(" ")
+        ])?;
+    }
+    Ok(gone.into_iter().map(|e| e.uid).collect())
 }
 
 /// What changed after `since`, read in one transaction so the figures
@@ -267,13 +283,23 @@ pub(crate) fn message_data(
         Option<Vec<u8>>,
     );
     let rows = c
+        // Expunged messages come from their tombstones while their blob
+        // is kept for a view that may still show them (pins.rs).
         .prepare_cached(
             "SELECT m.uid, m.blob_id, m.size, m.flags, m.internal_date, m.modseq, m.keywords,
                     b.hdr_from, b.hdr_to, b.hdr_cc, b.hdr_subject, b.hdr_date, b.hdr_message_id,
                     p.structure, p.header
              FROM messages m JOIN blobs b ON b.id = m.blob_id
              LEFT JOIN blob_parsed p ON p.blob_id = m.blob_id
-             WHERE m.mailbox_id = ?1 AND m.uid IN rarray(?2) ORDER BY m.uid",
+             WHERE m.mailbox_id = ?1 AND m.uid IN rarray(?2)
+             UNION ALL
+             SELECT e.uid, e.blob_id, e.size, e.flags, e.internal_date, e.modseq, e.keywords,
+                    b.hdr_from, b.hdr_to, b.hdr_cc, b.hdr_subject, b.hdr_date, b.hdr_message_id,
+                    p.structure, p.header
+             FROM expunged e JOIN blobs b ON b.id = e.blob_id
+             LEFT JOIN blob_parsed p ON p.blob_id = e.blob_id
+             WHERE e.mailbox_id = ?1 AND e.uid IN rarray(?2) AND b.complete = 1
+             ORDER BY 1",
         )?
         .query_map(
             params![mailbox, uid_list(uids)],

@@ -80,6 +80,7 @@ pub(crate) struct Inner {
     writer: Writer,
     readers: Arc<ReadPool>,
     watchers: Watchers,
+    pins: Arc<crate::ViewPins>,
     path: PathBuf,
     sweeper: sweep::Sweeper,
     _checkpointer: checkpoint::Checkpointer,
@@ -159,12 +160,14 @@ impl SqliteStore {
         let readers = ReadPool::open(&path, options.readers.max(1))?;
         let writer = Writer::start(conn, options.group_commit);
         // Sweeps at once whatever a previous run released and left.
-        let sweeper = sweep::Sweeper::start(&path, writer.clone())?;
+        let pins = Arc::new(crate::ViewPins::default());
+        let sweeper = sweep::Sweeper::start(&path, writer.clone(), Arc::clone(&pins))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 writer,
                 readers,
                 watchers: Watchers::default(),
+                pins,
                 path,
                 sweeper,
                 _checkpointer: checkpointer,
@@ -182,7 +185,7 @@ impl SqliteStore {
     /// does the same on its own shortly after each expunge; this is for
     /// callers that need the space back, or the tables settled, now.
     pub async fn sweep_now(&self) -> Result<usize> {
-        sweep::sweep_all(&self.inner.writer).await
+        sweep::sweep_all(&self.inner.writer, &self.inner.pins).await
     }
 
     /// Path of the database file.
@@ -542,14 +545,11 @@ impl Store for SqliteStore {
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
         self.read(move |c| {
             Ok(
-                // A released blob reads as gone, as it did when the last
-                // reference took it at once.
-                c.prepare_cached(
-                    "SELECT c.data FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id
-                     WHERE c.blob_id = ?1 AND c.seq = ?2 AND b.refcount > 0",
-                )?
-                .query_row(params![blob, seq], |r| r.get(0))
-                .optional()?,
+                // A released blob stays readable until it is swept: a
+                // session may still show the message (pins.rs).
+                c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")?
+                    .query_row(params![blob, seq], |r| r.get(0))
+                    .optional()?,
             )
         })
         .await
@@ -559,7 +559,7 @@ impl Store for SqliteStore {
         self.read(move |c| {
             Ok(c.query_row(
                 "SELECT hdr_from, hdr_to, hdr_cc, hdr_subject, hdr_date, hdr_message_id
-                 FROM blobs WHERE id = ?1 AND refcount > 0",
+                 FROM blobs WHERE id = ?1 AND complete = 1",
                 [blob],
                 |r| {
                     Ok(IndexedHeaders {
@@ -874,6 +874,10 @@ impl Store for SqliteStore {
 
     fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64> {
         self.inner.watchers.subscribe(mailbox)
+    }
+
+    fn pin_view(&self, mailbox: MailboxId, modseq: u64) -> crate::ViewPin {
+        self.inner.pins.pin(mailbox, modseq)
     }
 
     async fn create_web_session(&self, session: &crate::WebSession) -> Result<()> {

@@ -220,6 +220,18 @@ const MIGRATIONS: &[&str] = &[
         remote_ok TEXT NOT NULL DEFAULT ''
     ) STRICT;
     "#,
+    // Tombstones keep the expunged entry (blob, size, flags, date,
+    // keywords): a session that still shows the message may FETCH it until
+    // it has announced the EXPUNGE (RFC 2180 §4.1), and the sweeper keeps
+    // such blobs (pins.rs). Older tombstones have none and are never read.
+    r#"
+    ALTER TABLE expunged ADD COLUMN blob_id INTEGER;
+    ALTER TABLE expunged ADD COLUMN size INTEGER;
+    ALTER TABLE expunged ADD COLUMN flags INTEGER;
+    ALTER TABLE expunged ADD COLUMN internal_date INTEGER;
+    ALTER TABLE expunged ADD COLUMN keywords TEXT;
+    CREATE INDEX expunged_blob ON expunged(blob_id) WHERE blob_id IS NOT NULL;
+    "#,
 ];
 
 /// Newest schema version this build knows.

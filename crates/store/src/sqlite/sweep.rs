@@ -11,9 +11,11 @@
 //! A batch needs no fsync: after a crash the blobs are still released, and
 //! the sweep at the next start takes them.
 //!
-//! Nothing reads a released blob: entries and queue rows are the only ways
-//! to one, and the reads by blob id ([`crate::Store::read_chunk`],
-//! [`crate::Store::headers`]) skip blobs without references.
+//! A released blob is still read while an open view may show its expunged
+//! message (its tombstone names it and a pin covers the tombstone's
+//! modseq, see pins.rs): the sweep leaves such blobs for a later round.
+//! Otherwise nothing reads a released blob: entries, queue rows and kept
+//! tombstones are the only ways to one.
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
@@ -23,6 +25,11 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::writer::Writer;
 use crate::error::Result;
+use crate::ViewPins;
+
+/// Released blobs looked at per batch beyond the ones swept, so blobs that
+/// views still need do not hide the others behind them.
+const LOOK_AHEAD: usize = 4 * BATCH;
 
 /// How often the thread looks for released blobs when nobody woke it.
 const INTERVAL: Duration = Duration::from_millis(500);
@@ -56,7 +63,7 @@ impl Sweeper {
     /// Starts sweeping the database at `path` through `writer`. The first
     /// sweep runs at once: blobs released by a previous run that stopped
     /// before sweeping them go first.
-    pub(crate) fn start(path: &Path, writer: Writer) -> Result<Sweeper> {
+    pub(crate) fn start(path: &Path, writer: Writer, pins: Arc<ViewPins>) -> Result<Sweeper> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -66,7 +73,7 @@ impl Sweeper {
         let s = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("store-sweep".into())
-            .spawn(move || run(&conn, &writer, &s))
+            .spawn(move || run(&conn, &writer, &s, &pins))
             .expect("spawn store sweep thread");
         Ok(Sweeper { shared })
     }
@@ -85,10 +92,10 @@ impl Drop for Sweeper {
     }
 }
 
-fn run(conn: &Connection, writer: &Writer, shared: &Shared) {
+fn run(conn: &Connection, writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>) {
     loop {
         match anything_released(conn) {
-            Ok(true) => sweep_blocking(writer, shared),
+            Ok(true) => sweep_blocking(writer, shared, pins),
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "looking for released blobs failed"),
         }
@@ -111,12 +118,13 @@ fn anything_released(conn: &Connection) -> Result<bool> {
 }
 
 /// Sweeps batch after batch until one comes back short or the store stops.
-fn sweep_blocking(writer: &Writer, shared: &Shared) {
+fn sweep_blocking(writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>) {
     loop {
         if shared.state.lock().expect("sweep lock").stop {
             return;
         }
-        match writer.sweep_blocking(|c| sweep_batch(c, BATCH)) {
+        let pins = Arc::clone(pins);
+        match writer.sweep_blocking(move |c| sweep_batch(c, BATCH, &pins)) {
             Ok(n) => {
                 if n < BATCH {
                     return;
@@ -132,10 +140,11 @@ fn sweep_blocking(writer: &Writer, shared: &Shared) {
 }
 
 /// Sweeps until nothing released is left; returns how many blobs went.
-pub(crate) async fn sweep_all(writer: &Writer) -> Result<usize> {
+pub(crate) async fn sweep_all(writer: &Writer, pins: &Arc<ViewPins>) -> Result<usize> {
     let mut total = 0;
     loop {
-        let n = writer.sweep(|c| sweep_batch(c, BATCH)).await?;
+        let pins = Arc::clone(pins);
+        let n = writer.sweep(move |c| sweep_batch(c, BATCH, &pins)).await?;
         total += n;
         if n < BATCH {
             return Ok(total);
@@ -146,13 +155,21 @@ pub(crate) async fn sweep_all(writer: &Writer) -> Result<usize> {
 /// Deletes up to `limit` released blobs; runs in the writer thread. The
 /// blobs are found inside the job, so a reference made since an earlier
 /// look cannot be lost: the delete re-checks the count anyway.
-pub(crate) fn sweep_batch(c: &Connection, limit: usize) -> Result<usize> {
+pub(crate) fn sweep_batch(c: &Connection, limit: usize, pins: &ViewPins) -> Result<usize> {
     let ids = c
         .prepare_cached(FIND)?
-        .query_map([limit as i64], |r| r.get::<_, i64>(0))?
+        .query_map([(limit + LOOK_AHEAD) as i64], |r| r.get::<_, i64>(0))?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut swept = 0;
+    let mut kept = 0;
     for id in ids {
+        if swept == limit {
+            break;
+        }
+        if needed_by_a_view(c, id, pins)? {
+            kept += 1;
+            continue;
+        }
         let gone = c
             .prepare_cached("DELETE FROM blobs WHERE id = ?1 AND refcount <= 0 AND complete = 1")?
             .execute([id])?;
@@ -167,7 +184,23 @@ pub(crate) fn sweep_batch(c: &Connection, limit: usize) -> Result<usize> {
             .execute([id])?;
         swept += 1;
     }
+    if kept > 0 {
+        tracing::debug!(kept, "released blobs kept for open views");
+    }
     Ok(swept)
+}
+
+/// Whether an open view may still show a message whose blob is `blob`.
+fn needed_by_a_view(c: &Connection, blob: i64, pins: &ViewPins) -> Result<bool> {
+    let mut stmt =
+        c.prepare_cached("SELECT mailbox_id, modseq FROM expunged WHERE blob_id = ?1")?;
+    let mut rows = stmt.query([blob])?;
+    while let Some(row) = rows.next()? {
+        if pins.needed(row.get(0)?, row.get::<_, i64>(1)? as u64) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]

@@ -1,0 +1,95 @@
+//! IMAP under concurrent change: a message a session still shows must stay
+//! fetchable with its real content until that session has announced its
+//! EXPUNGE (RFC 3501 §7.4.1, RFC 2180 §4.1), however busy others are
+//! appending and expunging.
+
+mod kit;
+
+use kit::{addr_arg, python, Server, PASSWORD};
+
+#[test]
+fn fetch_never_answers_an_empty_body_while_others_expunge() {
+    let server = Server::start();
+    let user = server.add_user("busy");
+    let out = python(
+        r#"
+import imaplib, random, sys, threading, time
+h, p = sys.argv[1].rsplit(":", 1)
+user, password = sys.argv[2], sys.argv[3]
+
+def message(n):
+    return ("From: a@remote.test\r\nTo: %s\r\nSubject: m%d\r\nMIME-Version: 1.0\r\n"
+            "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+            "--b\r\nContent-Type: text/plain\r\n\r\n%s\r\n"
+            "--b\r\nContent-Type: text/plain\r\n\r\nsecond part %d\r\n--b--\r\n"
+            % (user, n, ("part one of %d " % n) * 60, n)).encode()
+
+def session():
+    m = imaplib.IMAP4(h, int(p)); m.login(user, password); m.select("INBOX")
+    return m
+
+m = session()
+for n in range(40):
+    m.append("INBOX", None, None, message(n))
+m.logout()
+
+stop = time.time() + 6
+stats = {"items": 0, "empty": 0, "no": 0, "errors": []}
+lock = threading.Lock()
+
+def churn(seed):
+    rng = random.Random(seed)
+    m = session()
+    n = 1000 * seed
+    while time.time() < stop:
+        n += 1
+        m.append("INBOX", None, None, message(n))
+        typ, data = m.uid("SEARCH", None, "ALL")
+        uids = data[0].split()
+        if len(uids) > 30:
+            victims = rng.sample(uids, 3)
+            m.uid("STORE", b",".join(victims), "+FLAGS.SILENT", "(\\Deleted)")
+            m.expunge()
+    m.logout()
+
+def fetcher(item):
+    m = session()
+    while time.time() < stop:
+        m.noop()
+        try:
+            typ, data = m.fetch("1:*", "(%s)" % item)
+        except Exception as e:
+            with lock: stats["errors"].append(repr(e))
+            continue
+        with lock:
+            if typ != "OK":
+                stats["no"] += 1
+            for d in data:
+                if isinstance(d, tuple):
+                    stats["items"] += 1
+                    if len(d[1]) == 0:
+                        stats["empty"] += 1
+                elif d and d != b")" and (b'""' in d or b" NIL" in d):
+                    stats["items"] += 1
+                    stats["empty"] += 1
+    m.logout()
+
+threads = [threading.Thread(target=churn, args=(s,)) for s in (1, 2)]
+threads += [threading.Thread(target=fetcher, args=(i,)) for i in ("BODY.PEEK[]", "BODY.PEEK[TEXT]", "BODY.PEEK[1]")]
+for t in threads: t.start()
+for t in threads: t.join()
+print(stats["items"], stats["empty"], stats["no"], len(stats["errors"]), stats["errors"][:3])
+"#,
+        &[&addr_arg(server.imap), &user, PASSWORD],
+    );
+    let mut fields = out.split_whitespace();
+    let mut next = || fields.next().unwrap().parse::<usize>().unwrap();
+    let (items, empty, no, errors) = (next(), next(), next(), next());
+    assert!(items > 1000, "too little load to tell: {out}");
+    assert_eq!(empty, 0, "empty bodies for stored messages: {out}");
+    assert_eq!(
+        no, 0,
+        "FETCH refused while the messages were in view: {out}"
+    );
+    assert_eq!(errors, 0, "{out}");
+}
