@@ -7,4 +7,12 @@
 //! back-off, and reports failures and long delays to the sender (DSN).
 #![forbid(unsafe_code)]
 
+pub mod client;
+pub mod config;
+pub mod queue;
+pub mod route;
 pub mod tls_policy;
+
+pub use config::OutboundConfig;
+pub use queue::QueueManager;
+pub use route::Router;

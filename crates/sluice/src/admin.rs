@@ -155,6 +155,114 @@ pub async fn alias(config: &Config, action: AliasAction) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[derive(Subcommand)]
+pub enum QueueAction {
+    /// List queued recipients: id, age, attempts, next try, last error.
+    List,
+    /// Show one queued recipient and its message's headers.
+    Show { id: i64 },
+    /// Try one queued recipient now.
+    Retry { id: i64 },
+    /// Try every queued recipient now.
+    Flush,
+    /// Remove a queued recipient without sending it (no bounce is sent).
+    Remove { id: i64 },
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Seconds as `3d4h`, `5m`, `12s`.
+fn span(secs: i64) -> String {
+    let s = secs.max(0);
+    match s {
+        0..=119 => format!("{s}s"),
+        120..=7199 => format!("{}m", s / 60),
+        7200..=172_799 => format!("{}h{}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+/// `sluice queue ...`: the outbound queue of the store, also while a
+/// server runs (it notices within a second).
+pub async fn queue(config: &Config, action: QueueAction) -> anyhow::Result<()> {
+    let store = open(config)?;
+    let now = unix_now();
+    match action {
+        QueueAction::List => {
+            let rows = store.queued().await?;
+            let mut out = std::io::stdout().lock();
+            for r in &rows {
+                let next = if r.next_attempt <= now {
+                    "now".to_string()
+                } else {
+                    format!("in {}", span(r.next_attempt - now))
+                };
+                let line = format!(
+                    "{}\t{}\t{}\t{} bytes\tage {}\tattempts {}\tnext {}\t{}",
+                    r.id,
+                    if r.sender.is_empty() { "<>" } else { &r.sender },
+                    r.recipient,
+                    r.size,
+                    span(now - r.created),
+                    r.attempts,
+                    next,
+                    r.last_error.as_deref().unwrap_or("")
+                );
+                if !write_line(&mut out, &line) {
+                    return Ok(());
+                }
+            }
+            if rows.is_empty() {
+                write_line(&mut out, "the queue is empty");
+            }
+        }
+        QueueAction::Show { id } => {
+            let rows = store.queued().await?;
+            let Some(r) = rows.iter().find(|r| r.id == id) else {
+                bail!("no queue entry {id}");
+            };
+            println!("id: {}", r.id);
+            println!("sender: <{}>", r.sender);
+            println!("recipient: <{}>", r.recipient);
+            println!("size: {}", r.size);
+            println!("age: {}", span(now - r.created));
+            println!("attempts: {}", r.attempts);
+            println!("next attempt: in {}", span(r.next_attempt - now));
+            println!("last error: {}", r.last_error.as_deref().unwrap_or("-"));
+            if let Some(h) = store.headers(r.blob).await? {
+                println!("from: {}", h.from);
+                println!("to: {}", h.to);
+                println!("subject: {}", h.subject);
+                println!("message-id: {}", h.message_id);
+            }
+        }
+        QueueAction::Retry { id } => {
+            store.retry_queue(Some(id), now).await?;
+            println!("queue entry {id} is due now");
+        }
+        QueueAction::Flush => {
+            let n = store.retry_queue(None, now).await?;
+            println!("{n} queue entries are due now");
+        }
+        QueueAction::Remove { id } => {
+            store.remove_queued(id).await?;
+            println!("queue entry {id} removed");
+        }
+    }
+    Ok(())
+}
+
+/// Writes a line; false when the reader went away (`| head`), which is
+/// not an error.
+fn write_line(out: &mut impl std::io::Write, line: &str) -> bool {
+    writeln!(out, "{line}").is_ok()
+}
+
 /// A size limit: bytes, with an optional K/M/G suffix (powers of 1024), or
 /// `none`.
 fn parse_limit(text: &str) -> anyhow::Result<Option<u64>> {

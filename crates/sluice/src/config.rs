@@ -33,6 +33,10 @@ pub struct Config {
     pub dnsbl: DnsblConfig,
     /// Webmail sessions and display limits.
     pub web: web::WebConfig,
+    /// Sending mail to other servers: routes, retries, TLS policy.
+    pub outbound: sluice_outbound::OutboundConfig,
+    /// The DNS servers used for outbound mail (MX, TLSA, MTA-STS).
+    pub dns: DnsConfig,
     /// Logging.
     pub log: LogConfig,
 }
@@ -60,6 +64,15 @@ impl Addresses {
             Addresses::Off => vec![],
         }
     }
+}
+
+/// `[dns]`.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct DnsConfig {
+    /// Name servers to ask (`"127.0.0.1:53"` or a list); without it, the
+    /// system's `/etc/resolv.conf`.
+    pub resolver: Addresses,
 }
 
 /// `[listen]`.
@@ -329,6 +342,8 @@ impl Default for Config {
             scan: ScanConfig::default(),
             dnsbl: DnsblConfig::default(),
             web: web::WebConfig::default(),
+            outbound: sluice_outbound::OutboundConfig::default(),
+            dns: DnsConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -361,6 +376,7 @@ pub fn parse(text: &str) -> anyhow::Result<Config> {
 }
 
 fn validate(c: &Config) -> anyhow::Result<()> {
+    c.outbound.validate().map_err(anyhow::Error::msg)?;
     if c.hostname.is_empty() || c.hostname.contains(char::is_whitespace) {
         bail!("key `hostname`: must be a host name, got {:?}", c.hostname);
     }

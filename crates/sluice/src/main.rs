@@ -57,6 +57,11 @@ enum Command {
         #[command(subcommand)]
         action: admin::AliasAction,
     },
+    /// The outbound queue: list, show, retry, flush, remove.
+    Queue {
+        #[command(subcommand)]
+        action: admin::QueueAction,
+    },
     /// Write a consistent snapshot of the store (every message, flag, UID,
     /// account), also while the server runs.
     Backup(backup::BackupArgs),
@@ -120,6 +125,7 @@ fn main() -> ExitCode {
                 Command::Domain { action } => admin::domain(&config, action).await,
                 Command::User { action } => admin::user(&config, action).await,
                 Command::Alias { action } => admin::alias(&config, action).await,
+                Command::Queue { action } => admin::queue(&config, action).await,
                 Command::Dnsbl { command } => dnsbl_server::run(command).await,
                 Command::Scan(_)
                 | Command::Bench { .. }

@@ -44,6 +44,44 @@ pub(crate) fn lock_data_dir(config: &Config) -> anyhow::Result<std::fs::File> {
     Ok(file)
 }
 
+/// Starts the outbound queue manager, unless `[outbound] enabled = false`.
+fn start_outbound(
+    config: &Config,
+    store: &Arc<dyn Store>,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    use sluice_outbound::tls_policy::{self, TlsPolicies};
+    if !config.outbound.enabled {
+        return Ok(None);
+    }
+    let nameservers = config.dns.resolver.list();
+    let tls_config = config.outbound.tls.clone().with_data_dir(&config.data_dir);
+    let policies = Arc::new(
+        TlsPolicies::from_nameservers(&nameservers, tls_config)
+            .context("outbound TLS policy ([outbound.tls], [dns])")?,
+    );
+    // A resolver that strips DNSSEC would make DANE destinations wait:
+    // said once at start rather than by every delivery.
+    let check = Arc::clone(&policies);
+    tokio::spawn(async move {
+        if let Err(e) = check.dnssec_self_check().await {
+            tracing::warn!(error = %e, "DANE cannot validate DNSSEC through [dns] resolver");
+        }
+    });
+    let router = sluice_outbound::Router::new(
+        tls_policy::resolver(&nameservers).context("[dns] resolver")?,
+        config.outbound.routes.clone(),
+        config.outbound.mx_port,
+    );
+    let manager = sluice_outbound::QueueManager::new(
+        Arc::clone(store),
+        router,
+        policies,
+        config.outbound.clone(),
+        config.hostname.clone(),
+    );
+    Ok(Some(tokio::spawn(manager.run())))
+}
+
 async fn bind(
     name: &str,
     config_addrs: Vec<std::net::SocketAddr>,
@@ -166,6 +204,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for l in imaps_listeners {
         accept_loops.spawn(imap::serve(l, Arc::clone(&imap_ctx), true));
     }
+    let outbound = start_outbound(&config, &store)?;
     // Handlers are in place before anyone is told the server is up.
     let stop = stop_signal()?;
     tracing::info!(hostname = %config.hostname, data = %config.data_dir.display(), "sluice started");
@@ -173,6 +212,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     stop.await;
     tracing::info!("stopping: no new connections, waiting for sessions to finish");
     shutdown.token.cancel();
+    if let Some(task) = &outbound {
+        // Deliveries in flight stop here; their recipients stay queued
+        // and are tried again at the next start (leases run out).
+        task.abort();
+    }
     while accept_loops.join_next().await.is_some() {}
     shutdown.tracker.close();
     if tokio::time::timeout(GRACE, shutdown.tracker.wait())

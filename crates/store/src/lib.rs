@@ -25,8 +25,9 @@ pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
     AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryReceipt, FlagChange, MailboxId,
-    MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueuedRecipient, Quota, SearchKey, Uid,
-    WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
+    MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota,
+    SearchKey, Uid, WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED,
+    FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};
@@ -108,8 +109,28 @@ pub trait Store: Send + Sync + 'static {
     /// entries by a background sweep soon after, so the expunge does not
     /// wait for that.
     async fn expunge(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<()>;
-    /// Recipients waiting in the outbound queue.
+    /// Recipients waiting in the outbound queue, oldest first.
     async fn queued(&self) -> Result<Vec<QueuedRecipient>>;
+    /// Leases up to `limit` due queue rows (`next_attempt <= now`, no
+    /// lease running) for `lease_secs`, and returns them. A leased row is
+    /// not handed out again until its lease ends or its outcome is
+    /// recorded, so one recipient is never sent twice at once; a lease
+    /// left by a crash runs out and the row is tried again.
+    async fn claim_queue(
+        &self,
+        now: i64,
+        lease_secs: i64,
+        limit: usize,
+    ) -> Result<Vec<QueuedRecipient>>;
+    /// Records attempt outcomes, durably, before returning.
+    async fn record_queue_outcomes(&self, outcomes: Vec<(i64, QueueOutcome)>) -> Result<()>;
+    /// Makes a queue row (every row, for `None`) due at `now`; returns how
+    /// many changed. `NotFound` for an unknown id.
+    async fn retry_queue(&self, id: Option<i64>, now: i64) -> Result<usize>;
+    /// Removes a queue row without sending it. `NotFound` for an unknown id.
+    async fn remove_queued(&self, id: i64) -> Result<()>;
+    /// Notified when a delivery in this process queues remote recipients.
+    fn queue_signal(&self) -> std::sync::Arc<tokio::sync::Notify>;
 
     /// Changes the flags and keywords of messages in one transaction. Only
     /// messages whose flags or keywords really change get a new modification

@@ -233,6 +233,37 @@ pub struct QueuedRecipient {
     pub recipient: String,
     /// Attempts made so far.
     pub attempts: u32,
+    /// When it is due next (seconds since the Unix epoch).
+    pub next_attempt: i64,
+    /// The reason the last attempt did not deliver, if one was made.
+    pub last_error: Option<String>,
+    /// When it was queued (seconds since the Unix epoch).
+    pub created: i64,
+    /// Size of the message, in bytes.
+    pub size: u64,
+}
+
+/// What became of an attempt to deliver a queued recipient.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueOutcome {
+    /// The remote side took responsibility (2xx): the recipient leaves the
+    /// queue.
+    Delivered,
+    /// A temporary failure: try again at `next_attempt`.
+    Deferred {
+        /// Seconds since the Unix epoch.
+        next_attempt: i64,
+        /// The reply or error, for `sluice queue` and the log.
+        reason: String,
+    },
+    /// Not attempted: the lease is given back, the schedule unchanged.
+    Released,
+    /// A permanent failure (5xx, or given up): the recipient leaves the
+    /// queue.
+    Failed {
+        /// The reply or error.
+        reason: String,
+    },
 }
 
 /// How a flag update combines with the flags a message has (RFC 3501

@@ -11,9 +11,11 @@
 
 mod dns;
 mod postfix;
+mod sink;
 
 pub use dns::{Dns, Zone};
 pub use postfix::PostfixMx;
+pub use sink::SmtpSink;
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
@@ -63,5 +65,5 @@ pub fn require_program(name: &str, package: &str) -> std::path::PathBuf {
             return p;
         }
     }
-    panic!("`{name}` is not installed: apt-get install {package} (.ci/run installs it)");
+    panic!("`{name}` is not installed: apt-get install {package} (./test.sh installs it)");
 }

@@ -455,6 +455,19 @@ impl TlsPolicies {
         sts::parse_policy(&body).map_err(|e| e.to_string())
     }
 
+    /// Opportunistic TLS without looking anything up: for a next hop the
+    /// configuration names (a static route), which no published policy
+    /// covers.
+    pub fn opportunistic(&self) -> MxTls {
+        self.mx_tls(
+            Check::WebPki { enforce: false },
+            "opportunistic",
+            true,
+            false,
+            None,
+        )
+    }
+
     /// For one MX host about to be tried: DANE TLSA records if published
     /// and DNSSEC-secure, else the domain's MTA-STS policy, else
     /// opportunistic TLS; and the rustls client config that enforces it.

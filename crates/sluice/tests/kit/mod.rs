@@ -71,8 +71,16 @@ impl Server {
     }
 
     fn write_config(&self) {
+        // Tests that send mail out configure [outbound] and [dns] with
+        // their own stand-ins; the others keep it off, so nothing asks the
+        // machine's DNS servers.
+        let outbound = if self.extra.contains("[outbound") {
+            ""
+        } else {
+            "[outbound]\nenabled = false\n"
+        };
         let text = format!(
-            "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\npop3s = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\nimaps = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nhttps = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n{}\n",
+            "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\npop3s = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\nimaps = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nhttps = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n{outbound}{}\n",
             self.data_dir(),
             self.extra
         );

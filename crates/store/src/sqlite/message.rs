@@ -133,6 +133,7 @@ impl MessageWriter for SqliteMessageWriter {
             ));
         }
         let keywords = keyword::normalize(&delivery.keywords)?.join(" ");
+        let has_remote = !delivery.remote.is_empty();
         let structure = std::mem::take(&mut self.structure).finish().to_bytes();
         let index = match self.index.take() {
             Some(index) => index,
@@ -171,10 +172,14 @@ impl MessageWriter for SqliteMessageWriter {
             .await;
         match &result {
             // Durable now: IDLE sessions on the target mailboxes may look.
-            Ok(receipt) => self
-                .inner
-                .watchers
-                .notify(receipt.entries.iter().map(|&(mailbox, _)| mailbox)),
+            Ok(receipt) => {
+                self.inner
+                    .watchers
+                    .notify(receipt.entries.iter().map(|&(mailbox, _)| mailbox));
+                if has_remote {
+                    self.inner.queue_signal.notify_one();
+                }
+            }
             Err(_) => {
                 if let Some(blob) = self.blob {
                     self.inner.writer.exec_detached(move |c| discard(c, blob));

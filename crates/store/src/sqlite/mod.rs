@@ -11,6 +11,7 @@ mod mailboxes;
 mod message;
 mod notify;
 mod pool;
+mod queue;
 mod schema;
 mod search;
 mod sweep;
@@ -29,7 +30,8 @@ use crate::index::IndexedHeaders;
 use crate::keyword;
 use crate::model::{
     AccountId, AliasEntry, BlobId, Changes, FlagChange, MailboxId, MailboxInfo, MailboxStatus,
-    MessageData, MessageEntry, QueuedRecipient, Quota, SearchKey, Uid, FLAG_DELETED, FLAG_SEEN,
+    MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, SearchKey, Uid, FLAG_DELETED,
+    FLAG_SEEN,
 };
 use crate::password::hash_password;
 use crate::{MessageWriter, Store};
@@ -81,6 +83,7 @@ pub(crate) struct Inner {
     readers: Arc<ReadPool>,
     watchers: Watchers,
     pins: Arc<crate::ViewPins>,
+    queue_signal: Arc<tokio::sync::Notify>,
     path: PathBuf,
     sweeper: sweep::Sweeper,
     _checkpointer: checkpoint::Checkpointer,
@@ -168,6 +171,7 @@ impl SqliteStore {
                 readers,
                 watchers: Watchers::default(),
                 pins,
+                queue_signal: Arc::default(),
                 path,
                 sweeper,
                 _checkpointer: checkpointer,
@@ -590,24 +594,48 @@ impl Store for SqliteStore {
     }
 
     async fn queued(&self) -> Result<Vec<QueuedRecipient>> {
-        self.read(|c| {
-            Ok(
-                c.prepare(
-                    "SELECT id, blob_id, sender, recipient, attempts FROM queue ORDER BY id",
-                )?
-                .query_map([], |r| {
-                    Ok(QueuedRecipient {
-                        id: r.get(0)?,
-                        blob: r.get(1)?,
-                        sender: r.get(2)?,
-                        recipient: r.get(3)?,
-                        attempts: r.get(4)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-            )
+        self.read(queue::list).await
+    }
+
+    async fn claim_queue(
+        &self,
+        now: i64,
+        lease_secs: i64,
+        limit: usize,
+    ) -> Result<Vec<QueuedRecipient>> {
+        // Not durable: a lease lost in a crash only means an earlier retry.
+        self.inner
+            .writer
+            .exec(false, move |c| queue::claim(c, now, lease_secs, limit))
+            .await
+    }
+
+    async fn record_queue_outcomes(&self, outcomes: Vec<(i64, QueueOutcome)>) -> Result<()> {
+        self.write(move |c| {
+            for (id, outcome) in &outcomes {
+                queue::record(c, *id, outcome)?;
+            }
+            Ok(())
         })
-        .await
+        .await?;
+        self.inner.sweeper.wake();
+        Ok(())
+    }
+
+    async fn retry_queue(&self, id: Option<i64>, now: i64) -> Result<usize> {
+        let n = self.write(move |c| queue::retry_now(c, id, now)).await?;
+        self.inner.queue_signal.notify_one();
+        Ok(n)
+    }
+
+    async fn remove_queued(&self, id: i64) -> Result<()> {
+        self.write(move |c| queue::remove(c, id)).await?;
+        self.inner.sweeper.wake();
+        Ok(())
+    }
+
+    fn queue_signal(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.inner.queue_signal)
     }
 
     async fn update_flags(

@@ -232,6 +232,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE expunged ADD COLUMN keywords TEXT;
     CREATE INDEX expunged_blob ON expunged(blob_id) WHERE blob_id IS NOT NULL;
     "#,
+    // The outbound queue is sent: a lease per row in flight, and an index
+    // for finding due rows.
+    r#"
+    ALTER TABLE queue ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX queue_due ON queue(next_attempt);
+    "#,
 ];
 
 /// Newest schema version this build knows.

@@ -1,0 +1,89 @@
+//! The `[outbound]` configuration section.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use crate::tls_policy::TlsPolicyConfig;
+
+/// Settings of outbound delivery; every key has a default.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutboundConfig {
+    /// Whether `sluice serve` sends queued mail.
+    pub enabled: bool,
+    /// The port MX hosts are reached on (25; other values are for tests).
+    pub mx_port: u16,
+    /// Static routes: all mail for a domain goes to this address instead
+    /// of the domain's MX hosts, e.g. `"example.net" = "192.0.2.7:25"`.
+    pub routes: HashMap<String, SocketAddr>,
+    /// Seconds to wait after each failed attempt, in order; the last one
+    /// repeats. Default: 1m, 5m, 15m, 30m, 1h, 2h, 4h, 8h.
+    pub retry_schedule: Vec<u64>,
+    /// Seconds after which a message that could not be delivered is given
+    /// up (default 5 days).
+    pub max_age: u64,
+    /// Connections to other servers at most, all destinations together.
+    pub max_connections: usize,
+    /// Seconds to wait for the TCP connection.
+    pub connect_timeout: u64,
+    /// Seconds to wait for each reply (RFC 5321 §4.5.3.2 says 5 minutes;
+    /// the end of data gets twice this).
+    pub command_timeout: u64,
+    /// TLS policy: MTA-STS, DANE.
+    pub tls: TlsPolicyConfig,
+}
+
+impl Default for OutboundConfig {
+    fn default() -> Self {
+        OutboundConfig {
+            enabled: true,
+            mx_port: 25,
+            routes: HashMap::new(),
+            retry_schedule: vec![60, 300, 900, 1800, 3600, 7200, 14400, 28800],
+            max_age: 5 * 24 * 3600,
+            max_connections: 20,
+            connect_timeout: 30,
+            command_timeout: 300,
+            tls: TlsPolicyConfig::default(),
+        }
+    }
+}
+
+impl OutboundConfig {
+    /// Seconds to wait after the `attempts`-th failed attempt (1-based).
+    pub fn retry_delay(&self, attempts: u32) -> u64 {
+        let i = (attempts.max(1) as usize - 1).min(self.retry_schedule.len().saturating_sub(1));
+        self.retry_schedule.get(i).copied().unwrap_or(3600)
+    }
+
+    /// Checks the values a parser cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.retry_schedule.is_empty() || self.retry_schedule.contains(&0) {
+            return Err("outbound.retry_schedule needs at least one delay, none of them 0".into());
+        }
+        if self.max_connections == 0 {
+            return Err("outbound.max_connections must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_repeats_its_last_delay() {
+        let c = OutboundConfig::default();
+        assert_eq!(c.retry_delay(1), 60);
+        assert_eq!(c.retry_delay(2), 300);
+        assert_eq!(c.retry_delay(8), 28800);
+        assert_eq!(c.retry_delay(30), 28800);
+        assert!(c.validate().is_ok());
+        let bad = OutboundConfig {
+            retry_schedule: vec![],
+            ..OutboundConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}

@@ -1,0 +1,455 @@
+//! The queue manager: takes due recipients from the store, groups them by
+//! destination domain and message, delivers each group over one SMTP
+//! connection (several recipients per transaction, several messages per
+//! connection), and records each outcome durably as soon as the remote
+//! side has answered.
+//!
+//! - Temporary failures (4xx, no answer, DNS trouble, TLS the policy
+//!   requires but could not get) wait for the next step of the retry
+//!   schedule, with ±10% jitter so a destination that was down is not hit
+//!   by every message at the same second; after `max_age` they fail.
+//! - Permanent failures (5xx, a domain without mail exchangers) are never
+//!   retried.
+//! - Each destination is worked on by one task at a time, and all tasks
+//!   share a global connection limit, so a dead or slow destination holds
+//!   only its own mail back.
+//! - New mail wakes the manager at once (the store's queue signal); it
+//!   also looks every second, for rows edited by `sluice queue` in
+//!   another process.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use store::{QueueOutcome, QueuedRecipient, Store};
+use tokio::sync::Semaphore;
+
+use crate::client::{Session, Timeouts, TransactionResult};
+use crate::config::OutboundConfig;
+use crate::route::{RouteError, Router};
+use crate::tls_policy::{DomainPolicy, TlsOutcome, TlsPolicies};
+
+/// How long a claimed row stays leased to an attempt.
+const LEASE_SECS: i64 = 15 * 60;
+/// Rows claimed per look.
+const CLAIM: usize = 500;
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// The queue manager.
+pub struct QueueManager {
+    store: Arc<dyn Store>,
+    router: Router,
+    policies: Arc<TlsPolicies>,
+    config: OutboundConfig,
+    helo: String,
+    connections: Arc<Semaphore>,
+    /// Destinations a task is working on now.
+    busy: Mutex<HashSet<String>>,
+}
+
+/// Recipients of one message to one domain.
+struct Job {
+    blob: store::BlobId,
+    sender: String,
+    size: u64,
+    rows: Vec<QueuedRecipient>,
+}
+
+impl QueueManager {
+    /// A manager sending as `helo` (the server's host name).
+    pub fn new(
+        store: Arc<dyn Store>,
+        router: Router,
+        policies: Arc<TlsPolicies>,
+        config: OutboundConfig,
+        helo: String,
+    ) -> Arc<QueueManager> {
+        Arc::new(QueueManager {
+            store,
+            router,
+            policies,
+            connections: Arc::new(Semaphore::new(config.max_connections)),
+            config,
+            helo,
+            busy: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// Runs until the task is dropped.
+    pub async fn run(self: Arc<Self>) {
+        let signal = self.store.queue_signal();
+        loop {
+            let notified = signal.notified();
+            let started = match self.claim().await {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the outbound queue failed");
+                    0
+                }
+            };
+            if started == 0 {
+                tokio::select! {
+                    _ = notified => {}
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
+
+    /// Claims due rows and starts a task per destination nobody is working
+    /// on; returns how many rows went to new tasks.
+    async fn claim(self: &Arc<Self>) -> store::Result<usize> {
+        let rows = self.store.claim_queue(now(), LEASE_SECS, CLAIM).await?;
+        let mut started = 0;
+        let mut by_domain: BTreeMap<String, Vec<QueuedRecipient>> = BTreeMap::new();
+        for row in rows {
+            by_domain
+                .entry(domain_of(&row.recipient))
+                .or_default()
+                .push(row);
+        }
+        for (domain, rows) in by_domain {
+            if !self.busy.lock().expect("busy lock").insert(domain.clone()) {
+                // Another task is on this destination: hand the rows back
+                // for the look after it is done.
+                let back = rows
+                    .iter()
+                    .map(|r| (r.id, QueueOutcome::Released))
+                    .collect();
+                self.store.record_queue_outcomes(back).await?;
+                continue;
+            }
+            started += rows.len();
+            let me = Arc::clone(self);
+            tokio::spawn(async move {
+                me.deliver_domain(&domain, rows).await;
+                me.busy.lock().expect("busy lock").remove(&domain);
+                // Rows of this destination may have come due meanwhile.
+                me.store.queue_signal().notify_one();
+            });
+        }
+        Ok(started)
+    }
+
+    async fn deliver_domain(&self, domain: &str, rows: Vec<QueuedRecipient>) {
+        let jobs = group_jobs(rows);
+        let hops = match self.router.hops(domain).await {
+            Ok(h) => h,
+            Err(RouteError::Permanent(reason)) => {
+                self.finish_all(&jobs, |_| QueueOutcome::Failed {
+                    reason: reason.clone(),
+                })
+                .await;
+                return;
+            }
+            Err(RouteError::Temporary(reason)) => {
+                self.defer_all(&jobs.iter().collect::<Vec<_>>(), &reason)
+                    .await;
+                return;
+            }
+        };
+        let Ok(_permit) = Arc::clone(&self.connections).acquire_owned().await else {
+            return;
+        };
+        let policy = if hops.iter().any(|h| h.routed) {
+            DomainPolicy {
+                domain: domain.to_string(),
+                sts: None,
+                sts_error: None,
+            }
+        } else {
+            self.policies.for_domain(domain).await
+        };
+        let timeouts = Timeouts {
+            connect: Duration::from_secs(self.config.connect_timeout),
+            command: Duration::from_secs(self.config.command_timeout),
+            data_block: Duration::from_secs(self.config.command_timeout),
+            data_end: Duration::from_secs(self.config.command_timeout * 2),
+        };
+        let mut last_error = format!("no mail exchanger of {domain} could be reached");
+        let mut pending: Vec<&Job> = jobs.iter().collect();
+        'hops: for hop in &hops {
+            let mx = if hop.routed {
+                self.policies.opportunistic()
+            } else {
+                self.policies.for_mx(&policy, &hop.host).await
+            };
+            if !mx.allowed {
+                self.policies
+                    .record(domain, &hop.host, TlsOutcome::refused(&mx));
+                last_error = format!("{}: refused by the {} policy", hop.host, mx.kind);
+                continue;
+            }
+            for &addr in &hop.addrs {
+                let started = Instant::now();
+                let mut session = match Session::open(addr, &hop.host, &self.helo, &mx, timeouts)
+                    .await
+                {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::info!(domain, mx = %hop.host, %addr, error = %e, "outbound connection failed");
+                        last_error = format!("{} ({addr}): {e}", hop.host);
+                        continue;
+                    }
+                };
+                self.policies.record(domain, &hop.host, session.tls.clone());
+                while let Some(job) = pending.first() {
+                    let recipients: Vec<String> =
+                        job.rows.iter().map(|r| r.recipient.clone()).collect();
+                    let store = Arc::clone(&self.store);
+                    let blob = job.blob;
+                    let mut seq = 0u32;
+                    let result = session
+                        .send(&job.sender, &recipients, job.size, || {
+                            let store = Arc::clone(&store);
+                            let this = seq;
+                            seq += 1;
+                            async move {
+                                store
+                                    .read_chunk(blob, this)
+                                    .await
+                                    .map_err(std::io::Error::other)
+                            }
+                        })
+                        .await;
+                    match result {
+                        Ok(result) => {
+                            log_transaction(domain, &hop.host, &session, job, &result, started);
+                            self.record_transaction(job, &result).await;
+                            pending.remove(0);
+                        }
+                        Err(e) => {
+                            tracing::info!(domain, mx = %hop.host, error = %e, "outbound transaction failed");
+                            last_error = format!("{}: {e}", hop.host);
+                            if e.is_permanent() {
+                                self.finish_all(&pending, |_| QueueOutcome::Failed {
+                                    reason: last_error.clone(),
+                                })
+                                .await;
+                                return;
+                            }
+                            // The connection is spent; the rest waits.
+                            break 'hops;
+                        }
+                    }
+                }
+                session.quit().await;
+                return;
+            }
+        }
+        self.defer_all(&pending, &last_error).await;
+    }
+
+    /// Records the outcome of one transaction for each recipient.
+    async fn record_transaction(&self, job: &Job, result: &TransactionResult) {
+        let outcomes = job
+            .rows
+            .iter()
+            .zip(&result.recipients)
+            .map(|(row, rcpt)| {
+                let outcome = match (rcpt, &result.data) {
+                    (Err(reply), _) if reply.is_permanent() => QueueOutcome::Failed {
+                        reason: reply.to_string(),
+                    },
+                    (Err(reply), _) => self.deferral(row, &reply.to_string()),
+                    (Ok(()), Some(end)) if end.is_positive() => QueueOutcome::Delivered,
+                    (Ok(()), Some(end)) if end.is_permanent() => QueueOutcome::Failed {
+                        reason: end.to_string(),
+                    },
+                    (Ok(()), Some(end)) => self.deferral(row, &end.to_string()),
+                    (Ok(()), None) => self.deferral(row, "no reply to the data"),
+                };
+                (row.id, outcome)
+            })
+            .collect();
+        self.record(outcomes, &job.rows).await;
+    }
+
+    fn deferral(&self, row: &QueuedRecipient, reason: &str) -> QueueOutcome {
+        let t = now();
+        if t - row.created >= self.config.max_age as i64 {
+            return QueueOutcome::Failed {
+                reason: format!(
+                    "gave up after {} days; last: {reason}",
+                    (t - row.created) / 86400
+                ),
+            };
+        }
+        let delay = self.config.retry_delay(row.attempts + 1) as f64;
+        let jitter = 0.9 + 0.2 * fraction(row.id, row.attempts);
+        QueueOutcome::Deferred {
+            next_attempt: t + (delay * jitter).round().max(1.0) as i64,
+            reason: reason.to_string(),
+        }
+    }
+
+    async fn defer_all(&self, jobs: &[&Job], reason: &str) {
+        let outcomes = jobs
+            .iter()
+            .flat_map(|j| j.rows.iter())
+            .map(|r| (r.id, self.deferral(r, reason)))
+            .collect();
+        let rows: Vec<QueuedRecipient> = jobs.iter().flat_map(|j| j.rows.clone()).collect();
+        self.record(outcomes, &rows).await;
+    }
+
+    async fn finish_all(
+        &self,
+        jobs: &[impl std::borrow::Borrow<Job>],
+        outcome: impl Fn(&QueuedRecipient) -> QueueOutcome,
+    ) {
+        let rows: Vec<QueuedRecipient> =
+            jobs.iter().flat_map(|j| j.borrow().rows.clone()).collect();
+        let outcomes = rows.iter().map(|r| (r.id, outcome(r))).collect();
+        self.record(outcomes, &rows).await;
+    }
+
+    /// Writes outcomes durably and logs the final ones.
+    async fn record(&self, outcomes: Vec<(i64, QueueOutcome)>, rows: &[QueuedRecipient]) {
+        for (id, outcome) in &outcomes {
+            let row = rows.iter().find(|r| r.id == *id);
+            let rcpt = row.map_or("", |r| r.recipient.as_str());
+            match outcome {
+                QueueOutcome::Failed { reason } => {
+                    tracing::warn!(
+                        queue_id = id,
+                        recipient = rcpt,
+                        reason,
+                        "outbound delivery failed for good"
+                    )
+                }
+                QueueOutcome::Deferred {
+                    next_attempt,
+                    reason,
+                } => {
+                    tracing::info!(
+                        queue_id = id,
+                        recipient = rcpt,
+                        reason,
+                        retry_in = next_attempt - now(),
+                        "outbound delivery deferred"
+                    )
+                }
+                QueueOutcome::Delivered | QueueOutcome::Released => {}
+            }
+        }
+        if let Err(e) = self.store.record_queue_outcomes(outcomes).await {
+            // The leases run out and the rows are tried again: nothing is
+            // lost, at worst a message is sent twice.
+            tracing::error!(error = %e, "recording outbound outcomes failed");
+        }
+    }
+}
+
+fn log_transaction(
+    domain: &str,
+    mx: &str,
+    session: &Session,
+    job: &Job,
+    result: &TransactionResult,
+    started: Instant,
+) {
+    let ids: Vec<i64> = job.rows.iter().map(|r| r.id).collect();
+    let recipients: Vec<&str> = job.rows.iter().map(|r| r.recipient.as_str()).collect();
+    let reply = result
+        .data
+        .as_ref()
+        .map_or_else(|| "no recipient accepted".to_string(), |r| r.to_string());
+    tracing::info!(
+        domain,
+        mx,
+        addr = %session.peer,
+        queue_ids = ?ids,
+        recipients = ?recipients,
+        tls = session.tls.kind,
+        tls_version = session.tls.version.as_deref().unwrap_or("none"),
+        reply,
+        ms = started.elapsed().as_millis() as u64,
+        "outbound transaction"
+    );
+}
+
+/// A number in [0, 1) that differs between rows and attempts.
+fn fraction(id: i64, attempts: u32) -> f64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (id, attempts).hash(&mut h);
+    (h.finish() % 10_000) as f64 / 10_000.0
+}
+
+/// The domain of an address, lower case.
+fn domain_of(address: &str) -> String {
+    address
+        .rsplit_once('@')
+        .map_or("", |(_, d)| d)
+        .trim_end_matches('.')
+        .to_ascii_lowercase()
+}
+
+/// Recipients of the same message and sender go in one transaction.
+fn group_jobs(rows: Vec<QueuedRecipient>) -> Vec<Job> {
+    let mut jobs: Vec<Job> = Vec::new();
+    for row in rows {
+        match jobs
+            .iter_mut()
+            .find(|j| j.blob == row.blob && j.sender == row.sender)
+        {
+            Some(j) => j.rows.push(row),
+            None => jobs.push(Job {
+                blob: row.blob,
+                sender: row.sender.clone(),
+                size: row.size,
+                rows: vec![row],
+            }),
+        }
+    }
+    jobs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: i64, blob: i64, sender: &str, rcpt: &str) -> QueuedRecipient {
+        QueuedRecipient {
+            id,
+            blob,
+            sender: sender.into(),
+            recipient: rcpt.into(),
+            attempts: 0,
+            next_attempt: 0,
+            last_error: None,
+            created: 0,
+            size: 10,
+        }
+    }
+
+    #[test]
+    fn recipients_of_one_message_share_a_transaction() {
+        let jobs = group_jobs(vec![
+            row(1, 7, "a@x", "b@y"),
+            row(2, 8, "a@x", "c@y"),
+            row(3, 7, "a@x", "d@y"),
+        ]);
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(
+            jobs[0].rows.iter().map(|r| r.id).collect::<Vec<_>>(),
+            [1, 3]
+        );
+        assert_eq!(domain_of("Bob@Example.NET."), "example.net");
+    }
+
+    #[test]
+    fn jitter_stays_within_ten_percent() {
+        for id in 0..1000 {
+            let f = fraction(id, 3);
+            assert!((0.0..1.0).contains(&f));
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Outbound delivery against real peers on loopback: Postfix's
+//! `smtp-sink` as the remote server (taking mail, or refusing with 4xx or
+//! 5xx on demand) and `nsd` as the DNS. Mail is queued the way Sluice
+//! queues it today: an alias with a remote target, fed over SMTP.
+
+mod kit;
+
+use std::time::Duration;
+
+use kit::{addr_arg, python, wait_until, Server};
+use sluice_testkit::{Dns, SmtpSink, Zone};
+
+/// A server whose mail for `routes` goes where they say, retrying after
+/// one second, with the queue's DNS from `dns`.
+fn server(
+    routes: &[(&str, std::net::SocketAddr)],
+    dns: std::net::SocketAddr,
+    mx_port: u16,
+) -> Server {
+    let routes: String = routes
+        .iter()
+        .map(|(d, a)| format!("\"{d}\" = \"{a}\"\n"))
+        .collect();
+    Server::start_with(&format!(
+        "[dns]\nresolver = \"{dns}\"\n\
+         [outbound]\nmx_port = {mx_port}\nretry_schedule = [1]\nconnect_timeout = 5\ncommand_timeout = 10\n\
+         [outbound.routes]\n{routes}\
+         [outbound.tls]\nmta_sts = false\ndane = \"off\"\n"
+    ))
+}
+
+/// Sends a message to `rcpt` over SMTP; its subject is `subject`.
+fn send(server: &Server, rcpt: &str, subject: &str) {
+    python(
+        r#"
+import smtplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = smtplib.SMTP(h, int(p))
+s.sendmail("someone@origin.test", [sys.argv[2]],
+    "From: someone@origin.test\r\nTo: %s\r\nSubject: %s\r\n\r\n.a line starting with a dot\r\nbody\r\n" % (sys.argv[2], sys.argv[3]))
+s.quit()
+"#,
+        &[&addr_arg(server.smtp), rcpt, subject],
+    );
+}
+
+fn queue_list(server: &Server) -> String {
+    server.cli_ok(&["queue", "list"])
+}
+
+fn no_dns() -> Dns {
+    Dns::start(vec![Zone::new("unused.test", &[])])
+}
+
+#[test]
+fn a_forwarded_message_is_delivered_through_a_static_route() {
+    let sink = SmtpSink::start(&[]);
+    let dns = no_dns();
+    let server = server(&[("remote.test", sink.addr)], dns.addr, 25);
+    server.cli_ok(&["alias", "add", "fwd@example.org", "friend@remote.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("fwd@example.org")));
+    send(&server, "fwd@example.org", "routed hello");
+    assert!(
+        wait_until(Duration::from_secs(20), || sink
+            .messages()
+            .iter()
+            .any(|m| m.contains("routed hello"))),
+        "not delivered:\n{}\n{}",
+        queue_list(&server),
+        server.log()
+    );
+    let m = sink
+        .messages()
+        .into_iter()
+        .find(|m| m.contains("routed hello"))
+        .unwrap();
+    // Dot-stuffed on the wire and unstuffed by the sink: the line is intact.
+    assert!(m.contains("\n.a line starting with a dot"), "{m}");
+    assert!(
+        wait_until(Duration::from_secs(5), || queue_list(&server)
+            .contains("the queue is empty")),
+        "{}",
+        queue_list(&server)
+    );
+    assert!(
+        server.log().contains("outbound transaction"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn a_temporary_failure_is_retried_until_the_destination_takes_it() {
+    let refusing = SmtpSink::start(&["-r", "rcpt"]);
+    let port = refusing.addr.port();
+    let dns = no_dns();
+    let server = server(&[("later.test", refusing.addr)], dns.addr, 25);
+    server.cli_ok(&["alias", "add", "later@example.org", "someone@later.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("later@example.org")));
+    send(&server, "later@example.org", "try again");
+    // Deferred with the 4xx reply, tried again on the schedule.
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            let list = queue_list(&server);
+            list.contains("attempts 2") && list.contains("45")
+        }),
+        "{}\n{}",
+        queue_list(&server),
+        server.log()
+    );
+    let id = queue_list(&server).split('\t').next().unwrap().to_string();
+    let shown = server.cli_ok(&["queue", "show", &id]);
+    assert!(shown.contains("subject: try again"), "{shown}");
+    assert!(shown.contains("last error: 45"), "{shown}");
+    assert!(refusing.messages().is_empty());
+    // The destination comes back on the same port and takes it.
+    drop(refusing);
+    let sink = SmtpSink::start_on(port, &[]);
+    assert!(
+        wait_until(Duration::from_secs(20), || sink
+            .messages()
+            .iter()
+            .any(|m| m.contains("try again"))),
+        "{}\n{}",
+        queue_list(&server),
+        server.log()
+    );
+    assert!(wait_until(Duration::from_secs(5), || queue_list(&server)
+        .contains("the queue is empty")));
+    assert_eq!(sink.messages().len(), 1, "delivered once");
+}
+
+#[test]
+fn a_permanent_failure_is_not_retried() {
+    let refusing = SmtpSink::start(&["-f", "rcpt"]);
+    let dns = no_dns();
+    let server = server(&[("never.test", refusing.addr)], dns.addr, 25);
+    server.cli_ok(&["alias", "add", "never@example.org", "someone@never.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("never@example.org")));
+    send(&server, "never@example.org", "no such user");
+    assert!(
+        wait_until(Duration::from_secs(20), || server
+            .log()
+            .contains("failed for good")),
+        "{}",
+        server.log()
+    );
+    assert!(queue_list(&server).contains("the queue is empty"));
+    // Several retry periods later, still exactly one attempt.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        server
+            .log()
+            .matches("outbound delivery failed for good")
+            .count(),
+        1
+    );
+    assert_eq!(
+        server.log().matches("outbound transaction").count(),
+        1,
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn mx_records_are_followed_a_null_mx_fails_at_once_and_a_dead_destination_delays_nobody() {
+    let sink = SmtpSink::start(&[]);
+    let dead_port = sluice_testkit::free_port();
+    let dns = Dns::start(vec![
+        Zone::new(
+            "mx.test",
+            &["@ IN MX 10 mail.mx.test.", "mail IN A 127.0.0.1"],
+        ),
+        Zone::new("nullmx.test", &["@ IN MX 0 ."]),
+    ]);
+    let dead: std::net::SocketAddr = format!("127.0.0.1:{dead_port}").parse().unwrap();
+    // MX hosts are reached on the sink's port; dead.test is routed to a
+    // port nobody listens on.
+    let server = server(&[("dead.test", dead)], dns.addr, sink.addr.port());
+    server.cli_ok(&["alias", "add", "viamx@example.org", "bob@mx.test"]);
+    server.cli_ok(&["alias", "add", "nowhere@example.org", "bob@nullmx.test"]);
+    server.cli_ok(&["alias", "add", "dead@example.org", "bob@dead.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("dead@example.org")));
+    send(&server, "dead@example.org", "to the dead");
+    send(&server, "viamx@example.org", "through the mx");
+    send(&server, "nowhere@example.org", "to a null mx");
+    assert!(
+        wait_until(Duration::from_secs(20), || sink
+            .messages()
+            .iter()
+            .any(|m| m.contains("through the mx"))),
+        "{}\n{}",
+        queue_list(&server),
+        server.log()
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || server.log().contains("null MX")),
+        "{}",
+        server.log()
+    );
+    let list = queue_list(&server);
+    assert!(list.contains("bob@dead.test"), "the dead one waits: {list}");
+    assert!(!list.contains("nullmx"), "{list}");
+    assert!(!list.contains("bob@mx.test"), "{list}");
+}
