@@ -9,6 +9,7 @@
 
 pub mod client;
 pub mod config;
+pub mod dsn;
 pub mod queue;
 pub mod route;
 pub mod tls_policy;

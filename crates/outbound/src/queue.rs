@@ -13,6 +13,9 @@
 //! - Each destination is worked on by one task at a time, and all tasks
 //!   share a global connection limit, so a dead or slow destination holds
 //!   only its own mail back.
+//! - A recipient that fails for good is reported to the sender with a
+//!   delivery status notification (dsn.rs), sent before the failure is
+//!   recorded: a crash in between repeats the report rather than lose it.
 //! - New mail wakes the manager at once (the store's queue signal); it
 //!   also looks every second, for rows edited by `sluice queue` in
 //!   another process.
@@ -310,8 +313,85 @@ impl QueueManager {
         self.record(outcomes, &rows).await;
     }
 
+    /// Reports the recipients that failed for good to their senders, one
+    /// report per message and sender; never for a null sender.
+    async fn report_failures(&self, outcomes: &[(i64, QueueOutcome)], rows: &[QueuedRecipient]) {
+        let mut groups: Vec<(&QueuedRecipient, Vec<crate::dsn::Failed>)> = Vec::new();
+        for (id, outcome) in outcomes {
+            let QueueOutcome::Failed { reason } = outcome else {
+                continue;
+            };
+            let Some(row) = rows.iter().find(|r| r.id == *id) else {
+                continue;
+            };
+            if row.sender.is_empty() {
+                continue;
+            }
+            let failed = crate::dsn::Failed {
+                recipient: row.recipient.clone(),
+                reason: reason.clone(),
+            };
+            match groups
+                .iter_mut()
+                .find(|(r, _)| r.blob == row.blob && r.sender == row.sender)
+            {
+                Some((_, list)) => list.push(failed),
+                None => groups.push((row, vec![failed])),
+            }
+        }
+        for (row, failed) in groups {
+            if let Err(e) = self.send_report(row, &failed).await {
+                tracing::error!(queue_id = row.id, sender = %row.sender, error = %e, "could not send a delivery status notification");
+            }
+        }
+    }
+
+    async fn send_report(
+        &self,
+        row: &QueuedRecipient,
+        failed: &[crate::dsn::Failed],
+    ) -> store::Result<()> {
+        let first = self
+            .store
+            .read_chunk(row.blob, 0)
+            .await?
+            .unwrap_or_default();
+        let header = crate::dsn::header_block(&first[..first.len().min(64 * 1024)]);
+        let t = now();
+        let report = crate::dsn::build(&crate::dsn::Report {
+            reporting_mta: &self.helo,
+            sender: &row.sender,
+            arrival: row.created,
+            now: t,
+            failed,
+            original_header: header,
+            unique: ((row.id as u64) << 20) ^ (t as u64),
+        });
+        let (mailboxes, remote) = match self.store.load_directory().await?.resolve(&row.sender) {
+            store::Resolution::Deliver { mailboxes, remote } => (mailboxes, remote),
+            store::Resolution::NotLocal => (Vec::new(), vec![row.sender.clone()]),
+            store::Resolution::UnknownUser => {
+                tracing::warn!(sender = %row.sender, "no such local sender: delivery status notification dropped");
+                return Ok(());
+            }
+        };
+        let mut writer = self.store.message_writer();
+        writer.write(&report).await?;
+        writer
+            .deliver(store::Delivery {
+                sender: String::new(),
+                mailboxes,
+                remote,
+                ..Default::default()
+            })
+            .await?;
+        tracing::info!(sender = %row.sender, recipients = failed.len(), "delivery status notification sent");
+        Ok(())
+    }
+
     /// Writes outcomes durably and logs the final ones.
     async fn record(&self, outcomes: Vec<(i64, QueueOutcome)>, rows: &[QueuedRecipient]) {
+        self.report_failures(&outcomes, rows).await;
         for (id, outcome) in &outcomes {
             let row = rows.iter().find(|r| r.id == *id);
             let rcpt = row.map_or("", |r| r.recipient.as_str());

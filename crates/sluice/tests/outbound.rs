@@ -31,16 +31,21 @@ fn server(
 
 /// Sends a message to `rcpt` over SMTP; its subject is `subject`.
 fn send(server: &Server, rcpt: &str, subject: &str) {
+    send_from(server, "someone@origin.test", rcpt, subject);
+}
+
+/// [`send`] with an envelope sender (`""` for the null sender).
+fn send_from(server: &Server, sender: &str, rcpt: &str, subject: &str) {
     python(
         r#"
 import smtplib, sys
 h, p = sys.argv[1].rsplit(":", 1)
 s = smtplib.SMTP(h, int(p))
-s.sendmail("someone@origin.test", [sys.argv[2]],
+s.sendmail(sys.argv[4], [sys.argv[2]],
     "From: someone@origin.test\r\nTo: %s\r\nSubject: %s\r\n\r\n.a line starting with a dot\r\nbody\r\n" % (sys.argv[2], sys.argv[3]))
 s.quit()
 "#,
-        &[&addr_arg(server.smtp), rcpt, subject],
+        &[&addr_arg(server.smtp), rcpt, subject, sender],
     );
 }
 
@@ -133,36 +138,75 @@ fn a_temporary_failure_is_retried_until_the_destination_takes_it() {
 }
 
 #[test]
-fn a_permanent_failure_is_not_retried() {
+fn a_permanent_failure_is_not_retried_and_the_sender_gets_one_report() {
     let refusing = SmtpSink::start(&["-f", "rcpt"]);
     let dns = no_dns();
     let server = server(&[("never.test", refusing.addr)], dns.addr, 25);
+    let alice = server.add_user("alice");
     server.cli_ok(&["alias", "add", "never@example.org", "someone@never.test"]);
     assert!(wait_until(Duration::from_secs(5), || server
         .rcpt_accepted("never@example.org")));
-    send(&server, "never@example.org", "no such user");
+    send_from(&server, &alice, "never@example.org", "no such user");
     assert!(
         wait_until(Duration::from_secs(20), || server
             .log()
-            .contains("failed for good")),
+            .contains("delivery status notification sent")),
         "{}",
         server.log()
     );
     assert!(queue_list(&server).contains("the queue is empty"));
-    // Several retry periods later, still exactly one attempt.
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(
+    // The report, in the sender's INBOX, read with an independent parser.
+    let report = python(
+        r#"
+import email, email.policy, imaplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p)); m.login(sys.argv[2], sys.argv[3]); m.select("INBOX")
+typ, data = m.fetch("1:*", "(BODY.PEEK[])")
+msgs = [email.message_from_bytes(d[1], policy=email.policy.default) for d in data if isinstance(d, tuple)]
+assert len(msgs) == 1, len(msgs)
+r = msgs[0]
+assert r.get_content_type() == "multipart/report", r.get_content_type()
+assert r.get_param("report-type") == "delivery-status"
+parts = list(r.iter_parts())
+status = parts[1]
+assert status.get_content_type() == "message/delivery-status"
+fields = {}
+for block in status.get_payload():
+    for k, v in block.items():
+        fields.setdefault(k, str(v))
+print(fields["Final-Recipient"], "|", fields["Action"], "|", fields["Status"], "|", parts[2].get_content_type())
+print(parts[2].as_string())
+"#,
+        &[&addr_arg(server.imap), &alice, kit::PASSWORD],
+    );
+    assert!(
+        report.contains("rfc822; someone@never.test | failed | 5."),
+        "{report}"
+    );
+    assert!(report.contains("text/rfc822-headers"), "{report}");
+    assert!(report.contains("Subject: no such user"), "{report}");
+    // A message with the null sender that fails is not reported.
+    send_from(&server, "", "never@example.org", "a bounce itself");
+    assert!(wait_until(Duration::from_secs(20), || {
         server
             .log()
             .matches("outbound delivery failed for good")
-            .count(),
-        1
-    );
+            .count()
+            == 2
+    }));
+    // Several retry periods later, still one attempt each and one report.
+    std::thread::sleep(Duration::from_secs(3));
+    let log = server.log();
     assert_eq!(
-        server.log().matches("outbound transaction").count(),
+        log.matches("outbound delivery failed for good").count(),
+        2,
+        "{log}"
+    );
+    assert_eq!(log.matches("outbound transaction").count(), 2, "{log}");
+    assert_eq!(
+        log.matches("delivery status notification sent").count(),
         1,
-        "{}",
-        server.log()
+        "{log}"
     );
 }
 
