@@ -86,6 +86,16 @@ impl QueueManager {
 
     /// Runs until the task is dropped.
     pub async fn run(self: Arc<Self>) {
+        // Attempts of an earlier run that stopped (or crashed) in flight
+        // are due again now, not when their leases would have run out.
+        match self.store.release_queue_leases().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                recipients = n,
+                "outbound attempts of the last run are due again"
+            ),
+            Err(e) => tracing::warn!(error = %e, "could not release the outbound leases"),
+        }
         let signal = self.store.queue_signal();
         loop {
             let notified = signal.notified();

@@ -252,3 +252,60 @@ fn mx_records_are_followed_a_null_mx_fails_at_once_and_a_dead_destination_delays
     assert!(!list.contains("nullmx"), "{list}");
     assert!(!list.contains("bob@mx.test"), "{list}");
 }
+
+/// kill -9 in the middle of sending a burst of 1,000 queued messages: after
+/// a restart every one arrives, and at most the one in flight twice.
+#[test]
+fn a_crash_in_the_middle_of_a_burst_loses_nothing() {
+    let sink = SmtpSink::start(&[]);
+    let dns = no_dns();
+    let mut server = server(&[("burst.test", sink.addr)], dns.addr, 25);
+    server.cli_ok(&["alias", "add", "burst@example.org", "all@burst.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("burst@example.org")));
+    python(
+        r#"
+import smtplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = smtplib.SMTP(h, int(p))
+for i in range(1000):
+    s.sendmail("someone@origin.test", ["burst@example.org"], "Subject: burst %d\r\n\r\nbody %d\r\n" % (i, i))
+s.quit()
+"#,
+        &[&addr_arg(server.smtp)],
+    );
+    let subjects = |sink: &SmtpSink| -> Vec<String> {
+        sink.messages()
+            .iter()
+            .filter_map(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("Subject: burst "))
+                    .map(str::to_string)
+            })
+            .collect()
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), || subjects(&sink).len() >= 100),
+        "{}",
+        server.log()
+    );
+    server.kill9();
+    let at_kill = subjects(&sink).len();
+    assert!(at_kill < 1000, "the burst was over before the kill");
+    server.restart();
+    assert!(
+        wait_until(Duration::from_secs(120), || {
+            let mut s = subjects(&sink);
+            s.sort();
+            s.dedup();
+            s.len() == 1000
+        }),
+        "{} of 1000 after the restart\n{}",
+        subjects(&sink).len(),
+        server.log()
+    );
+    let total = subjects(&sink).len();
+    assert!(total <= 1001, "{} duplicates", total - 1000);
+    assert!(wait_until(Duration::from_secs(10), || queue_list(&server)
+        .contains("the queue is empty")));
+}

@@ -122,6 +122,9 @@ pub trait Store: Send + Sync + 'static {
         lease_secs: i64,
         limit: usize,
     ) -> Result<Vec<QueuedRecipient>>;
+    /// Ends every lease: what a sender starting up calls, since no attempt
+    /// of an earlier run can still be in flight. (One sender per store.)
+    async fn release_queue_leases(&self) -> Result<usize>;
     /// Records attempt outcomes, durably, before returning.
     async fn record_queue_outcomes(&self, outcomes: Vec<(i64, QueueOutcome)>) -> Result<()>;
     /// Makes a queue row (every row, for `None`) due at `now`; returns how

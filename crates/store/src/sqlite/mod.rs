@@ -610,6 +610,16 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn release_queue_leases(&self) -> Result<usize> {
+        self.write(|c| {
+            Ok(
+                c.prepare_cached("UPDATE queue SET lease_until = 0 WHERE lease_until > 0")?
+                    .execute([])?,
+            )
+        })
+        .await
+    }
+
     async fn record_queue_outcomes(&self, outcomes: Vec<(i64, QueueOutcome)>) -> Result<()> {
         self.write(move |c| {
             for (id, outcome) in &outcomes {
