@@ -33,6 +33,8 @@ pub struct Config {
     pub dnsbl: DnsblConfig,
     /// Webmail sessions and display limits.
     pub web: web::WebConfig,
+    /// Message submission: AUTH, sender checks, rate limits.
+    pub submission: smtp::SubmissionConfig,
     /// Sending mail to other servers: routes, retries, TLS policy.
     pub outbound: sluice_outbound::OutboundConfig,
     /// The DNS servers used for outbound mail (MX, TLSA, MTA-STS).
@@ -81,8 +83,10 @@ pub struct DnsConfig {
 pub struct Listen {
     /// SMTP for incoming mail (production: port 25).
     pub smtp: Addresses,
-    /// Message submission (587).
+    /// Message submission with STARTTLS (587).
     pub submission: Addresses,
+    /// Message submission over implicit TLS (465, RFC 8314).
+    pub submissions: Addresses,
     /// IMAP with STARTTLS (143).
     pub imap: Addresses,
     /// IMAP over implicit TLS (993).
@@ -331,6 +335,7 @@ impl Default for Config {
                 smtp: Addresses::One("127.0.0.1:2525".parse().expect("literal")),
                 pop3: Addresses::One("127.0.0.1:1110".parse().expect("literal")),
                 imap: Addresses::One("127.0.0.1:1143".parse().expect("literal")),
+                submission: Addresses::One("127.0.0.1:2587".parse().expect("literal")),
                 http: Addresses::One("127.0.0.1:8080".parse().expect("literal")),
                 ..Listen::default()
             },
@@ -342,6 +347,7 @@ impl Default for Config {
             scan: ScanConfig::default(),
             dnsbl: DnsblConfig::default(),
             web: web::WebConfig::default(),
+            submission: smtp::SubmissionConfig::default(),
             outbound: sluice_outbound::OutboundConfig::default(),
             dns: DnsConfig::default(),
             log: LogConfig::default(),
@@ -379,13 +385,6 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     c.outbound.validate().map_err(anyhow::Error::msg)?;
     if c.hostname.is_empty() || c.hostname.contains(char::is_whitespace) {
         bail!("key `hostname`: must be a host name, got {:?}", c.hostname);
-    }
-    for (key, addrs) in [("submission", &c.listen.submission)] {
-        if !addrs.list().is_empty() {
-            bail!(
-                "key `listen.{key}`: this listener is not available in this version of Sluice yet"
-            );
-        }
     }
     if c.imap.max_command_bytes < 1024 {
         bail!("key `imap.max_command_bytes`: must be at least 1024");

@@ -127,6 +127,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = Shutdown::default();
 
     let smtp_listeners = bind("smtp", config.listen.smtp.list()).await?;
+    let submission_listeners = bind("submission", config.listen.submission.list()).await?;
+    let submissions_listeners = bind("submissions", config.listen.submissions.list()).await?;
     let pop3_listeners = bind("pop3", config.listen.pop3.list()).await?;
     let pop3s_listeners = bind("pop3s", config.listen.pop3s.list()).await?;
     let imap_listeners = bind("imap", config.listen.imap.list()).await?;
@@ -134,7 +136,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let http_listeners = bind("http", config.listen.http.list()).await?;
     let https_listeners = bind("https", config.listen.https.list()).await?;
 
-    let content = content_policy(&config)?;
+    let content = content_policy(&config)?.map(Arc::new);
     let blocklist = blocklist_policy(&config)?;
     let smtp_ctx = Arc::new(smtp::Context {
         hostname: config.hostname.clone(),
@@ -144,8 +146,29 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tls: Some(tls.clone()),
         limiter: ConnLimiter::new(config.smtp.max_connections_per_ip),
         shutdown: shutdown.clone(),
-        content,
+        content: content.clone(),
         blocklist,
+        submission: None,
+    });
+    // Submission: the same SMTP session with AUTH and relaying for
+    // accounts; no DNSBL (clients are people, often on dynamic addresses).
+    let submission_ctx = Arc::new(smtp::Context {
+        hostname: config.hostname.clone(),
+        config: config.smtp.clone(),
+        store: Arc::clone(&store),
+        directory: Arc::clone(&directory),
+        tls: Some(tls.clone()),
+        limiter: ConnLimiter::new(config.smtp.max_connections_per_ip),
+        shutdown: shutdown.clone(),
+        content,
+        blocklist: None,
+        submission: Some(Arc::new(smtp::Submission::new(
+            Arc::new(Authenticator::new(
+                Arc::clone(&directory),
+                Duration::from_secs(config.imap.auth_failure_delay_secs),
+            )),
+            config.submission.clone(),
+        ))),
     });
     let pop3_ctx = Arc::new(pop3::Context {
         hostname: config.hostname.clone(),
@@ -191,6 +214,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     for l in smtp_listeners {
         accept_loops.spawn(smtp::serve(l, Arc::clone(&smtp_ctx)));
+    }
+    for l in submission_listeners {
+        accept_loops.spawn(smtp::serve_submission(
+            l,
+            Arc::clone(&submission_ctx),
+            false,
+        ));
+    }
+    for l in submissions_listeners {
+        accept_loops.spawn(smtp::serve_submission(l, Arc::clone(&submission_ctx), true));
     }
     for l in pop3_listeners {
         accept_loops.spawn(pop3::serve(l, Arc::clone(&pop3_ctx), false));

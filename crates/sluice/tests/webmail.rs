@@ -339,8 +339,8 @@ print("ok")
     assert_eq!(out.trim(), "ok");
 }
 
-/// Compose over the real upload path: refused without the CSRF token and
-/// for a remote recipient (saying why, storing nothing); a draft keeps its
+/// Compose over the real upload path: refused without the CSRF token; a
+/// remote recipient is queued for the outbound sender; a draft keeps its
 /// Bcc; a reply with a 300 KB attachment and a forward-as-attachment reach
 /// the local recipient (seen over IMAP) and Sent, without the Bcc.
 #[test]
@@ -384,10 +384,13 @@ assert 'value="Re: lunch?"' in form and "&gt; Shall we eat?" in form and "&lt;lu
 # No token: refused, nothing stored.
 status, _, _ = w.multipart("/compose", [("to", bob), ("subject", "x"), ("body", "x"), ("action", "send")])
 assert status == 403, status
-# A remote recipient: the form again, saying why; nothing stored.
+# A remote recipient: queued for the outbound sender, filed in Sent.
 status, _, body = w.multipart("/compose", [("csrf", w.csrf), ("to", "someone@remote.test"), ("subject", "far"), ("body", "x"), ("action", "send")])
-assert status == 422 and b"another mail system" in body and b"Nothing was sent" in body, (status, body[:500])
-assert messages(alice, "Sent") == [] and messages(alice, "Drafts") == []
+assert status == 303, (status, body[:500])
+assert [m["Subject"] for m in messages(alice, "Sent")] == ["far"] and messages(alice, "Drafts") == []
+# An unknown local recipient: the form again, saying why; nothing sent.
+status, _, body = w.multipart("/compose", [("csrf", w.csrf), ("to", "nobody@example.org"), ("subject", "lost"), ("body", "x"), ("action", "send")])
+assert status == 422 and b"does not exist" in body and b"Nothing was sent" in body, (status, body[:500])
 
 # A draft keeps its Bcc.
 status, h, _ = w.multipart("/compose", [("csrf", w.csrf), ("to", bob), ("bcc", "boss@example.org"), ("subject", "later"), ("body", "draft text"), ("action", "draft")])
@@ -410,7 +413,7 @@ assert reply["Subject"] == "Re: lunch? – oui"
 parts = list(reply.iter_attachments())
 assert len(parts) == 1 and parts[0].get_filename() == "menu été.bin" and parts[0].get_content() == blob, [p.get_filename() for p in parts]
 assert reply.get_body(("plain",)).get_content().startswith("Yes!")
-sent = messages(alice, "Sent")
+sent = [m for m in messages(alice, "Sent") if "oui" in m["Subject"]]
 assert len(sent) == 1 and sent[0]["Message-ID"] == reply["Message-ID"] and sent[0]["Bcc"] is None
 # Bcc to herself: a copy in her INBOX too; the original is marked answered.
 assert any("oui" in m["Subject"] for m in messages(alice, "INBOX"))
@@ -461,6 +464,12 @@ print("ok")
         ],
     );
     assert_eq!(out.trim(), "ok");
+    // The remote recipient waits in the outbound queue, from Alice.
+    let queue = server.cli_ok(&["queue", "list"]);
+    assert!(
+        queue.contains("someone@remote.test") && queue.contains(&alice),
+        "{queue}"
+    );
 }
 
 /// `sluice bench web` against the real webmail: every transaction runs,

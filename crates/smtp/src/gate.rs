@@ -6,6 +6,7 @@
 //! fixed line buffer: no message buffer, no store writer, no transaction.
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use net::{Input, LineError, Stream};
@@ -15,9 +16,11 @@ use tokio::io::AsyncWriteExt;
 
 use crate::content::ContentScan;
 use crate::data::{self, DataEnd};
+use crate::header_fix::{HeaderFix, Seen};
 use crate::received::{queue_id, Trace};
 use crate::reply::{write_multiline, Reply};
 use crate::server::Context;
+use crate::submission::{self, SenderCheck, Submission};
 
 /// Input buffer of a trusted session in the data stage.
 const DATA_BUFFER: usize = 64 * 1024;
@@ -76,10 +79,19 @@ pub(crate) struct Session<'a> {
     errors: u32,
     junk: u32,
     blocklist: Blocklist,
+    /// The account authenticated with AUTH (submission only).
+    account: Option<store::AccountEntry>,
+    /// What the header fixer saw of the message in the data stage.
+    seen: Option<Arc<Mutex<Seen>>>,
 }
 
 impl<'a> Session<'a> {
-    pub(crate) fn new(ctx: &'a Context, stream: Stream, peer: SocketAddr) -> Session<'a> {
+    pub(crate) fn new(
+        ctx: &'a Context,
+        stream: Stream,
+        peer: SocketAddr,
+        tls: bool,
+    ) -> Session<'a> {
         Session {
             ctx,
             stream,
@@ -88,13 +100,27 @@ impl<'a> Session<'a> {
             out: Vec::new(),
             helo: None,
             esmtp: false,
-            tls: false,
+            tls,
             envelope: None,
             bdat: None,
             errors: 0,
             junk: 0,
             blocklist: Blocklist::Unchecked,
+            account: None,
+            seen: None,
         }
+    }
+
+    /// The submission settings, on a submission listener.
+    fn submission(&self) -> Option<&Submission> {
+        self.ctx.submission.as_deref()
+    }
+
+    /// Whether AUTH may be used now: over TLS, or without it only where
+    /// the configuration allows plain text (RFC 6409 §4.3 asks for TLS
+    /// before a password is sent).
+    fn auth_allowed(&self, s: &Submission) -> bool {
+        self.tls || s.config.allow_plaintext_auth
     }
 
     fn reply(&mut self, r: Reply) -> Next {
@@ -235,9 +261,10 @@ impl<'a> Session<'a> {
                 "2.0.0",
                 format!("{} Bye", self.ctx.hostname),
             )),
-            Request::Auth { .. } => {
-                self.reply(Reply::new(503, "5.5.1", "AUTH not available on this port"))
-            }
+            Request::Auth {
+                mechanism,
+                initial_response,
+            } => self.auth(mechanism, initial_response.to_string()).await,
             Request::Etrn { .. } | Request::Atrn { .. } | Request::Burl { .. } => {
                 self.reply(Reply::new(502, "5.5.1", "Command not implemented"))
             }
@@ -291,6 +318,11 @@ impl<'a> Session<'a> {
         if self.ctx.tls.is_some() && !self.tls {
             lines.push("STARTTLS".into());
         }
+        if let Some(s) = self.submission() {
+            if self.account.is_none() && self.auth_allowed(s) {
+                lines.push("AUTH PLAIN LOGIN".into());
+            }
+        }
         write_multiline(&mut self.out, 250, &lines);
         Next::Continue
     }
@@ -316,6 +348,24 @@ impl<'a> Session<'a> {
                 "5.3.4",
                 format!("Message size exceeds fixed limit of {max} bytes"),
             ));
+        }
+        if let Some(s) = self.submission() {
+            let Some(account) = &self.account else {
+                return self.reply(Reply::new(530, "5.7.0", "Authentication required"));
+            };
+            if s.config.sender_check != SenderCheck::Off
+                && !submission::may_send_as(&self.ctx.directory.get(), account, &from.address)
+            {
+                tracing::info!(account = %account.address, sender = %from.address, "sender refused: not the account's address");
+                return self.reply(Reply::new(
+                    553,
+                    "5.7.1",
+                    format!(
+                        "<{}>: Sender address not owned by {}",
+                        from.address, account.address
+                    ),
+                ));
+            }
         }
         let utf8 = from.flags & MAIL_SMTPUTF8 != 0;
         if !utf8 && !from.address.is_ascii() {
@@ -388,7 +438,7 @@ impl<'a> Session<'a> {
             || address
                 .rsplit_once('@')
                 .is_some_and(|(local, _)| local.eq_ignore_ascii_case("postmaster"));
-        if !postmaster {
+        if !postmaster && self.submission().is_none() {
             if let Some(reason) = self.blocklist_verdict().await {
                 return self.reply(Reply::new(554, "5.7.1", reason));
             }
@@ -430,6 +480,18 @@ impl<'a> Session<'a> {
                     "5.1.1",
                     format!("<{address}>: Recipient address rejected: User unknown"),
                 ))
+            }
+            Resolution::NotLocal if self.account.is_some() => {
+                // Submission: an authenticated account may send anywhere.
+                let Some(remote) = store::normalize_address(address) else {
+                    return self.reply(Reply::new(553, "5.1.3", "Recipient address is not valid"));
+                };
+                let env = self.envelope.as_mut().expect("checked above");
+                if !env.remote.contains(&remote) {
+                    env.remote.push(remote);
+                }
+                env.recipients.push(address.to_string());
+                self.reply(Reply::new(250, "2.1.5", "Recipient OK"))
             }
             Resolution::NotLocal => {
                 tracing::info!(rcpt = %address, "recipient refused: relay denied");
@@ -490,6 +552,11 @@ impl<'a> Session<'a> {
             single_recipient: (env.recipients.len() == 1).then(|| env.recipients[0].as_str()),
         };
         let mut writer = self.ctx.store.message_writer();
+        if self.submission().is_some() {
+            let (fixer, seen) = HeaderFix::new(writer, &self.ctx.hostname);
+            writer = Box::new(fixer);
+            self.seen = Some(seen);
+        }
         writer.write(trace.header().as_bytes()).await?;
         Ok(writer)
     }
@@ -504,6 +571,10 @@ impl<'a> Session<'a> {
         }
         if let Some(problem) = self.envelope_problem() {
             return self.reply(problem);
+        }
+        if let Some(refusal) = self.over_rate() {
+            self.envelope = None;
+            return self.reply(refusal);
         }
         let id = queue_id();
         let mut writer = match self.open_message(&id).await {
@@ -545,6 +616,16 @@ impl<'a> Session<'a> {
         let mut bdat = match self.bdat.take() {
             Some(b) => b,
             None => {
+                if let Some(refusal) = self.over_rate() {
+                    self.envelope = None;
+                    if data::skip_exact(&mut self.input, &mut self.stream, size as u64, timeout)
+                        .await
+                        .is_err()
+                    {
+                        return Next::Close;
+                    }
+                    return self.reply(refusal);
+                }
                 let id = queue_id();
                 match self.open_message(&id).await {
                     Ok(writer) => Bdat {
@@ -632,6 +713,15 @@ impl<'a> Session<'a> {
                     "Content scanner unavailable, try again later",
                 ))
             }
+            DataEnd::Complete if self.header_sender_refused() => {
+                writer.abort().await;
+                verdict = "rejected-sender";
+                self.reply(Reply::new(
+                    553,
+                    "5.7.1",
+                    "From: header address not owned by the authenticated account",
+                ))
+            }
             DataEnd::Complete => {
                 let delivery = store::Delivery {
                     sender: env.sender.clone(),
@@ -702,6 +792,161 @@ impl<'a> Session<'a> {
         next
     }
 
+    /// A submission over the account's hourly limits, counted otherwise.
+    fn over_rate(&self) -> Option<Reply> {
+        let s = self.submission()?;
+        let account = self.account.as_ref()?;
+        let rcpts = self.envelope.as_ref().map_or(0, |e| e.recipients.len()) as u32;
+        let ok = s.rates.take(
+            account.id,
+            rcpts,
+            s.config.max_messages_per_hour,
+            s.config.max_recipients_per_hour,
+            Instant::now(),
+        );
+        if ok {
+            return None;
+        }
+        tracing::warn!(account = %account.address, "submission rate limit reached");
+        Some(Reply::new(
+            451,
+            "4.7.1",
+            format!(
+                "Rate limit reached for {}: at most {} messages and {} recipients per hour",
+                account.address, s.config.max_messages_per_hour, s.config.max_recipients_per_hour
+            ),
+        ))
+    }
+
+    /// Whether a submitted message's `From:` names an address the account
+    /// may not use (`sender_check = "strict"`).
+    fn header_sender_refused(&self) -> bool {
+        let (Some(s), Some(account)) = (self.submission(), &self.account) else {
+            return false;
+        };
+        if s.config.sender_check != SenderCheck::Strict {
+            return false;
+        }
+        let seen = match &self.seen {
+            Some(seen) => seen.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            None => return true,
+        };
+        let directory = self.ctx.directory.get();
+        !seen.complete
+            || seen.from.is_empty()
+            || seen
+                .from
+                .iter()
+                .any(|a| !submission::may_send_as(&directory, account, a))
+    }
+
+    /// AUTH (RFC 4954) with PLAIN or LOGIN.
+    async fn auth(&mut self, mechanism: u64, initial: String) -> Next {
+        let Some(s) = self.submission() else {
+            return self.reply(Reply::new(503, "5.5.1", "AUTH not available on this port"));
+        };
+        let allowed = self.auth_allowed(s);
+        let auth = Arc::clone(&s.auth);
+        if self.account.is_some() {
+            return self.reply(Reply::new(503, "5.5.1", "Already authenticated"));
+        }
+        if self.helo.is_none() {
+            return self.reply(Reply::new(503, "5.5.1", "Say EHLO first"));
+        }
+        if self.envelope.is_some() {
+            return self.reply(Reply::new(
+                503,
+                "5.5.1",
+                "AUTH not allowed during a mail transaction",
+            ));
+        }
+        if !allowed {
+            return self.reply(Reply::new(
+                538,
+                "5.7.11",
+                "Encryption required for requested authentication mechanism",
+            ));
+        }
+        let credentials = match mechanism {
+            smtp_proto::AUTH_PLAIN => {
+                let response = if initial.is_empty() {
+                    match self.challenge("").await {
+                        Ok(r) => r,
+                        Err(next) => return next,
+                    }
+                } else {
+                    initial
+                };
+                submission::decode_plain(&response)
+            }
+            smtp_proto::AUTH_LOGIN => {
+                let user = if initial.is_empty() {
+                    match self.challenge(&submission::encode("Username:")).await {
+                        Ok(r) => submission::decode_line(&r),
+                        Err(next) => return next,
+                    }
+                } else {
+                    submission::decode_line(&initial)
+                };
+                match user {
+                    Some(user) => match self.challenge(&submission::encode("Password:")).await {
+                        Ok(r) => submission::decode_line(&r).map(|p| (user, p)),
+                        Err(next) => return next,
+                    },
+                    None => None,
+                }
+            }
+            _ => {
+                return self.reply(Reply::new(504, "5.5.4", "Unrecognized authentication type"));
+            }
+        };
+        let Some((user, password)) = credentials else {
+            return self.reply(Reply::new(501, "5.5.2", "Cannot decode the response"));
+        };
+        match auth.login(self.peer.ip(), &user, &password).await {
+            Ok(account) => {
+                tracing::info!(account = %account.address, "authenticated");
+                self.account = Some(account);
+                self.reply(Reply::new(235, "2.7.0", "Authentication successful"))
+            }
+            Err(e) => {
+                // A fixed format an operator can feed to fail2ban.
+                tracing::warn!(client = %self.peer.ip(), user = %user, "smtp auth failed: {e}");
+                self.reply(Reply::new(
+                    535,
+                    "5.7.8",
+                    "Authentication credentials invalid",
+                ))
+            }
+        }
+    }
+
+    /// Sends a `334` challenge and reads the client's line; `*` cancels
+    /// (RFC 4954 §4).
+    async fn challenge(&mut self, text: &str) -> Result<String, Next> {
+        write_multiline(&mut self.out, 334, &[text.to_string()]);
+        if !self.flush().await {
+            return Err(Next::Close);
+        }
+        let timeout = Duration::from_secs(self.ctx.config.command_timeout_secs);
+        let line = match tokio::time::timeout(timeout, self.input.read_line(&mut self.stream)).await
+        {
+            Ok(Ok(line)) => String::from_utf8_lossy(line).trim_end().to_string(),
+            Ok(Err(LineError::TooLong)) => {
+                return Err(self.reply(Reply::new(
+                    500,
+                    "5.5.6",
+                    "Authentication exchange line is too long",
+                )))
+            }
+            _ => return Err(Next::Close),
+        };
+        if line == "*" {
+            return Err(self.reply(Reply::new(501, "5.0.0", "Authentication cancelled")));
+        }
+        Ok(line)
+    }
+
     async fn starttls(&mut self) -> Next {
         let Some(acceptor) = self.ctx.tls.clone() else {
             return self.reply(Reply::new(502, "5.5.1", "STARTTLS not available"));
@@ -719,6 +964,7 @@ impl<'a> Session<'a> {
         self.helo = None;
         self.envelope = None;
         self.esmtp = false;
+        self.account = None;
         let timeout = Duration::from_secs(self.ctx.config.command_timeout_secs);
         if net::start_tls(&mut self.stream, &acceptor, timeout).await {
             self.tls = true;

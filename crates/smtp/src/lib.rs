@@ -12,12 +12,15 @@ mod config;
 mod content;
 mod data;
 mod gate;
+mod header_fix;
 mod received;
 mod reply;
 mod server;
+mod submission;
 
 pub use blocklist::{BlocklistPolicy, IpNet};
 pub use config::SmtpConfig;
 pub use content::{Action, ContentPolicy, Engine};
 pub use data::DotUnstuffer;
-pub use server::{serve, Context};
+pub use server::{serve, serve_submission, Context};
+pub use submission::{SenderCheck, Submission, SubmissionConfig};

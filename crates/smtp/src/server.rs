@@ -12,6 +12,7 @@ use crate::blocklist::BlocklistPolicy;
 use crate::config::SmtpConfig;
 use crate::content::ContentPolicy;
 use crate::gate::Session;
+use crate::submission::Submission;
 
 /// Everything an SMTP session needs from the server, shared by all.
 pub struct Context {
@@ -28,11 +29,13 @@ pub struct Context {
     /// Connections per client address.
     pub limiter: Arc<ConnLimiter>,
     /// Content scanning in the data stage, if on.
-    pub content: Option<ContentPolicy>,
+    pub content: Option<Arc<ContentPolicy>>,
     /// DNSBL checks in the gate, if on.
     pub blocklist: Option<BlocklistPolicy>,
     /// Stop signal and session tracker.
     pub shutdown: Shutdown,
+    /// Set on the submission listeners: AUTH, relaying for accounts.
+    pub submission: Option<Arc<Submission>>,
 }
 
 /// Accepts connections on `listener` until shutdown.
@@ -49,10 +52,48 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {
             async move {
                 let _guard = guard;
                 let span = tracing::info_span!("smtp", client = %peer);
-                Session::new(&ctx, Box::new(socket), peer)
+                Session::new(&ctx, Box::new(socket), peer, false)
                     .run()
                     .instrument(span)
                     .await;
+            }
+        })
+        .await;
+}
+
+/// Accepts message submission connections until shutdown: `submission`
+/// (587, STARTTLS) or, with `implicit_tls`, `submissions` (465, RFC 8314).
+/// `ctx.submission` must be set.
+pub async fn serve_submission(listener: TcpListener, ctx: Arc<Context>, implicit_tls: bool) {
+    let acceptor = Acceptor {
+        name: if implicit_tls {
+            "submissions"
+        } else {
+            "submission"
+        },
+        limiter: Arc::clone(&ctx.limiter),
+        refusal: (!implicit_tls)
+            .then_some(&b"421 4.7.0 Too many connections from your address, try later\r\n"[..]),
+        shutdown: ctx.shutdown.clone(),
+    };
+    acceptor
+        .run(listener, |socket, peer, guard| {
+            let ctx = Arc::clone(&ctx);
+            async move {
+                let _guard = guard;
+                let span = tracing::info_span!("submission", client = %peer);
+                let tls = if implicit_tls { ctx.tls.as_ref() } else { None };
+                if implicit_tls && tls.is_none() {
+                    return;
+                }
+                let timeout =
+                    std::time::Duration::from_secs(ctx.config.command_timeout_secs.min(60));
+                if let Some(stream) = net::open_stream(socket, tls, timeout).await {
+                    Session::new(&ctx, stream, peer, implicit_tls)
+                        .run()
+                        .instrument(span)
+                        .await;
+                }
             }
         })
         .await;

@@ -20,7 +20,7 @@ mod sqlite;
 mod watch;
 
 pub use auth::{AuthFailure, Authenticator};
-pub use directory::{normalize_address, Directory, Resolution};
+pub use directory::{normalize_address, AccountEntry, Directory, Resolution};
 pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
@@ -122,6 +122,10 @@ pub trait Store: Send + Sync + 'static {
         lease_secs: i64,
         limit: usize,
     ) -> Result<Vec<QueuedRecipient>>;
+    /// Queues a stored message (one already filed somewhere, e.g. a sent
+    /// draft) for remote recipients, durably; the queue rows hold their
+    /// own reference on the blob. `NotFound` for a blob that is gone.
+    async fn queue_message(&self, blob: BlobId, sender: &str, recipients: &[String]) -> Result<()>;
     /// Ends every lease: what a sender starting up calls, since no attempt
     /// of an earlier run can still be in flight. (One sender per store.)
     async fn release_queue_leases(&self) -> Result<usize>;

@@ -1,10 +1,9 @@
 //! Sending a finished draft: the one place the webmail hands mail on.
 //!
-//! The shared submission path (`smtp::submit::Submitter`: sender checks,
-//! rate limits, scanning, the outbound queue) is being built alongside;
-//! until it is merged here, mail goes to local recipients only, by
-//! filing the draft's stored blob into their INBOXes (no copy of the text),
-//! and remote recipients are refused up front with a message saying so.
+//! The draft's stored blob is filed into local recipients' INBOXes (no
+//! copy of the text) and queued for remote ones, under the account's own
+//! address; then it moves to Sent. The sent blob never has a Bcc field
+//! (compose builds it without).
 
 use store::{FlagChange, MailboxId, Resolution, Uid, FLAG_SEEN};
 
@@ -17,13 +16,10 @@ pub(crate) fn check_recipients(ctx: &Context, recipients: &[String]) -> Result<(
     let directory = ctx.directory.get();
     for r in recipients {
         match directory.resolve(r) {
-            Resolution::Deliver { remote, .. } if remote.is_empty() => {}
-            Resolution::Deliver { .. } | Resolution::NotLocal => {
-                return Err(format!(
-                    "{r} is on another mail system: sending outside this server is not available yet. Nothing was sent."
-                ))
+            Resolution::Deliver { .. } | Resolution::NotLocal => {}
+            Resolution::UnknownUser => {
+                return Err(format!("{r} does not exist. Nothing was sent."))
             }
-            Resolution::UnknownUser => return Err(format!("{r} does not exist. Nothing was sent.")),
         }
     }
     Ok(())
@@ -40,17 +36,35 @@ pub(crate) async fn send(
 ) -> Result<(MailboxId, Uid), WebError> {
     check_recipients(ctx, recipients).map_err(WebError::BadRequest)?;
     let directory = ctx.directory.get();
-    let mut inboxes: Vec<MailboxId> = recipients
-        .iter()
-        .filter_map(|r| match directory.resolve(r) {
-            Resolution::Deliver { mailboxes, .. } => Some(mailboxes),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let mut inboxes: Vec<MailboxId> = Vec::new();
+    let mut remote: Vec<String> = Vec::new();
+    for r in recipients {
+        match directory.resolve(r) {
+            Resolution::Deliver {
+                mailboxes,
+                remote: far,
+            } => {
+                inboxes.extend(mailboxes);
+                remote.extend(far);
+            }
+            Resolution::NotLocal => remote.extend(store::normalize_address(r)),
+            Resolution::UnknownUser => {}
+        }
+    }
     inboxes.sort_unstable();
     inboxes.dedup();
+    remote.sort_unstable();
+    remote.dedup();
     let store = &ctx.store;
+    if !remote.is_empty() {
+        let blob = store
+            .message_data(drafts, &[uid])
+            .await?
+            .first()
+            .map(|d| d.entry.blob)
+            .ok_or(WebError::NotFound)?;
+        store.queue_message(blob, &user.address, &remote).await?;
+    }
     for inbox in inboxes {
         for (_, new) in store.copy_messages(drafts, &[uid], inbox).await? {
             // New mail for the recipient: unread, not a draft.

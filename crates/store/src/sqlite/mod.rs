@@ -610,6 +610,15 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn queue_message(&self, blob: BlobId, sender: &str, recipients: &[String]) -> Result<()> {
+        let sender = sender.to_string();
+        let recipients = recipients.to_vec();
+        self.write(move |c| queue::enqueue(c, blob, &sender, &recipients, now()))
+            .await?;
+        self.inner.queue_signal.notify_one();
+        Ok(())
+    }
+
     async fn release_queue_leases(&self) -> Result<usize> {
         self.write(|c| {
             Ok(

@@ -95,6 +95,33 @@ pub(crate) fn record(c: &Connection, id: i64, outcome: &QueueOutcome) -> Result<
     Ok(())
 }
 
+/// Queues `blob` from `sender` for each of `recipients`, due now.
+pub(crate) fn enqueue(
+    c: &Connection,
+    blob: i64,
+    sender: &str,
+    recipients: &[String],
+    now: i64,
+) -> Result<()> {
+    let live: bool = c
+        .prepare_cached(
+            "SELECT count(*) FROM blobs WHERE id = ?1 AND complete = 1 AND refcount > 0",
+        )?
+        .query_row([blob], |r| r.get::<_, i64>(0))
+        .map(|n| n > 0)?;
+    if !live {
+        return Err(StoreError::NotFound(format!("message {blob}")));
+    }
+    let mut insert = c.prepare_cached(
+        "INSERT INTO queue (blob_id, sender, recipient, next_attempt, created)
+         VALUES (?1, ?2, ?3, ?4, ?4)",
+    )?;
+    for r in recipients {
+        insert.execute(params![blob, sender, r, now])?;
+    }
+    Ok(())
+}
+
 /// Makes rows due now (all of them for `None`); returns how many.
 pub(crate) fn retry_now(c: &Connection, id: Option<i64>, now: i64) -> Result<usize> {
     Ok(match id {
