@@ -69,6 +69,7 @@ fn open(config: &Config) -> anyhow::Result<SqliteStore> {
         SqliteOptions {
             group_commit: false,
             readers: 1,
+            ..SqliteOptions::default()
         },
     )
     .with_context(|| format!("cannot open the store in {}", config.data_dir.display()))
@@ -252,6 +253,57 @@ pub async fn queue(config: &Config, action: QueueAction) -> anyhow::Result<()> {
         QueueAction::Remove { id } => {
             store.remove_queued(id).await?;
             println!("queue entry {id} removed");
+        }
+    }
+    Ok(())
+}
+
+/// `sluice stats`: where the data directory's bytes go.
+pub fn stats(config: &Config) -> anyhow::Result<()> {
+    let db = config.data_dir.join("sluice.db");
+    if !db.exists() {
+        bail!("no store in {}", config.data_dir.display());
+    }
+    let s = store::disk_stats(&db)?;
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let mut out = std::io::stdout().lock();
+    let per = |b: u64| {
+        if s.blobs == 0 {
+            0.0
+        } else {
+            b as f64 / s.blobs as f64
+        }
+    };
+    let lines = [
+        format!(
+            "database      {:>10.1} MiB  ({:.0} bytes per message)",
+            mib(s.database_bytes),
+            per(s.database_bytes)
+        ),
+        format!("write-ahead   {:>10.1} MiB", mib(s.wal_bytes)),
+        format!(
+            "messages      {:>10}      ({} mailbox entries)",
+            s.blobs, s.entries
+        ),
+        format!(
+            "mail          {:>10.1} MiB  (database / mail: {:.2})",
+            mib(s.mail_bytes),
+            if s.mail_bytes == 0 {
+                0.0
+            } else {
+                s.database_bytes as f64 / s.mail_bytes as f64
+            }
+        ),
+        "tables and indexes:".to_string(),
+    ];
+    for line in lines {
+        if !write_line(&mut out, &line) {
+            return Ok(());
+        }
+    }
+    for (name, bytes) in &s.objects {
+        if !write_line(&mut out, &format!("  {name:<32} {:>10.1} MiB", mib(*bytes))) {
+            return Ok(());
         }
     }
     Ok(())

@@ -119,6 +119,9 @@ pub struct StoreConfig {
     pub group_commit: bool,
     /// Read connections to the database.
     pub readers: usize,
+    /// MiB the write-ahead log may grow to before it is checkpointed and
+    /// cut back to nothing.
+    pub wal_limit_mb: u64,
 }
 
 impl Default for StoreConfig {
@@ -126,6 +129,7 @@ impl Default for StoreConfig {
         StoreConfig {
             group_commit: true,
             readers: 4,
+            wal_limit_mb: 64,
         }
     }
 }
@@ -400,6 +404,9 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     }
     if c.smtp.max_recipients == 0 {
         bail!("key `smtp.max_recipients`: must be at least 1");
+    }
+    if c.store.wal_limit_mb == 0 {
+        bail!("key `store.wal_limit_mb`: must be at least 1");
     }
     if c.store.readers == 0 {
         bail!("key `store.readers`: must be at least 1");

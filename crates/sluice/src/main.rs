@@ -62,6 +62,8 @@ enum Command {
         #[command(subcommand)]
         action: admin::QueueAction,
     },
+    /// Disk use of the store: files, tables and indexes, bytes per message.
+    Stats,
     /// Write a consistent snapshot of the store (every message, flag, UID,
     /// account), also while the server runs.
     Backup(backup::BackupArgs),
@@ -114,6 +116,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Backup(args) => return backup::backup(&config, args),
             Command::Restore(args) => return backup::restore(&config, args),
+            Command::Stats => return admin::stats(&config),
             _ => {}
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -130,7 +133,8 @@ fn main() -> ExitCode {
                 Command::Scan(_)
                 | Command::Bench { .. }
                 | Command::Backup(_)
-                | Command::Restore(_) => unreachable!("handled above"),
+                | Command::Restore(_)
+                | Command::Stats => unreachable!("handled above"),
             }
         })
     });

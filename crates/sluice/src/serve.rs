@@ -111,6 +111,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         SqliteOptions {
             group_commit: config.store.group_commit,
             readers: config.store.readers,
+            wal_limit: config.store.wal_limit_mb * 1024 * 1024,
         },
     )
     .with_context(|| format!("cannot open the store in {}", config.data_dir.display()))?;
@@ -272,6 +273,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             timeouts = d.timeouts,
             "dnsbl totals"
         );
+    }
+    match sqlite.truncate_wal().await {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!("the write-ahead log could not be truncated at stop: busy"),
+        Err(e) => tracing::warn!(error = %e, "the write-ahead log could not be truncated at stop"),
     }
     let w = sqlite.writer_stats();
     tracing::info!(

@@ -32,7 +32,8 @@ pub use model::{
 pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};
 pub use sqlite::{
-    backup_database, restore_database, BackupStats, SqliteOptions, SqliteStore, WriterStats,
+    backup_database, disk_stats, restore_database, BackupStats, DiskStats, SqliteOptions,
+    SqliteStore, WriterStats,
 };
 pub use watch::DirectoryWatch;
 

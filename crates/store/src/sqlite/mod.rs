@@ -14,6 +14,7 @@ mod pool;
 mod queue;
 mod schema;
 mod search;
+mod stats;
 mod sweep;
 mod web;
 mod writer;
@@ -41,6 +42,7 @@ use entries::{entry_from_row, Which, ENTRY_COLUMNS};
 use mailboxes::{lookup_name, valid_new_name, valid_special_use};
 use notify::Watchers;
 use pool::ReadPool;
+pub use stats::{disk_stats, DiskStats};
 use writer::Writer;
 pub use writer::WriterStats;
 
@@ -61,6 +63,9 @@ pub struct SqliteOptions {
     pub group_commit: bool,
     /// Read connections in the pool.
     pub readers: usize,
+    /// Bytes the write-ahead log may grow to before it is checkpointed
+    /// and truncated (checkpoint.rs).
+    pub wal_limit: u64,
 }
 
 impl Default for SqliteOptions {
@@ -68,6 +73,7 @@ impl Default for SqliteOptions {
         SqliteOptions {
             group_commit: true,
             readers: 4,
+            wal_limit: 64 * 1024 * 1024,
         }
     }
 }
@@ -159,7 +165,7 @@ impl SqliteStore {
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         // A WAL file left larger than this after a checkpoint is cut back.
         conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
-        let checkpointer = checkpoint::Checkpointer::start(&path)?;
+        let checkpointer = checkpoint::Checkpointer::start(&path, options.wal_limit)?;
         let readers = ReadPool::open(&path, options.readers.max(1))?;
         let writer = Writer::start(conn, options.group_commit);
         // Sweeps at once whatever a previous run released and left.
@@ -190,6 +196,20 @@ impl SqliteStore {
     /// callers that need the space back, or the tables settled, now.
     pub async fn sweep_now(&self) -> Result<usize> {
         sweep::sweep_all(&self.inner.writer, &self.inner.pins).await
+    }
+
+    /// Copies the whole WAL into the database and cuts it to nothing: what
+    /// a server does at a clean stop, once its sessions are done. Waits up
+    /// to 10 s for readers and the writer; true when it completed.
+    pub async fn truncate_wal(&self) -> Result<bool> {
+        let path = self.inner.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = Connection::open(&path)?;
+            conn.busy_timeout(std::time::Duration::from_secs(10))?;
+            checkpoint::checkpoint(&conn, "TRUNCATE")
+        })
+        .await
+        .map_err(|_| StoreError::Closed)?
     }
 
     /// Path of the database file.
