@@ -21,8 +21,13 @@ packages=(
   nsd dnsutils                              # the tests' DNS server, and dig
   ldnsutils                                 # signs the test zones (DANE)
   postfix                                   # a real MX peer for outbound mail
-  chromium nodejs npm                       # the webmail tests drive Chromium
+  chromium                                  # the webmail tests drive Chromium
 )
+# Node and npm run the browser driver; any install of them will do (the
+# one from Debian, or NodeSource's, which bundles npm and conflicts with
+# Debian's npm package).
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 if command -v dpkg-query >/dev/null; then

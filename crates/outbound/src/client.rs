@@ -3,6 +3,11 @@
 //! destination's TLS policy, then one transaction with several recipients,
 //! the message streamed in and dot-stuffed on the fly.
 //!
+//! Replies are read by a small reader of our own (three digits, a
+//! separator, bounded lines, a timeout per reply) rather than through
+//! smtp-proto's response parser: the client needs nothing of a reply but
+//! its code and text, and the bounds stay in one place.
+//!
 //! Timeouts follow RFC 5321 §4.5.3.2: 5 minutes for the greeting, MAIL and
 //! RCPT, 2 minutes for DATA's go-ahead, 3 minutes per block sent, 10
 //! minutes for the reply to the final dot; [`Timeouts`] makes them

@@ -22,6 +22,9 @@ pub struct OutboundConfig {
     /// Seconds after which a message that could not be delivered is given
     /// up (default 5 days).
     pub max_age: u64,
+    /// Seconds after which the sender of mail still waiting is told so,
+    /// once (RFC 3464 "delayed"); 0 for never. Default 4 hours.
+    pub delay_warning: u64,
     /// Connections to other servers at most, all destinations together.
     pub max_connections: usize,
     /// Seconds to wait for the TCP connection.
@@ -41,6 +44,7 @@ impl Default for OutboundConfig {
             routes: HashMap::new(),
             retry_schedule: vec![60, 300, 900, 1800, 3600, 7200, 14400, 28800],
             max_age: 5 * 24 * 3600,
+            delay_warning: 4 * 3600,
             max_connections: 20,
             connect_timeout: 30,
             command_timeout: 300,

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-/// One recipient the report is about.
+/// One recipient the report is about (the reason of its last attempt).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failed {
     /// The recipient address.
@@ -19,9 +19,23 @@ pub struct Failed {
     pub reason: String,
 }
 
+/// What became of the recipients a report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Given up: they will not get the message.
+    Failed,
+    /// Still trying, until `until` (seconds since the Unix epoch).
+    Delayed {
+        /// When the last attempt will be made.
+        until: i64,
+    },
+}
+
 /// What the report says of the message and where it was.
 #[derive(Debug, Clone)]
 pub struct Report<'a> {
+    /// Failed or delayed.
+    pub action: Action,
     /// Our host name (Reporting-MTA, From).
     pub reporting_mta: &'a str,
     /// The original envelope sender, to whom the report goes.
@@ -106,12 +120,28 @@ fn one_line(text: &str) -> String {
 /// The whole report message, CRLF line ends.
 pub fn build(r: &Report<'_>) -> Vec<u8> {
     let boundary = format!("=_report_{:016x}", r.unique);
+    let (subject, human) = match r.action {
+        Action::Failed => (
+            "Undelivered Mail Returned to Sender",
+            "Your message could not be delivered to the recipients below;\r\n\
+             they will not receive it, and no further attempts will be made.\r\n"
+                .to_string(),
+        ),
+        Action::Delayed { until } => (
+            "Delayed Mail (still being retried)",
+            format!(
+                "Your message has not been delivered yet to the recipients below.\r\n\
+                 It will be retried until {}; you need not send it again.\r\n",
+                date(until)
+            ),
+        ),
+    };
     let mut m = String::new();
     let _ = write!(
         m,
         "From: Mail Delivery System <MAILER-DAEMON@{mta}>\r\n\
          To: <{to}>\r\n\
-         Subject: Undelivered Mail Returned to Sender\r\n\
+         Subject: {subject}\r\n\
          Date: {date}\r\n\
          Message-ID: <dsn.{unique:016x}@{mta}>\r\n\
          Auto-Submitted: auto-replied\r\n\
@@ -125,8 +155,7 @@ pub fn build(r: &Report<'_>) -> Vec<u8> {
          \r\n\
          This is the mail system at {mta}.\r\n\
          \r\n\
-         Your message could not be delivered to the recipients below;\r\n\
-         they will not receive it, and no further attempts will be made.\r\n\
+         {human}\
          \r\n",
         mta = r.reporting_mta,
         to = one_line(r.sender),
@@ -152,11 +181,18 @@ pub fn build(r: &Report<'_>) -> Vec<u8> {
         arrival = date(r.arrival),
     );
     for f in r.failed {
-        let status = status_of(&f.reason);
+        let (action, status) = match r.action {
+            Action::Failed => ("failed", status_of(&f.reason)),
+            // RFC 3464 §2.3.3: a delay has a 4.x.x status.
+            Action::Delayed { .. } => ("delayed", {
+                let s = status_of(&f.reason);
+                format!("4{}", &s[1..])
+            }),
+        };
         let _ = write!(
             m,
             "\r\nFinal-Recipient: rfc822; {rcpt}\r\n\
-             Action: failed\r\n\
+             Action: {action}\r\n\
              Status: {status}\r\n\
              Diagnostic-Code: {kind}; {reason}\r\n\
              Last-Attempt-Date: {now}\r\n",
@@ -174,6 +210,9 @@ pub fn build(r: &Report<'_>) -> Vec<u8> {
             reason = one_line(&f.reason),
             now = date(r.now),
         );
+        if let Action::Delayed { until } = r.action {
+            let _ = write!(m, "Will-Retry-Until: {}\r\n", date(until));
+        }
     }
     let _ = write!(
         m,
@@ -241,6 +280,7 @@ mod tests {
             reason: "550 5.1.1 unknown user".into(),
         }];
         let report = Report {
+            action: Action::Failed,
             reporting_mta: "mx.example.org",
             sender: "alice@origin.test",
             arrival: 0,
@@ -260,6 +300,34 @@ mod tests {
         assert!(text.ends_with("--=_report_0000000000000007--\r\n"));
         // Every line ends in CRLF.
         assert!(!text.replace("\r\n", "").contains('\n'));
+    }
+
+    #[test]
+    fn a_delay_report_says_delayed_with_a_temporary_status() {
+        let failed = [Failed {
+            recipient: "bob@remote.test".into(),
+            reason: "451 4.3.0 try later".into(),
+        }];
+        let report = Report {
+            action: Action::Delayed { until: 5 * 86400 },
+            reporting_mta: "mx.example.org",
+            sender: "alice@origin.test",
+            arrival: 0,
+            now: 14400,
+            failed: &failed,
+            original_header: b"Subject: hello\r\n",
+            unique: 8,
+        };
+        let text = String::from_utf8(build(&report)).unwrap();
+        assert!(text.contains("Subject: Delayed Mail (still being retried)"));
+        assert!(
+            text.contains("Action: delayed\r\nStatus: 4.3.0\r\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Will-Retry-Until: Tue, 06 Jan 1970 00:00:00 +0000"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! - A recipient that fails for good is reported to the sender with a
 //!   delivery status notification (dsn.rs), sent before the failure is
 //!   recorded: a crash in between repeats the report rather than lose it.
+//!   One still waiting after `delay_warning` gets one "delayed" report.
 //! - New mail wakes the manager at once (the store's queue signal); it
 //!   also looks every second, for rows edited by `sluice queue` in
 //!   another process.
@@ -323,35 +324,62 @@ impl QueueManager {
         self.record(outcomes, &rows).await;
     }
 
-    /// Reports the recipients that failed for good to their senders, one
-    /// report per message and sender; never for a null sender.
-    async fn report_failures(&self, outcomes: &[(i64, QueueOutcome)], rows: &[QueuedRecipient]) {
-        let mut groups: Vec<(&QueuedRecipient, Vec<crate::dsn::Failed>)> = Vec::new();
+    /// Reports to their senders the recipients that failed for good, and
+    /// those waiting longer than `delay_warning` that were not warned yet:
+    /// one report per message, sender and kind; never for a null sender.
+    async fn report(&self, outcomes: &[(i64, QueueOutcome)], rows: &[QueuedRecipient]) {
+        use crate::dsn::Action;
+        let t = now();
+        let mut groups: Vec<(&QueuedRecipient, Action, Vec<crate::dsn::Failed>)> = Vec::new();
         for (id, outcome) in outcomes {
-            let QueueOutcome::Failed { reason } = outcome else {
-                continue;
-            };
             let Some(row) = rows.iter().find(|r| r.id == *id) else {
                 continue;
             };
             if row.sender.is_empty() {
                 continue;
             }
+            let (action, reason) = match outcome {
+                QueueOutcome::Failed { reason } => (Action::Failed, reason),
+                QueueOutcome::Deferred { reason, .. }
+                    if !row.warned
+                        && self.config.delay_warning > 0
+                        && t - row.created >= self.config.delay_warning as i64 =>
+                {
+                    let until = row.created + self.config.max_age as i64;
+                    (Action::Delayed { until }, reason)
+                }
+                _ => continue,
+            };
             let failed = crate::dsn::Failed {
                 recipient: row.recipient.clone(),
                 reason: reason.clone(),
             };
             match groups
                 .iter_mut()
-                .find(|(r, _)| r.blob == row.blob && r.sender == row.sender)
+                .find(|(r, a, _)| r.blob == row.blob && r.sender == row.sender && *a == action)
             {
-                Some((_, list)) => list.push(failed),
-                None => groups.push((row, vec![failed])),
+                Some((_, _, list)) => list.push(failed),
+                None => groups.push((row, action, vec![failed])),
             }
         }
-        for (row, failed) in groups {
-            if let Err(e) = self.send_report(row, &failed).await {
+        for (row, action, failed) in groups {
+            if let Err(e) = self.send_report(row, action, &failed).await {
                 tracing::error!(queue_id = row.id, sender = %row.sender, error = %e, "could not send a delivery status notification");
+                continue;
+            }
+            if matches!(action, Action::Delayed { .. }) {
+                let ids = rows
+                    .iter()
+                    .filter(|r| {
+                        r.blob == row.blob
+                            && r.sender == row.sender
+                            && failed.iter().any(|f| f.recipient == r.recipient)
+                    })
+                    .map(|r| r.id)
+                    .collect();
+                if let Err(e) = self.store.mark_queue_warned(ids).await {
+                    tracing::warn!(error = %e, "could not note the delay warning");
+                }
             }
         }
     }
@@ -359,6 +387,7 @@ impl QueueManager {
     async fn send_report(
         &self,
         row: &QueuedRecipient,
+        action: crate::dsn::Action,
         failed: &[crate::dsn::Failed],
     ) -> store::Result<()> {
         let first = self
@@ -369,6 +398,7 @@ impl QueueManager {
         let header = crate::dsn::header_block(&first[..first.len().min(64 * 1024)]);
         let t = now();
         let report = crate::dsn::build(&crate::dsn::Report {
+            action,
             reporting_mta: &self.helo,
             sender: &row.sender,
             arrival: row.created,
@@ -395,13 +425,13 @@ impl QueueManager {
                 ..Default::default()
             })
             .await?;
-        tracing::info!(sender = %row.sender, recipients = failed.len(), "delivery status notification sent");
+        tracing::info!(sender = %row.sender, recipients = failed.len(), kind = ?action, "delivery status notification sent");
         Ok(())
     }
 
     /// Writes outcomes durably and logs the final ones.
     async fn record(&self, outcomes: Vec<(i64, QueueOutcome)>, rows: &[QueuedRecipient]) {
-        self.report_failures(&outcomes, rows).await;
+        self.report(&outcomes, rows).await;
         for (id, outcome) in &outcomes {
             let row = rows.iter().find(|r| r.id == *id);
             let rcpt = row.map_or("", |r| r.recipient.as_str());
@@ -517,6 +547,7 @@ mod tests {
             last_error: None,
             created: 0,
             size: 10,
+            warned: false,
         }
     }
 

@@ -309,3 +309,63 @@ s.quit()
     assert!(wait_until(Duration::from_secs(10), || queue_list(&server)
         .contains("the queue is empty")));
 }
+
+/// Mail still waiting after `delay_warning` brings its sender one
+/// "delayed" report, however many attempts follow.
+#[test]
+fn a_long_delay_is_reported_once() {
+    let refusing = SmtpSink::start(&["-r", "rcpt"]);
+    let dns = no_dns();
+    let server = Server::start_with(&format!(
+        "[dns]\nresolver = \"{}\"\n\
+         [outbound]\nretry_schedule = [1]\ndelay_warning = 2\n\
+         [outbound.routes]\n\"slow.test\" = \"{}\"\n\
+         [outbound.tls]\nmta_sts = false\ndane = \"off\"\n",
+        dns.addr, refusing.addr
+    ));
+    let dora = server.add_user("dora");
+    server.cli_ok(&["alias", "add", "slow@example.org", "someone@slow.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("slow@example.org")));
+    send_from(&server, &dora, "slow@example.org", "patience");
+    assert!(
+        wait_until(Duration::from_secs(20), || server
+            .log()
+            .contains("delivery status notification sent")),
+        "{}",
+        server.log()
+    );
+    // More attempts, no second warning.
+    assert!(wait_until(Duration::from_secs(20), || {
+        queue_list(&server).contains("attempts 5")
+    }));
+    assert_eq!(
+        server
+            .log()
+            .matches("delivery status notification sent")
+            .count(),
+        1
+    );
+    let report = python(
+        r#"
+import email, email.policy, imaplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p)); m.login(sys.argv[2], sys.argv[3]); m.select("INBOX")
+typ, data = m.fetch("1:*", "(BODY.PEEK[])")
+msgs = [email.message_from_bytes(d[1], policy=email.policy.default) for d in data if isinstance(d, tuple)]
+r = msgs[0]
+status = list(r.iter_parts())[1]
+fields = {}
+for block in status.get_payload():
+    for k, v in block.items():
+        fields.setdefault(k, str(v))
+print(len(msgs), r["Subject"], "|", fields["Action"], "|", fields["Status"], "|", "Will-Retry-Until" in fields)
+"#,
+        &[&addr_arg(server.imap), &dora, kit::PASSWORD],
+    );
+    assert!(
+        report.contains("1 Delayed Mail (still being retried) | delayed | 4.")
+            && report.contains("| True"),
+        "{report}"
+    );
+}

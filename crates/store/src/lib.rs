@@ -127,6 +127,9 @@ pub trait Store: Send + Sync + 'static {
     /// draft) for remote recipients, durably; the queue rows hold their
     /// own reference on the blob. `NotFound` for a blob that is gone.
     async fn queue_message(&self, blob: BlobId, sender: &str, recipients: &[String]) -> Result<()>;
+    /// Notes, durably, that the senders of these queue rows were warned of
+    /// their delay (a delay warning is sent once per recipient).
+    async fn mark_queue_warned(&self, ids: Vec<i64>) -> Result<()>;
     /// Ends every lease: what a sender starting up calls, since no attempt
     /// of an earlier run can still be in flight. (One sender per store.)
     async fn release_queue_leases(&self) -> Result<usize>;

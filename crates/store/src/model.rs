@@ -241,6 +241,8 @@ pub struct QueuedRecipient {
     pub created: i64,
     /// Size of the message, in bytes.
     pub size: u64,
+    /// Whether the sender was already warned of a delay.
+    pub warned: bool,
 }
 
 /// What became of an attempt to deliver a queued recipient.

@@ -639,6 +639,10 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    async fn mark_queue_warned(&self, ids: Vec<i64>) -> Result<()> {
+        self.write(move |c| queue::mark_warned(c, &ids)).await
+    }
+
     async fn release_queue_leases(&self) -> Result<usize> {
         self.write(|c| {
             Ok(

@@ -14,7 +14,7 @@ use crate::model::{QueueOutcome, QueuedRecipient};
 
 /// Columns read into a [`QueuedRecipient`] by [`recipient_from_row`].
 const COLUMNS: &str = "q.id, q.blob_id, q.sender, q.recipient, q.attempts, q.next_attempt,
-     q.last_error, q.created, b.size";
+     q.last_error, q.created, b.size, q.warned";
 
 fn recipient_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRecipient> {
     Ok(QueuedRecipient {
@@ -27,6 +27,7 @@ fn recipient_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRecipient
         last_error: r.get(6)?,
         created: r.get(7)?,
         size: r.get::<_, i64>(8)? as u64,
+        warned: r.get::<_, i64>(9)? != 0,
     })
 }
 
@@ -118,6 +119,15 @@ pub(crate) fn enqueue(
     )?;
     for r in recipients {
         insert.execute(params![blob, sender, r, now])?;
+    }
+    Ok(())
+}
+
+/// Notes that the senders of these rows were warned of the delay.
+pub(crate) fn mark_warned(c: &Connection, ids: &[i64]) -> Result<()> {
+    let mut stmt = c.prepare_cached("UPDATE queue SET warned = 1 WHERE id = ?1")?;
+    for id in ids {
+        stmt.execute([id])?;
     }
     Ok(())
 }

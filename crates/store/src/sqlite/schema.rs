@@ -237,6 +237,8 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE queue ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX queue_due ON queue(next_attempt);
+    -- The sender was told of the delay (one warning per recipient).
+    ALTER TABLE queue ADD COLUMN warned INTEGER NOT NULL DEFAULT 0;
     "#,
 ];
 
