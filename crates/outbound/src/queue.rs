@@ -55,7 +55,14 @@ pub struct QueueManager {
     connections: Arc<Semaphore>,
     /// Destinations a task is working on now.
     busy: Mutex<HashSet<String>>,
+    /// Turns a rewritten envelope sender (SRS) back into the real one, for
+    /// the reports that go to it.
+    original_sender: Option<SenderReverser>,
 }
+
+/// Maps an envelope sender to the address reports should go to, when it
+/// is a rewritten one.
+pub type SenderReverser = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// Recipients of one message to one domain.
 struct Job {
@@ -82,7 +89,15 @@ impl QueueManager {
             config,
             helo,
             busy: Mutex::new(HashSet::new()),
+            original_sender: None,
         })
+    }
+
+    /// A manager whose reports to rewritten senders go to the real ones.
+    pub fn with_sender_reverser(self: Arc<Self>, reverse: SenderReverser) -> Arc<QueueManager> {
+        let mut me = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("configured before it runs"));
+        me.original_sender = Some(reverse);
+        Arc::new(me)
     }
 
     /// Runs until the task is dropped.
@@ -397,21 +412,26 @@ impl QueueManager {
             .unwrap_or_default();
         let header = crate::dsn::header_block(&first[..first.len().min(64 * 1024)]);
         let t = now();
+        let to = self
+            .original_sender
+            .as_ref()
+            .and_then(|reverse| reverse(&row.sender))
+            .unwrap_or_else(|| row.sender.clone());
         let report = crate::dsn::build(&crate::dsn::Report {
             action,
             reporting_mta: &self.helo,
-            sender: &row.sender,
+            sender: &to,
             arrival: row.created,
             now: t,
             failed,
             original_header: header,
             unique: ((row.id as u64) << 20) ^ (t as u64),
         });
-        let (mailboxes, remote) = match self.store.load_directory().await?.resolve(&row.sender) {
+        let (mailboxes, remote) = match self.store.load_directory().await?.resolve(&to) {
             store::Resolution::Deliver { mailboxes, remote } => (mailboxes, remote),
-            store::Resolution::NotLocal => (Vec::new(), vec![row.sender.clone()]),
+            store::Resolution::NotLocal => (Vec::new(), vec![to.clone()]),
             store::Resolution::UnknownUser => {
-                tracing::warn!(sender = %row.sender, "no such local sender: delivery status notification dropped");
+                tracing::warn!(sender = %to, "no such local sender: delivery status notification dropped");
                 return Ok(());
             }
         };

@@ -2,6 +2,7 @@
 //! runs until SIGTERM or Ctrl-C, then stops accepting, lets sessions in the
 //! middle of a transaction finish, and exits.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,10 +45,44 @@ pub(crate) fn lock_data_dir(config: &Config) -> anyhow::Result<std::fs::File> {
     Ok(file)
 }
 
+/// Sender rewriting for forwarded mail, under a secret kept in
+/// `<data>/srs.key` (made at first start; losing it only means bounces to
+/// addresses rewritten before are refused).
+fn srs(config: &Config) -> anyhow::Result<Option<Arc<smtp::Srs>>> {
+    if !config.smtp.srs {
+        return Ok(None);
+    }
+    let path = config.data_dir.join("srs.key");
+    let secret = match std::fs::read_to_string(&path) {
+        Ok(text) => hex::decode(text.trim())
+            .with_context(|| format!("{} is not a hex key", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key: [u8; 32] = rand::random();
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            std::io::Write::write_all(&mut file, hex::encode(key).as_bytes())?;
+            file.sync_all()?;
+            key.to_vec()
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let domain = config
+        .smtp
+        .srs_domain
+        .clone()
+        .unwrap_or_else(|| config.hostname.clone());
+    Ok(Some(Arc::new(smtp::Srs::new(&secret, &domain))))
+}
+
 /// Starts the outbound queue manager, unless `[outbound] enabled = false`.
 fn start_outbound(
     config: &Config,
     store: &Arc<dyn Store>,
+    srs: Option<Arc<smtp::Srs>>,
 ) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
     use sluice_outbound::tls_policy::{self, TlsPolicies};
     if !config.outbound.enabled {
@@ -79,6 +114,14 @@ fn start_outbound(
         config.outbound.clone(),
         config.hostname.clone(),
     );
+    // Reports about forwarded mail go to the real sender, not to the SRS
+    // address it was sent from.
+    let manager = match srs {
+        Some(srs) => manager.with_sender_reverser(Arc::new(move |sender: &str| {
+            srs.reverse(sender, smtp::srs_today()).ok()
+        })),
+        None => manager,
+    };
     Ok(Some(tokio::spawn(manager.run())))
 }
 
@@ -138,6 +181,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let https_listeners = bind("https", config.listen.https.list()).await?;
 
     let content = content_policy(&config)?.map(Arc::new);
+    let srs = srs(&config)?;
+    let srs_for_reports = srs.clone();
     let blocklist = blocklist_policy(&config)?;
     let smtp_ctx = Arc::new(smtp::Context {
         hostname: config.hostname.clone(),
@@ -150,6 +195,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         content: content.clone(),
         blocklist,
         submission: None,
+        srs: srs.clone(),
     });
     // Submission: the same SMTP session with AUTH and relaying for
     // accounts; no DNSBL (clients are people, often on dynamic addresses).
@@ -170,6 +216,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             )),
             config.submission.clone(),
         ))),
+        srs,
     });
     let pop3_ctx = Arc::new(pop3::Context {
         hostname: config.hostname.clone(),
@@ -238,7 +285,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for l in imaps_listeners {
         accept_loops.spawn(imap::serve(l, Arc::clone(&imap_ctx), true));
     }
-    let outbound = start_outbound(&config, &store)?;
+    let outbound = start_outbound(&config, &store, srs_for_reports)?;
     // Handlers are in place before anyone is told the server is up.
     let stop = stop_signal()?;
     tracing::info!(hostname = %config.hostname, data = %config.data_dir.display(), "sluice started");

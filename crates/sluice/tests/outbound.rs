@@ -369,3 +369,84 @@ print(len(msgs), r["Subject"], "|", fields["Action"], "|", fields["Status"], "|"
         "{report}"
     );
 }
+
+/// Forwarded mail goes out from an SRS address of ours; a bounce to that
+/// address comes back to the original sender; a forged one is refused.
+#[test]
+fn forwarded_mail_is_sent_with_srs_and_its_bounces_find_the_sender() {
+    let sink = SmtpSink::start(&[]);
+    let refusing = SmtpSink::start(&["-f", "rcpt"]);
+    let dns = no_dns();
+    let server = server(
+        &[
+            ("remote.test", sink.addr),
+            ("origin.test", sink.addr),
+            ("hard.test", refusing.addr),
+        ],
+        dns.addr,
+        25,
+    );
+    server.cli_ok(&["alias", "add", "fwd@example.org", "friend@remote.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("fwd@example.org")));
+    send(&server, "fwd@example.org", "forward me");
+    assert!(wait_until(Duration::from_secs(20), || sink
+        .messages()
+        .iter()
+        .any(|m| m.contains("forward me"))));
+    let m = sink
+        .messages()
+        .into_iter()
+        .find(|m| m.contains("forward me"))
+        .unwrap();
+    let srs = m
+        .split(['<', '>'])
+        .find(|part| part.starts_with("SRS0="))
+        .unwrap_or_else(|| panic!("no SRS sender in:\n{m}"))
+        .to_string();
+    assert!(
+        srs.ends_with("=origin.test=someone@mx.example.org"),
+        "{srs}"
+    );
+    // A bounce to it reaches the original sender, through the queue.
+    let replies = python(
+        r#"
+import smtplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = smtplib.SMTP(h, int(p)); s.ehlo()
+s.mail("")
+good = s.rcpt(sys.argv[2])[0]
+forged = s.rcpt(sys.argv[2].replace("someone", "mallory"))[0]
+s.data("Subject: bounce for someone\r\n\r\nyour mail bounced\r\n")
+s.quit()
+print(good, forged)
+"#,
+        &[&addr_arg(server.smtp), &srs],
+    );
+    assert_eq!(replies.trim(), "250 550");
+    assert!(
+        wait_until(Duration::from_secs(20), || sink.messages().iter().any(
+            |m| { m.contains("bounce for someone") && m.contains("someone@origin.test") }
+        )),
+        "{}",
+        server.log()
+    );
+    // Our own report about forwarded mail that failed goes to the real
+    // sender too, not to the SRS address it went out from.
+    server.cli_ok(&["alias", "add", "fwd2@example.org", "nobody@hard.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("fwd2@example.org")));
+    send(&server, "fwd2@example.org", "doomed");
+    assert!(
+        wait_until(Duration::from_secs(20), || sink.messages().iter().any(
+            |m| {
+                m.contains("Undelivered Mail Returned to Sender")
+                    && m.contains("someone@origin.test")
+                    && m.contains("Subject: doomed")
+            }
+        )),
+        "{}\n{}",
+        queue_list(&server),
+        server.log()
+    );
+}

@@ -25,6 +25,12 @@ pub struct SmtpConfig {
     pub command_timeout_secs: u64,
     /// Seconds to wait for each block of message data (§4.5.3.2.5: 3 min).
     pub data_timeout_secs: u64,
+    /// Rewrite the sender of mail forwarded to remote alias targets with
+    /// SRS, and accept bounces to the rewritten addresses.
+    pub srs: bool,
+    /// The domain of rewritten addresses; default: the server's host name.
+    /// Mail for it must reach this server.
+    pub srs_domain: Option<String>,
 }
 
 impl Default for SmtpConfig {
@@ -38,6 +44,8 @@ impl Default for SmtpConfig {
             max_connections_per_ip: 50,
             command_timeout_secs: 300,
             data_timeout_secs: 180,
+            srs: true,
+            srs_domain: None,
         }
     }
 }

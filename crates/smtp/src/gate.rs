@@ -456,6 +456,23 @@ impl<'a> Session<'a> {
                 "Non-ASCII address requires SMTPUTF8",
             ));
         }
+        if let Some(srs) = self.ctx.srs.as_ref().filter(|s| s.is_srs(address)) {
+            // A bounce to an address we rewrote: back to the real sender.
+            return match srs.reverse(address, crate::srs::today()) {
+                Ok(original) => {
+                    let env = self.envelope.as_mut().expect("checked above");
+                    if !env.remote.contains(&original) {
+                        env.remote.push(original);
+                    }
+                    env.recipients.push(address.to_string());
+                    self.reply(Reply::new(250, "2.1.5", "Recipient OK"))
+                }
+                Err(e) => {
+                    tracing::info!(rcpt = %address, error = %e, "recipient refused: SRS");
+                    self.reply(Reply::new(550, "5.1.1", format!("<{address}>: {e}")))
+                }
+            };
+        }
         let resolution = self.ctx.directory.get().resolve(address);
         match resolution {
             Resolution::Deliver { mailboxes, remote } => {
@@ -724,7 +741,7 @@ impl<'a> Session<'a> {
             }
             DataEnd::Complete => {
                 let delivery = store::Delivery {
-                    sender: env.sender.clone(),
+                    sender: self.queue_sender(&env),
                     mailboxes: env.mailboxes.clone(),
                     remote: env.remote.clone(),
                     ..Default::default()
@@ -790,6 +807,24 @@ impl<'a> Session<'a> {
         self.junk = 0;
         self.shrink_input();
         next
+    }
+
+    /// The envelope sender the queued copies go out with: forwarded mail
+    /// from another domain is rewritten with SRS, so the next hop's SPF
+    /// check looks at our domain (RFC 7208 §10.1.3).
+    fn queue_sender(&self, env: &Envelope) -> String {
+        let Some(srs) = &self.ctx.srs else {
+            return env.sender.clone();
+        };
+        let forwarded = self.submission().is_none() && !env.remote.is_empty();
+        let foreign = env.sender.rsplit_once('@').is_some_and(|(_, domain)| {
+            !self.ctx.directory.get().is_local_domain(domain) && !srs.is_srs(&env.sender)
+        });
+        if forwarded && foreign {
+            srs.forward(&env.sender, crate::srs::today())
+        } else {
+            env.sender.clone()
+        }
     }
 
     /// A submission over the account's hourly limits, counted otherwise.

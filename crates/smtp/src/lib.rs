@@ -16,6 +16,7 @@ mod header_fix;
 mod received;
 mod reply;
 mod server;
+mod srs;
 mod submission;
 
 pub use blocklist::{BlocklistPolicy, IpNet};
@@ -23,4 +24,5 @@ pub use config::SmtpConfig;
 pub use content::{Action, ContentPolicy, Engine};
 pub use data::DotUnstuffer;
 pub use server::{serve, serve_submission, Context};
+pub use srs::{today as srs_today, Srs, SrsError};
 pub use submission::{SenderCheck, Submission, SubmissionConfig};

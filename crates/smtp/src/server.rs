@@ -36,6 +36,8 @@ pub struct Context {
     pub shutdown: Shutdown,
     /// Set on the submission listeners: AUTH, relaying for accounts.
     pub submission: Option<Arc<Submission>>,
+    /// Sender rewriting for forwarded mail, when on.
+    pub srs: Option<Arc<crate::srs::Srs>>,
 }
 
 /// Accepts connections on `listener` until shutdown.
