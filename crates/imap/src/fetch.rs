@@ -355,6 +355,11 @@ impl Session<'_> {
         names: &[MessageDataItemName<'_>],
         seen_now: bool,
     ) -> store::Result<Option<Reply>> {
+        // FLAGS names every keyword before this response uses one, also
+        // one another session set since this view last caught up.
+        if let Some(sel) = self.selected.as_mut() {
+            sel.announce_keywords(entry.keywords.iter(), &mut self.out);
+        }
         let mut items: Vec<MessageDataItem<'static>> = Vec::with_capacity(names.len() + 1);
         let mut deferred: Vec<Deferred> = Vec::new();
         let mut flags_sent = false;

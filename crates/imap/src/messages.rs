@@ -114,16 +114,14 @@ impl Session<'_> {
             .store
             .update_flags(sel.info.id, &uids, change, bits, &keywords, unchanged_since)
             .await?;
-        let fresh: Vec<String> = keywords
-            .iter()
-            .filter(|k| !sel.keywords.iter().any(|x| x.eq_ignore_ascii_case(k)))
-            .cloned()
-            .collect();
-        if !fresh.is_empty() {
-            sel.keywords.extend(fresh);
-            self.out
-                .data(Data::Flags(flags::mailbox_flags(&sel.keywords)));
-        }
+        // The command's keywords, and any another session set on these
+        // messages meanwhile, are named before a FETCH shows them.
+        sel.announce_keywords(
+            keywords
+                .iter()
+                .chain(changed.iter().flat_map(|e| e.keywords.iter())),
+            &mut self.out,
+        );
         let silent = matches!(response, StoreResponse::Silent);
         for entry in &changed {
             sel.saw(entry);

@@ -7,7 +7,7 @@ use std::num::{NonZeroU32, NonZeroU64};
 
 use imap_codec::imap_types::core::Vec1;
 use imap_codec::imap_types::fetch::MessageDataItem;
-use imap_codec::imap_types::response::Data;
+use imap_codec::imap_types::response::{Code, Data};
 use imap_codec::imap_types::sequence::{SeqOrUid, Sequence, SequenceSet};
 use roaring::RoaringBitmap;
 use store::{MailboxInfo, MessageEntry, Store, Uid};
@@ -198,6 +198,36 @@ impl Selected {
             .collect())
     }
 
+    /// Announces the keywords among `keywords` this view has not named
+    /// yet, in an untagged FLAGS (and PERMANENTFLAGS when writable): no
+    /// response may use a keyword before FLAGS named it (RFC 3501 §7.2.6),
+    /// whoever set it and whenever.
+    pub(crate) fn announce_keywords<'k>(
+        &mut self,
+        keywords: impl IntoIterator<Item = &'k String>,
+        out: &mut Out,
+    ) {
+        let fresh: Vec<String> = keywords
+            .into_iter()
+            .filter(|k| !self.keywords.iter().any(|x| x.eq_ignore_ascii_case(k)))
+            .cloned()
+            .collect();
+        if fresh.is_empty() {
+            return;
+        }
+        self.keywords.extend(fresh);
+        out.data(Data::Flags(crate::flags::mailbox_flags(&self.keywords)));
+        if !self.read_only {
+            out.ok(
+                None,
+                Some(Code::PermanentFlags(crate::flags::permanent_flags(
+                    &self.keywords,
+                ))),
+                "Flags permitted",
+            );
+        }
+    }
+
     /// Records a flag change this session made and has already shown.
     pub(crate) fn saw(&mut self, entry: &MessageEntry) {
         self.shown.insert(entry.uid, entry.modseq);
@@ -254,17 +284,12 @@ impl Selected {
                     None => {}
                 }
             }
-            let fresh: Vec<String> = new
+            let used: Vec<String> = new
                 .iter()
                 .chain(flags_changed.iter().map(|(_, e)| e))
-                .flat_map(|e| e.keywords.iter())
-                .filter(|k| !self.keywords.iter().any(|x| x.eq_ignore_ascii_case(k)))
-                .cloned()
+                .flat_map(|e| e.keywords.iter().cloned())
                 .collect();
-            if !fresh.is_empty() {
-                self.keywords.extend(fresh);
-                out.data(Data::Flags(crate::flags::mailbox_flags(&self.keywords)));
-            }
+            self.announce_keywords(used.iter(), out);
             for (seq, entry) in &flags_changed {
                 let mut items = vec![MessageDataItem::Flags(flag_list(entry))];
                 items.push(MessageDataItem::Uid(

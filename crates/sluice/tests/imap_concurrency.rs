@@ -93,3 +93,49 @@ print(stats["items"], stats["empty"], stats["no"], len(stats["errors"]), stats["
     );
     assert_eq!(errors, 0, "{out}");
 }
+
+/// A keyword another session set is named in an untagged FLAGS (and
+/// PERMANENTFLAGS) before any FETCH shows it (RFC 3501 §7.2.6), and the
+/// change reaches the other session.
+#[test]
+fn keywords_set_elsewhere_are_announced_before_they_are_used() {
+    let server = Server::start();
+    let user = server.add_user("flags");
+    kit::swaks(&[
+        "--server",
+        &addr_arg(server.smtp),
+        "--to",
+        &user,
+        "--from",
+        "a@remote.test",
+    ]);
+    let out = python(
+        r#"
+import socket, sys
+h, p = sys.argv[1].rsplit(":", 1)
+def conn():
+    s = socket.create_connection((h, int(p))); s.settimeout(10); s.recv(4096); return s
+def cmd(s, line):
+    s.sendall(line.encode() + b"\r\n")
+    out = b""
+    tag = line.split()[0].encode()
+    while not any(l.startswith(tag + b" ") for l in out.split(b"\r\n")):
+        out += s.recv(65536)
+    return out.decode()
+a = conn(); cmd(a, "a1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(a, "a2 SELECT INBOX")
+b = conn(); cmd(b, "b1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(b, "b2 SELECT INBOX")
+cmd(b, "b3 STORE 1 +FLAGS (Important)")
+for i, command in enumerate(["FETCH 1 (FLAGS)", "STORE 1 +FLAGS (\\Seen)", "NOOP"]):
+    out = cmd(a, "a%d %s" % (i + 3, command))
+    lines = out.split("\r\n")
+    uses = [n for n, l in enumerate(lines) if "FETCH" in l and "Important" in l]
+    names = [n for n, l in enumerate(lines) if l.startswith("* FLAGS") and "Important" in l]
+    perm = [n for n, l in enumerate(lines) if "PERMANENTFLAGS" in l and "Important" in l]
+    print(command.split()[0], bool(uses), bool(names) and bool(perm) and min(names) < min(uses) if uses else "-")
+"#,
+        &[&addr_arg(server.imap), &user, PASSWORD],
+    );
+    // The first command shows the keyword, after naming it; later ones
+    // need not name it again.
+    assert!(out.contains("FETCH True True"), "{out}");
+}
