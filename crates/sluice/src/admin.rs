@@ -102,8 +102,11 @@ pub async fn domain(config: &Config, action: DomainAction) -> anyhow::Result<()>
         DomainAction::Add { name } => store.add_domain(&name).await?,
         DomainAction::Remove { name } => store.remove_domain(&name).await?,
         DomainAction::List => {
+            let mut out = std::io::stdout().lock();
             for d in store.list_domains().await? {
-                println!("{d}");
+                if !write_line(&mut out, &d) {
+                    break;
+                }
             }
         }
     }
@@ -132,8 +135,11 @@ pub async fn user(config: &Config, action: UserAction) -> anyhow::Result<()> {
             open(config)?.set_quota(&address, limit).await?;
         }
         UserAction::List => {
+            let mut out = std::io::stdout().lock();
             for a in open(config)?.list_accounts().await? {
-                println!("{a}");
+                if !write_line(&mut out, &a) {
+                    break;
+                }
             }
         }
     }
@@ -148,8 +154,14 @@ pub async fn alias(config: &Config, action: AliasAction) -> anyhow::Result<()> {
             store.remove_alias(&address, target.as_deref()).await?
         }
         AliasAction::List => {
+            let mut out = std::io::stdout().lock();
             for a in store.list_aliases().await? {
-                println!("{} -> {}", a.address, a.targets.join(", "));
+                if !write_line(
+                    &mut out,
+                    &format!("{} -> {}", a.address, a.targets.join(", ")),
+                ) {
+                    break;
+                }
             }
         }
     }

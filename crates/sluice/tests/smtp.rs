@@ -463,6 +463,33 @@ fn users_added_by_the_cli_are_live_within_two_seconds() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown.test"));
 }
 
+/// Listings end quietly when their reader goes away (`| head`).
+#[test]
+fn a_listing_into_a_closed_pipe_ends_quietly() {
+    let server = Server::start();
+    // One listing line longer than a pipe holds (64 KiB).
+    let targets: Vec<String> = (0..5000).map(|i| format!("x{i}@remote.test")).collect();
+    let mut args = vec!["alias", "add", "list@example.org"];
+    args.extend(targets.iter().map(String::as_str));
+    server.cli_ok(&args);
+    for listing in ["alias list", "domain list", "user list", "queue list"] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{} --config {} {listing} | head -c 1 >/dev/null",
+                env!("CARGO_BIN_EXE_sluice"),
+                server.config_path().display()
+            ))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{listing}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn limits_have_clear_replies() {
     let server = Server::start_with(
@@ -610,4 +637,30 @@ sys.stdin.readline()
         "{per_conn_kb} KiB per pre-trust connection"
     );
     assert_eq!(server.count("SELECT count(*) FROM blobs"), 0);
+}
+
+/// `RCPT TO:<Postmaster>` without a domain is accepted (RFC 5321 §4.5.1),
+/// and a declared SIZE over the limit is refused however large it is
+/// (RFC 1870 §6), not wrapped around into a small number.
+#[test]
+fn bare_postmaster_and_an_absurd_size() {
+    let server = Server::start();
+    server.add_user("admin");
+    let out = python(
+        r#"
+import smtplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = smtplib.SMTP(h, int(p)); s.ehlo()
+print(s.docmd("MAIL", "FROM:<a@b.test> SIZE=100000000000000000000000")[0])
+print(s.docmd("MAIL", "FROM:<a@b.test>")[0])
+print(s.docmd("RCPT", "TO:<Postmaster>")[0])
+s.quit()
+"#,
+        &[&server.smtp.to_string()],
+    );
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["552", "250", "250"],
+        "{out}"
+    );
 }

@@ -85,6 +85,28 @@ pub(crate) struct Session<'a> {
     seen: Option<Arc<Mutex<Seen>>>,
 }
 
+/// The SIZE parameter of a MAIL command line, as a number however large;
+/// `None` when there is none or it is not a number.
+fn declared_size(line: &[u8]) -> Option<u128> {
+    let text = std::str::from_utf8(line).ok()?;
+    let param = text
+        .split_ascii_whitespace()
+        .find(|w| w.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("SIZE=")))?;
+    let digits = &param[5..];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Anything longer than u128 holds is over any limit.
+    Some(digits.parse().unwrap_or(u128::MAX))
+}
+
+/// Whether a RCPT line names `<Postmaster>` without a domain.
+fn is_bare_postmaster(line: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(line).to_ascii_lowercase();
+    text.split_once(':')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with("<postmaster>"))
+}
+
 impl<'a> Session<'a> {
     pub(crate) fn new(
         ctx: &'a Context,
@@ -217,7 +239,24 @@ impl<'a> Session<'a> {
             Request::Ehlo { host } => self.hello(&host, true),
             Request::Helo { host } => self.hello(&host, false),
             Request::Lhlo { .. } => self.reply(Reply::new(500, "5.5.1", "LHLO is for LMTP")),
-            Request::Mail { from } => self.mail(from),
+            Request::Mail { from } => {
+                // smtp-proto's SIZE overflows on absurd values: read it
+                // from the line (RFC 1870 §6: over the limit is 552).
+                let max = self.ctx.config.max_message_size;
+                if declared_size(line).is_some_and(|size| size > u128::from(max)) {
+                    return self.reply(Reply::new(
+                        552,
+                        "5.3.4",
+                        format!("Message size exceeds fixed limit of {max} bytes"),
+                    ));
+                }
+                self.mail(from)
+            }
+            Request::Rcpt { to } if to.address.is_empty() && is_bare_postmaster(line) => {
+                // RFC 5321 §4.5.1: `<Postmaster>` without a domain must be
+                // accepted; the parser reads it as an empty address.
+                self.rcpt("postmaster").await
+            }
             Request::Rcpt { to } => self.rcpt(&to.address).await,
             Request::Data => self.data().await,
             Request::Bdat {
@@ -1008,5 +1047,37 @@ impl<'a> Session<'a> {
             tracing::info!("TLS handshake failed");
             Next::Close
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_sizes_are_read_however_large() {
+        assert_eq!(declared_size(b"MAIL FROM:<a@b> SIZE=1000"), Some(1000));
+        assert_eq!(
+            declared_size(b"MAIL FROM:<a@b> size=100000000000000000000000"),
+            Some(100_000_000_000_000_000_000_000)
+        );
+        assert_eq!(
+            declared_size(&[b"MAIL FROM:<a@b> SIZE=".as_slice(), &[b'9'; 60]].concat()),
+            Some(u128::MAX)
+        );
+        assert_eq!(declared_size(b"MAIL FROM:<a@b>"), None);
+        assert_eq!(declared_size(b"MAIL FROM:<a@b> SIZE=12x"), None);
+        assert_eq!(
+            declared_size("MAIL FROM:<a@b> SIé=1 SIZE=".as_bytes()),
+            None
+        );
+    }
+
+    #[test]
+    fn bare_postmaster_is_recognised() {
+        assert!(is_bare_postmaster(b"RCPT TO:<Postmaster>"));
+        assert!(is_bare_postmaster(b"rcpt to: <postmaster>"));
+        assert!(!is_bare_postmaster(b"RCPT TO:<postmaster@example.org>"));
+        assert!(!is_bare_postmaster(b"RCPT TO:<>"));
     }
 }
