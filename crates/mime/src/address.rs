@@ -17,7 +17,9 @@
 //!   without a domain gets host [`MISSING_DOMAIN`] and one without a local
 //!   part gets mailbox [`MISSING_MAILBOX`];
 //! - a lone phrase with no `@` (`To: someone`) is a mailbox if it is one
-//!   word, a display name if it is several.
+//!   word, a display name if it is several;
+//! - a bare address followed by a comment (`user@host (Real Name)`, the
+//!   old convention) takes the comment as its display name.
 
 use crate::Address;
 
@@ -59,8 +61,11 @@ impl Token<'_> {
     }
 }
 
-fn lex(s: &[u8]) -> Vec<Token<'_>> {
+/// The tokens of a value, and its comments (their text inside the outer
+/// parentheses) with the number of tokens before each.
+fn lex(s: &[u8]) -> (Vec<Token<'_>>, Vec<(usize, &[u8])>) {
     let mut out = Vec::new();
+    let mut comments = Vec::new();
     let mut i = 0;
     let mut spaced = false;
     while i < s.len() {
@@ -74,6 +79,7 @@ fn lex(s: &[u8]) -> Vec<Token<'_>> {
             }
             b'(' => {
                 let mut depth = 0usize;
+                let open = i;
                 while i < s.len() {
                     match s[i] {
                         b'\\' => i += 1,
@@ -89,6 +95,14 @@ fn lex(s: &[u8]) -> Vec<Token<'_>> {
                     }
                     i += 1;
                 }
+                let end = i.min(s.len());
+                let inner_end = if end > open + 1 && s[end - 1] == b')' {
+                    end - 1
+                } else {
+                    end
+                };
+                comments.push((out.len(), &s[(open + 1).min(inner_end)..inner_end]));
+                i = end;
                 spaced = true;
                 continue;
             }
@@ -141,7 +155,7 @@ fn lex(s: &[u8]) -> Vec<Token<'_>> {
         }
         spaced = false;
     }
-    out
+    (out, comments)
 }
 
 fn is_special_or_space(b: u8) -> bool {
@@ -164,6 +178,24 @@ fn is_special_or_space(b: u8) -> bool {
             | b'.'
             | b'"'
     )
+}
+
+/// A comment's text as a display name: backslash escapes undone, nested
+/// parentheses kept, whitespace runs made one space.
+fn comment_text(text: &[u8]) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == b'\\' && i + 1 < text.len() {
+            i += 1;
+        }
+        out.push(text[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A quoted string's content without its quotes and escapes.
@@ -212,7 +244,7 @@ fn raw(tokens: &[Token<'_>]) -> Option<String> {
 
 /// Parses an address-list (or mailbox-list) field value.
 pub fn parse_address_list(value: &[u8]) -> Vec<Address> {
-    let tokens = lex(value);
+    let (tokens, comments) = lex(value);
     let t = &tokens[..];
     let mut out = Vec::new();
     let mut in_group = false;
@@ -253,8 +285,17 @@ pub fn parse_address_list(value: &[u8]) -> Vec<Address> {
             }
             Some(Kind::Special(b'@')) | Some(Kind::Literal) => {
                 let (domain, next) = domain(t, i);
+                // `user@domain (Real Name)`: the old convention puts the
+                // name in a comment after the address; clients and
+                // Dovecot read it as the display name.
+                let end = skip_to_separator(t, next);
+                let name = comments
+                    .iter()
+                    .find(|(at, _)| *at >= next && *at <= end)
+                    .map(|(_, text)| comment_text(text))
+                    .filter(|n| !n.is_empty());
                 out.push(Address {
-                    name: None,
+                    name,
                     adl: None,
                     mailbox: Some(raw(words).unwrap_or_else(|| MISSING_MAILBOX.into())),
                     host: Some(domain),
@@ -381,6 +422,25 @@ fn skip_to_separator(t: &[Token<'_>], mut i: usize) -> usize {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_comment_after_a_bare_address_is_its_name() {
+        let list =
+            parse_address_list(b"user@example.org (Real  Name), b@x.test, c@y.test (C \\(x\\))");
+        assert_eq!(list.len(), 3);
+        assert_eq!(list[0].name.as_deref(), Some("Real Name"));
+        assert_eq!(list[0].mailbox.as_deref(), Some("user"));
+        assert_eq!(list[1].name, None);
+        assert_eq!(list[2].name.as_deref(), Some("C (x)"));
+        let angle = parse_address_list(b"Shown <s@x.test> (ignored)");
+        assert_eq!(angle[0].name.as_deref(), Some("Shown"));
+        assert_eq!(parse_address_list(b"(only a comment) a@b.c")[0].name, None);
+        assert_eq!(parse_address_list(b"a@b.c ()")[0].name, None);
+        assert_eq!(
+            parse_address_list(b"a@b.c (unclosed")[0].name.as_deref(),
+            Some("unclosed")
+        );
+    }
+
     fn a(
         name: Option<&str>,
         adl: Option<&str>,
@@ -424,14 +484,14 @@ mod tests {
     }
 
     #[test]
-    fn comments_dropped_and_quotes() {
+    fn comments_and_quotes() {
         assert_eq!(
             p("Pete(A nice \\) chap) <pete(his account)@silly.test(his host)>"),
             vec![a(Some("Pete"), None, Some("pete"), Some("silly.test"))]
         );
         assert_eq!(
             p("jdoe@example.org (John Doe)"),
-            vec![a(None, None, Some("jdoe"), Some("example.org"))]
+            vec![a(Some("John Doe"), None, Some("jdoe"), Some("example.org"))]
         );
         assert_eq!(
             p("\"a \\\"b\\\"\" <\"odd local\"@[1.2.3.4]>"),

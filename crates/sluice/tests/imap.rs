@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use kit::{Server, PASSWORD};
+use kit::{python, Server, PASSWORD};
 
 /// What every client script starts with. sys.argv: imap address, user,
 /// password, smtp address, imaps address, then the test's own arguments
@@ -2115,5 +2115,36 @@ eq(typ, "OK", "APPEND without a limit")
 m.logout()
 "#,
         &[],
+    );
+}
+
+/// ENVELOPE takes a display name from the old `addr (Name)` comment form,
+/// as Dovecot and clients do (RFC 3501 §7.4.2 address structure).
+#[test]
+fn envelope_names_come_from_a_trailing_comment() {
+    let server = Server::start();
+    let user = server.add_user("envelope");
+    let out = python(
+        r#"
+import imaplib, smtplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = smtplib.SMTP(h, int(p))
+s.sendmail("user@example.net", [sys.argv[3]], "From: user@example.net (Real Name)\r\nTo: %s\r\nSubject: old style\r\n\r\nx\r\n" % sys.argv[3])
+s.quit()
+h, p = sys.argv[2].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p)); m.login(sys.argv[3], sys.argv[4]); m.select("INBOX")
+typ, data = m.fetch("1", "(ENVELOPE)")
+print(data[0].decode())
+"#,
+        &[
+            &server.smtp.to_string(),
+            &server.imap.to_string(),
+            &user,
+            PASSWORD,
+        ],
+    );
+    assert!(
+        out.contains(r#"(("Real Name" NIL "user" "example.net"))"#),
+        "{out}"
     );
 }
