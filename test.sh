@@ -21,6 +21,7 @@ packages=(
   nsd dnsutils                              # the tests' DNS server, and dig
   ldnsutils                                 # signs the test zones (DANE)
   postfix                                   # a real MX peer for outbound mail
+  python3-dkim                              # an independent DKIM verifier (dkimpy)
   chromium                                  # the webmail tests drive Chromium
 )
 # Node and npm run the browser driver; any install of them will do (the

@@ -9,11 +9,14 @@
 
 pub mod client;
 pub mod config;
+pub mod dkim;
 pub mod dsn;
+pub mod message;
 pub mod queue;
 pub mod route;
 pub mod tls_policy;
 
 pub use config::OutboundConfig;
+pub use dkim::{DkimConfig, Signer};
 pub use queue::QueueManager;
 pub use route::Router;

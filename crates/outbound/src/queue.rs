@@ -25,11 +25,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use store::{QueueOutcome, QueuedRecipient, Store};
+use store::{DirectoryWatch, QueueOutcome, QueuedRecipient, Store};
 use tokio::sync::Semaphore;
 
 use crate::client::{Session, Timeouts, TransactionResult};
 use crate::config::OutboundConfig;
+use crate::dkim::Signer;
 use crate::route::{RouteError, Router};
 use crate::tls_policy::{DomainPolicy, TlsOutcome, TlsPolicies};
 
@@ -58,6 +59,8 @@ pub struct QueueManager {
     /// Turns a rewritten envelope sender (SRS) back into the real one, for
     /// the reports that go to it.
     original_sender: Option<SenderReverser>,
+    /// DKIM signs mail of the local domains, which the directory names.
+    signer: Option<(Arc<Signer>, Arc<DirectoryWatch>)>,
 }
 
 /// Maps an envelope sender to the address reports should go to, when it
@@ -90,6 +93,7 @@ impl QueueManager {
             helo,
             busy: Mutex::new(HashSet::new()),
             original_sender: None,
+            signer: None,
         })
     }
 
@@ -98,6 +102,35 @@ impl QueueManager {
         let mut me = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("configured before it runs"));
         me.original_sender = Some(reverse);
         Arc::new(me)
+    }
+
+    /// A manager that DKIM-signs what local domains send (dkim.rs).
+    pub fn with_signer(
+        self: Arc<Self>,
+        signer: Arc<Signer>,
+        directory: Arc<DirectoryWatch>,
+    ) -> Arc<QueueManager> {
+        let mut me = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("configured before it runs"));
+        me.signer = Some((signer, directory));
+        Arc::new(me)
+    }
+
+    /// The DKIM-Signature fields for a message, empty when none applies.
+    /// A signing error is logged and the message goes unsigned: refusing
+    /// to send over a broken key would hold all of a domain's mail.
+    async fn signature(&self, job: &Job) -> Vec<u8> {
+        let Some((signer, directory)) = &self.signer else {
+            return Vec::new();
+        };
+        let directory = directory.get();
+        let local = |domain: &str| directory.is_local_domain(domain);
+        match signer.sign(job.blob, &job.sender, &local).await {
+            Ok(fields) => fields,
+            Err(e) => {
+                tracing::warn!(blob = job.blob, error = %e, "DKIM signing failed; sent unsigned");
+                Vec::new()
+            }
+        }
     }
 
     /// Runs until the task is dropped.
@@ -233,15 +266,23 @@ impl QueueManager {
                         job.rows.iter().map(|r| r.recipient.clone()).collect();
                     let store = Arc::clone(&self.store);
                     let blob = job.blob;
+                    // The signature goes first, then the stored message.
+                    let mut prefix = Some(self.signature(job).await);
+                    let size = job.size + prefix.as_ref().map_or(0, |p| p.len() as u64);
                     let mut seq = 0u32;
                     let result = session
-                        .send(&job.sender, &recipients, job.size, || {
+                        .send(&job.sender, &recipients, size, || {
                             let store = Arc::clone(&store);
+                            let first = prefix.take().filter(|p| !p.is_empty());
                             let this = seq;
-                            seq += 1;
+                            if first.is_none() {
+                                seq += 1;
+                            }
                             async move {
-                                store
-                                    .read_chunk(blob, this)
+                                if first.is_some() {
+                                    return Ok(first);
+                                }
+                                crate::message::piece(&*store, blob, this)
                                     .await
                                     .map_err(std::io::Error::other)
                             }

@@ -63,7 +63,7 @@ pub enum AliasAction {
     },
 }
 
-fn open(config: &Config) -> anyhow::Result<SqliteStore> {
+pub(crate) fn open(config: &Config) -> anyhow::Result<SqliteStore> {
     SqliteStore::open(
         &config.data_dir,
         SqliteOptions {
@@ -182,7 +182,7 @@ pub enum QueueAction {
     Remove { id: i64 },
 }
 
-fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -323,7 +323,7 @@ pub fn stats(config: &Config) -> anyhow::Result<()> {
 
 /// Writes a line; false when the reader went away (`| head`), which is
 /// not an error.
-fn write_line(out: &mut impl std::io::Write, line: &str) -> bool {
+pub(crate) fn write_line(out: &mut impl std::io::Write, line: &str) -> bool {
     writeln!(out, "{line}").is_ok()
 }
 

@@ -37,6 +37,8 @@ pub struct Config {
     pub submission: smtp::SubmissionConfig,
     /// Sending mail to other servers: routes, retries, TLS policy.
     pub outbound: sluice_outbound::OutboundConfig,
+    /// DKIM signing of what local domains send.
+    pub dkim: sluice_outbound::DkimConfig,
     /// The DNS servers used for outbound mail (MX, TLSA, MTA-STS).
     pub dns: DnsConfig,
     /// Logging.
@@ -353,6 +355,7 @@ impl Default for Config {
             web: web::WebConfig::default(),
             submission: smtp::SubmissionConfig::default(),
             outbound: sluice_outbound::OutboundConfig::default(),
+            dkim: sluice_outbound::DkimConfig::default(),
             dns: DnsConfig::default(),
             log: LogConfig::default(),
         }

@@ -6,6 +6,7 @@
 mod admin;
 mod backup;
 mod config;
+mod dkim_admin;
 mod dnsbl_server;
 mod scan_files;
 mod serve;
@@ -61,6 +62,12 @@ enum Command {
     Queue {
         #[command(subcommand)]
         action: admin::QueueAction,
+    },
+    /// DKIM keys: keygen, import, list, record, activate, deactivate,
+    /// remove.
+    Dkim {
+        #[command(subcommand)]
+        action: dkim_admin::DkimAction,
     },
     /// Disk use of the store: files, tables and indexes, bytes per message.
     Stats,
@@ -129,6 +136,7 @@ fn main() -> ExitCode {
                 Command::User { action } => admin::user(&config, action).await,
                 Command::Alias { action } => admin::alias(&config, action).await,
                 Command::Queue { action } => admin::queue(&config, action).await,
+                Command::Dkim { action } => dkim_admin::dkim(&config, action).await,
                 Command::Dnsbl { command } => dnsbl_server::run(command).await,
                 Command::Scan(_)
                 | Command::Bench { .. }

@@ -83,6 +83,7 @@ fn start_outbound(
     config: &Config,
     store: &Arc<dyn Store>,
     srs: Option<Arc<smtp::Srs>>,
+    directory: &Arc<DirectoryWatch>,
 ) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
     use sluice_outbound::tls_policy::{self, TlsPolicies};
     if !config.outbound.enabled {
@@ -122,6 +123,8 @@ fn start_outbound(
         })),
         None => manager,
     };
+    let signer = sluice_outbound::Signer::new(Arc::clone(store), config.dkim.clone());
+    let manager = manager.with_signer(Arc::new(signer), Arc::clone(directory));
     Ok(Some(tokio::spawn(manager.run())))
 }
 
@@ -285,7 +288,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for l in imaps_listeners {
         accept_loops.spawn(imap::serve(l, Arc::clone(&imap_ctx), true));
     }
-    let outbound = start_outbound(&config, &store, srs_for_reports)?;
+    let outbound = start_outbound(&config, &store, srs_for_reports, &directory)?;
     // Handlers are in place before anyone is told the server is up.
     let stop = stop_signal()?;
     tracing::info!(hostname = %config.hostname, data = %config.data_dir.display(), "sluice started");

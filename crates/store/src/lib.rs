@@ -24,10 +24,10 @@ pub use directory::{normalize_address, AccountEntry, Directory, Resolution};
 pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
-    AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryReceipt, FlagChange, MailboxId,
-    MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota,
-    SearchKey, Uid, WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED,
-    FLAG_SEEN,
+    AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryReceipt, DkimKey, FlagChange,
+    MailboxId, MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome,
+    QueuedRecipient, Quota, SearchKey, Uid, WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED,
+    FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
 };
 pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};
@@ -85,6 +85,18 @@ pub trait Store: Send + Sync + 'static {
     async fn remove_alias(&self, address: &str, target: Option<&str>) -> Result<()>;
     /// Lists aliases and their targets.
     async fn list_aliases(&self) -> Result<Vec<AliasEntry>>;
+
+    /// The DKIM keys of every domain, by domain then selector.
+    async fn dkim_keys(&self) -> Result<Vec<DkimKey>>;
+    /// Adds a DKIM key. `NotFound` if its domain is not local, `Exists` if
+    /// the domain already has that selector.
+    async fn add_dkim_key(&self, key: DkimKey) -> Result<()>;
+    /// Makes a key sign, or stop signing. A key that starts signing takes
+    /// over from the domain's other keys of the same algorithm, which stop
+    /// (they stay published). `NotFound` for an unknown key.
+    async fn set_dkim_signing(&self, domain: &str, selector: &str, signing: bool) -> Result<()>;
+    /// Removes a DKIM key. `NotFound` for an unknown key.
+    async fn remove_dkim_key(&self, domain: &str, selector: &str) -> Result<()>;
 
     /// Starts writing a new message. Bytes are streamed in with
     /// [`MessageWriter::write`]; nothing is visible until

@@ -220,6 +220,28 @@ pub struct AliasEntry {
     pub targets: Vec<String>,
 }
 
+/// A DKIM signing key of a local domain (RFC 6376). Published at
+/// `<selector>._domainkey.<domain>`; only keys marked `signing` sign, so a
+/// new key can be published before it is used and an old one kept in DNS
+/// while mail it signed is still in flight (rotation with two selectors).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DkimKey {
+    /// The signing domain (`d=`), a local domain.
+    pub domain: String,
+    /// The selector (`s=`).
+    pub selector: String,
+    /// `rsa-sha256` or `ed25519-sha256`.
+    pub algorithm: String,
+    /// The private key, DER (PKCS#1 for RSA, PKCS#8 for Ed25519).
+    pub private_der: Vec<u8>,
+    /// The public key as DNS publishes it (`p=`), base64.
+    pub public_key: String,
+    /// When it was made (seconds since the Unix epoch).
+    pub created: i64,
+    /// Whether it signs outgoing mail now.
+    pub signing: bool,
+}
+
 /// One recipient waiting in the outbound queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedRecipient {

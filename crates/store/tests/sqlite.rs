@@ -606,3 +606,88 @@ async fn a_pinned_view_keeps_expunged_messages_readable_until_it_lets_go() {
     assert!(store.message_data(inbox_id, &[1]).await.unwrap().is_empty());
     drop(pin);
 }
+
+fn dkim_key(domain: &str, selector: &str, algorithm: &str, signing: bool) -> store::DkimKey {
+    store::DkimKey {
+        domain: domain.into(),
+        selector: selector.into(),
+        algorithm: algorithm.into(),
+        private_der: vec![1, 2, 3],
+        public_key: "AAAA".into(),
+        created: 1,
+        signing,
+    }
+}
+
+#[tokio::test]
+async fn dkim_keys_rotate_by_algorithm_and_go_with_their_domain() {
+    let (_dir, store) = open().await;
+    let before = store.directory_serial().await.unwrap();
+    assert!(matches!(
+        store
+            .add_dkim_key(dkim_key("example.net", "a", "rsa-sha256", true))
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    for bad in ["", "a..b", "-a", "a b", "a/b"] {
+        assert!(
+            matches!(
+                store
+                    .add_dkim_key(dkim_key("example.org", bad, "rsa-sha256", true))
+                    .await,
+                Err(StoreError::Invalid(_))
+            ),
+            "{bad:?}"
+        );
+    }
+    assert!(matches!(
+        store
+            .add_dkim_key(dkim_key("example.org", "a", "dsa-sha1", true))
+            .await,
+        Err(StoreError::Invalid(_))
+    ));
+    store
+        .add_dkim_key(dkim_key("Example.ORG", "r1", "rsa-sha256", true))
+        .await
+        .unwrap();
+    store
+        .add_dkim_key(dkim_key("example.org", "e1", "ed25519-sha256", true))
+        .await
+        .unwrap();
+    assert!(matches!(
+        store
+            .add_dkim_key(dkim_key("example.org", "r1", "rsa-sha256", false))
+            .await,
+        Err(StoreError::Exists(_))
+    ));
+    // A second RSA key is published first, then takes over.
+    store
+        .add_dkim_key(dkim_key("example.org", "r2", "rsa-sha256", false))
+        .await
+        .unwrap();
+    let signing = |keys: Vec<store::DkimKey>| {
+        keys.into_iter()
+            .filter(|k| k.signing)
+            .map(|k| k.selector)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(signing(store.dkim_keys().await.unwrap()), ["e1", "r1"]);
+    store
+        .set_dkim_signing("example.org", "r2", true)
+        .await
+        .unwrap();
+    assert_eq!(signing(store.dkim_keys().await.unwrap()), ["e1", "r2"]);
+    assert!(store.directory_serial().await.unwrap() > before);
+    assert!(matches!(
+        store.set_dkim_signing("example.org", "nope", true).await,
+        Err(StoreError::NotFound(_))
+    ));
+    store.remove_dkim_key("example.org", "r1").await.unwrap();
+    assert!(matches!(
+        store.remove_dkim_key("example.org", "r1").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(store.dkim_keys().await.unwrap().len(), 2);
+    store.remove_domain("example.org").await.unwrap();
+    assert!(store.dkim_keys().await.unwrap().is_empty());
+}

@@ -5,6 +5,7 @@
 
 mod backup;
 mod checkpoint;
+mod dkim;
 mod entries;
 mod functions;
 mod mailboxes;
@@ -30,9 +31,9 @@ use crate::error::{Result, StoreError};
 use crate::index::IndexedHeaders;
 use crate::keyword;
 use crate::model::{
-    AccountId, AliasEntry, BlobId, Changes, FlagChange, MailboxId, MailboxInfo, MailboxStatus,
-    MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, SearchKey, Uid, FLAG_DELETED,
-    FLAG_SEEN,
+    AccountId, AliasEntry, BlobId, Changes, DkimKey, FlagChange, MailboxId, MailboxInfo,
+    MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, SearchKey, Uid,
+    FLAG_DELETED, FLAG_SEEN,
 };
 use crate::password::hash_password;
 use crate::{MessageWriter, Store};
@@ -367,6 +368,7 @@ impl Store for SqliteStore {
                 )));
             }
             c.execute("DELETE FROM domains WHERE id = ?1", [id])?;
+            c.execute("DELETE FROM dkim_keys WHERE domain = ?1", [&name])?;
             bump_serial(c)
         })
         .await
@@ -517,6 +519,40 @@ impl Store for SqliteStore {
             if n == 0 {
                 return Err(StoreError::NotFound(format!("alias {address}")));
             }
+            bump_serial(c)
+        })
+        .await
+    }
+
+    async fn dkim_keys(&self) -> Result<Vec<DkimKey>> {
+        self.read(dkim::list).await
+    }
+
+    async fn add_dkim_key(&self, key: DkimKey) -> Result<()> {
+        let mut key = key;
+        key.domain = valid_domain(&key.domain)?;
+        self.write(move |c| {
+            dkim::add(c, &key)?;
+            bump_serial(c)
+        })
+        .await
+    }
+
+    async fn set_dkim_signing(&self, domain: &str, selector: &str, signing: bool) -> Result<()> {
+        let domain = valid_domain(domain)?;
+        let selector = selector.to_string();
+        self.write(move |c| {
+            dkim::set_signing(c, &domain, &selector, signing)?;
+            bump_serial(c)
+        })
+        .await
+    }
+
+    async fn remove_dkim_key(&self, domain: &str, selector: &str) -> Result<()> {
+        let domain = valid_domain(domain)?;
+        let selector = selector.to_string();
+        self.write(move |c| {
+            dkim::remove(c, &domain, &selector)?;
             bump_serial(c)
         })
         .await

@@ -240,6 +240,21 @@ const MIGRATIONS: &[&str] = &[
     -- The sender was told of the delay (one warning per recipient).
     ALTER TABLE queue ADD COLUMN warned INTEGER NOT NULL DEFAULT 0;
     "#,
+    // DKIM keys of the local domains (removing a domain removes its keys).
+    r#"
+    CREATE TABLE dkim_keys (
+        domain TEXT NOT NULL,
+        selector TEXT NOT NULL,
+        -- 'rsa-sha256' or 'ed25519-sha256'
+        algorithm TEXT NOT NULL,
+        private_der BLOB NOT NULL,
+        -- base64, as published in the p= tag
+        public_key TEXT NOT NULL,
+        created INTEGER NOT NULL,
+        signing INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (domain, selector)
+    ) STRICT;
+    "#,
 ];
 
 /// Newest schema version this build knows.
