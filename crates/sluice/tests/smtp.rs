@@ -664,3 +664,69 @@ s.quit()
         "{out}"
     );
 }
+
+/// Bare LF and bare CR in DATA and in BDAT chunks are stored as CRLF, so
+/// nothing Sluice later hands on carries a line end another server could
+/// read differently (SMTP smuggling); `LF . LF` and `CR . CR` end nothing.
+#[test]
+fn bare_line_ends_are_stored_as_crlf() {
+    let server = Server::start();
+    let user = server.add_user("lines");
+    let out = python(
+        r#"
+import imaplib, socket, sys
+addr, imap, user, password = sys.argv[1:5]
+h, p = addr.rsplit(":", 1)
+s = socket.create_connection((h, int(p)))
+f = s.makefile("rb")
+def reply():
+    while True:
+        line = f.readline()
+        if line[3:4] != b"-":
+            return line[:3].decode()
+reply()
+s.sendall(b"EHLO c\r\n"); reply()
+s.sendall(b"MAIL FROM:<a@remote.test>\r\n"); reply()
+s.sendall(b"RCPT TO:<%s>\r\n" % user.encode()); reply()
+s.sendall(b"DATA\r\n"); print("data", reply())
+s.sendall(b"Subject: one\r\n\r\nunix\nline\n.\nMAIL FROM:<x@y>\nold\rmac\r.\rend\r\n.\r\n")
+print("end", reply())
+s.sendall(b"MAIL FROM:<a@remote.test>\r\n"); reply()
+s.sendall(b"RCPT TO:<%s>\r\n" % user.encode()); reply()
+s.sendall(b"BDAT 20\r\nSubject: two\n\nsplit\r"); print("bdat", reply())
+s.sendall(b"BDAT 9 LAST\r\n\nbare\nCR\r"); print("last", reply())
+s.sendall(b"QUIT\r\n"); reply()
+h, p = imap.rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p))
+m.login(user, password)
+m.select("INBOX")
+for n in (1, 2):
+    typ, data = m.fetch(str(n), "(BODY.PEEK[])")
+    raw = data[0][1]
+    body = raw[raw.index(b"Subject:"):]
+    print(repr(body))
+m.logout()
+"#,
+        &[
+            &server.smtp.to_string(),
+            &server.imap.to_string(),
+            &user,
+            kit::PASSWORD,
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        &lines[..4],
+        ["data 354", "end 250", "bdat 250", "last 250"],
+        "{out}"
+    );
+    assert_eq!(
+        lines[4],
+        r"b'Subject: one\r\n\r\nunix\r\nline\r\n.\r\nMAIL FROM:<x@y>\r\nold\r\nmac\r\n.\r\nend\r\n'",
+        "{out}"
+    );
+    assert_eq!(
+        lines[5], r"b'Subject: two\r\n\r\nsplit\r\nbare\r\nCR\r\n'",
+        "{out}"
+    );
+}

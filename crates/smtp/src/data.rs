@@ -87,41 +87,87 @@ pub(crate) async fn receive_dot_stuffed(
 }
 
 /// Receives exactly `count` bytes (one BDAT chunk) into `writer`, and
-/// into `scan` if given.
+/// into `scan` if given, with bare line ends made CRLF as in DATA
+/// ([`DotUnstuffer`]); `last` ends the message.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn receive_exact(
     input: &mut Input,
     stream: &mut Stream,
     writer: &mut dyn MessageWriter,
     mut scan: Option<&mut ContentScan>,
+    line_ends: &mut LineEnds,
     count: u64,
     max: u64,
+    last: bool,
     timeout: Duration,
 ) -> DataEnd {
     let mut left = count;
     let mut too_big = false;
     let mut infected = false;
-    while left > 0 {
-        if input.buffered().is_empty() {
+    let mut out = Vec::with_capacity(input.capacity());
+    while left > 0 || last {
+        if left > 0 && input.buffered().is_empty() {
             if let Err(end) = more(input, stream, timeout).await {
                 return end;
             }
         }
         let n = (input.buffered().len() as u64).min(left) as usize;
+        out.clear();
+        line_ends.push(&input.buffered()[..n], &mut out);
+        input.consume(n);
+        left -= n as u64;
+        let at_end = left == 0 && last;
+        if at_end {
+            line_ends.finish(&mut out);
+        }
         if !too_big && !infected {
-            infected = scan_piece(&mut scan, &input.buffered()[..n]);
-            if writer.size() + n as u64 > max {
+            infected = scan_piece(&mut scan, &out);
+            if writer.size() + out.len() as u64 > max {
                 too_big = true;
-            } else if writer.write(&input.buffered()[..n]).await.is_err() {
+            } else if writer.write(&out).await.is_err() {
                 return DataEnd::Closed;
             }
         }
-        input.consume(n);
-        left -= n as u64;
+        if at_end {
+            break;
+        }
     }
     if too_big {
         DataEnd::TooBig
     } else {
         DataEnd::Complete
+    }
+}
+
+/// Makes bare CR and bare LF into CRLF in text that arrives in pieces.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LineEnds {
+    /// The last byte seen was a CR.
+    after_cr: bool,
+}
+
+impl LineEnds {
+    pub(crate) fn push(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        for &b in input {
+            match b {
+                b'\n' if !self.after_cr => out.extend_from_slice(b"\r\n"),
+                b'\n' => out.push(b'\n'),
+                _ => {
+                    if self.after_cr {
+                        out.push(b'\n');
+                    }
+                    out.push(b);
+                }
+            }
+            self.after_cr = b == b'\r';
+        }
+    }
+
+    /// The end of the text: a CR left last gets its LF.
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
+        if std::mem::take(&mut self.after_cr) {
+            out.push(b'\n');
+        }
     }
 }
 
@@ -163,6 +209,13 @@ enum State {
 /// the stream ends at `CRLF . CRLF`. Only CRLF starts a line: a bare LF
 /// followed by `.` is message text, never the end of data, which keeps the
 /// SMTP smuggling trick (`LF . LF` seen differently by two servers) out.
+///
+/// Bare line ends are stored as CRLF: a lone LF, and a CR not followed by
+/// LF, each become CRLF (RFC 5321 §2.3.8 allows no other line end). So
+/// mail Sluice forwards later carries no bare CR or LF for the next server
+/// to read as a line end; what the sender meant as text lines stays lines.
+/// Postfix 3.9 offers the same as `smtpd_forbid_bare_newline = normalize`;
+/// refusing such mail instead would bounce what old scripts still send.
 #[derive(Debug, Clone)]
 pub struct DotUnstuffer {
     state: State,
@@ -185,12 +238,19 @@ impl DotUnstuffer {
         while i < input.len() {
             match self.state {
                 State::Middle => {
-                    // Copy up to the next CR in one go.
-                    match input[i..].iter().position(|&b| b == b'\r') {
+                    // Copy up to the next CR or LF in one go.
+                    match memchr::memchr2(b'\r', b'\n', &input[i..]) {
                         Some(p) => {
-                            out.extend_from_slice(&input[i..i + p + 1]);
+                            out.extend_from_slice(&input[i..i + p]);
+                            if input[i + p] == b'\r' {
+                                out.push(b'\r');
+                                self.state = State::Cr;
+                            } else {
+                                // A bare LF: stored as CRLF, but it does not
+                                // start a line (see above).
+                                out.extend_from_slice(b"\r\n");
+                            }
                             i += p + 1;
-                            self.state = State::Cr;
                         }
                         None => {
                             out.extend_from_slice(&input[i..]);
@@ -205,26 +265,29 @@ impl DotUnstuffer {
                         out.push(b'\r');
                         self.state = State::Cr;
                     }
-                    b => {
-                        out.push(b);
+                    _ => {
                         self.state = State::Middle;
+                        continue; // Middle takes it, bare LF included
                     }
                 },
                 State::Cr => {
-                    let b = input[i];
-                    out.push(b);
-                    self.state = match b {
-                        b'\n' => State::LineStart,
-                        b'\r' => State::Cr,
-                        _ => State::Middle,
-                    };
+                    if input[i] == b'\n' {
+                        out.push(b'\n');
+                        self.state = State::LineStart;
+                    } else {
+                        // The CR was bare: it ends its line as CRLF, and
+                        // this byte is text again.
+                        out.push(b'\n');
+                        self.state = State::Middle;
+                        continue;
+                    }
                 }
                 State::Dot => match input[i] {
                     b'\r' => self.state = State::DotCr,
-                    b => {
+                    _ => {
                         // The dot was stuffing; this byte is text.
-                        out.push(b);
                         self.state = State::Middle;
+                        continue;
                     }
                 },
                 State::DotCr => {
@@ -296,21 +359,78 @@ mod tests {
     }
 
     #[test]
-    fn bare_lf_dot_is_not_the_end() {
+    fn bare_lf_dot_is_not_the_end_and_is_stored_as_crlf() {
         let (msg, _) = run(b"a\n.\nb\r\n.\r\n", &[100]);
-        assert_eq!(msg, b"a\n.\nb\r\n");
+        assert_eq!(msg, b"a\r\n.\r\nb\r\n");
     }
 
     #[test]
-    fn dot_cr_without_lf_is_text() {
+    fn dot_cr_without_lf_is_text_with_a_crlf() {
         let (msg, _) = run(b".\rx\r\n.\r\n", &[1]);
-        assert_eq!(msg, b"\rx\r\n");
+        assert_eq!(msg, b"\r\nx\r\n");
+    }
+
+    #[test]
+    fn smuggling_sequences_are_stored_as_plain_lines() {
+        for (data, stored) in [
+            (
+                &b"a\r\n.\nMAIL FROM:<x>\r\n.\r\n"[..],
+                &b"a\r\n\r\nMAIL FROM:<x>\r\n"[..],
+            ),
+            (b"a\n.\r\nb\r\n.\r\n", b"a\r\n.\r\nb\r\n"),
+            (b"a\r.\rb\r\n.\r\n", b"a\r\n.\r\nb\r\n"),
+            (b"a\r\r\n\n\r\n.\r\n", b"a\r\n\r\n\r\n\r\n"),
+        ] {
+            for pieces in [&[100][..], &[1]] {
+                let (msg, used) = run(data, pieces);
+                assert_eq!(
+                    String::from_utf8_lossy(&msg),
+                    String::from_utf8_lossy(stored),
+                    "{:?}",
+                    String::from_utf8_lossy(data)
+                );
+                assert_eq!(used, data.len());
+            }
+        }
+    }
+
+    /// True if every CR and LF in `text` is part of a CRLF.
+    fn only_crlf(text: &[u8]) -> bool {
+        text.iter().enumerate().all(|(i, &b)| match b {
+            b'\r' => text.get(i + 1) == Some(&b'\n'),
+            b'\n' => i > 0 && text[i - 1] == b'\r',
+            _ => true,
+        })
+    }
+
+    #[test]
+    fn bdat_line_ends_are_made_crlf_across_pieces() {
+        let mut l = LineEnds::default();
+        let mut out = Vec::new();
+        for piece in [&b"a\r"[..], b"\nb\n", b"c\r", b"d\r"] {
+            l.push(piece, &mut out);
+        }
+        l.finish(&mut out);
+        assert_eq!(out, b"a\r\nb\r\nc\r\nd\r\n");
     }
 
     proptest! {
         #[test]
+        fn whatever_comes_only_crlf_is_stored(
+            data in proptest::collection::vec(prop_oneof![Just(b'\r'), Just(b'\n'), Just(b'.'), Just(b'a')], 0..40),
+            pieces in proptest::collection::vec(1usize..9, 0..64),
+        ) {
+            let mut data = data;
+            data.extend_from_slice(b"\r\n.\r\n");
+            let (got, _) = run(&data, &pieces);
+            prop_assert!(only_crlf(&got), "{:?} -> {:?}", data, got);
+            let whole = run(&data, &[data.len()]).0;
+            prop_assert_eq!(got, whole);
+        }
+
+        #[test]
         fn any_split_gives_the_original_message(
-            lines in proptest::collection::vec("[.a-z\r]{0,12}", 0..12),
+            lines in proptest::collection::vec("[.a-z]{0,12}", 0..12),
             pieces in proptest::collection::vec(1usize..9, 0..64),
         ) {
             let message: Vec<u8> = lines.iter().flat_map(|l| format!("{l}\r\n").into_bytes()).collect();

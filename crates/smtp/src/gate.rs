@@ -46,6 +46,8 @@ struct Bdat {
     too_big: bool,
     /// The content scan, fed chunk by chunk.
     scan: Option<ContentScan>,
+    /// Bare CR or LF become CRLF across chunk boundaries.
+    line_ends: data::LineEnds,
 }
 
 /// Where the DNSBL check of this connection stands.
@@ -690,6 +692,7 @@ impl<'a> Session<'a> {
                         writer,
                         too_big: false,
                         scan: self.ctx.content.as_ref().map(|c| c.start()),
+                        line_ends: data::LineEnds::default(),
                     },
                     Err(e) => return self.local_error(&id, e),
                 }
@@ -706,8 +709,10 @@ impl<'a> Session<'a> {
                 &mut self.stream,
                 bdat.writer.as_mut(),
                 bdat.scan.as_mut(),
+                &mut bdat.line_ends,
                 size as u64,
                 bdat.limit,
+                last,
                 timeout,
             )
             .await
