@@ -61,7 +61,17 @@ impl Session<'_> {
                     None => reply,
                 }
             }
-            Err(_) => {
+            Err(store::AuthFailure::Throttled) => {
+                self.failures += 1;
+                let reply =
+                    Reply::no("Too many failed logins; try again later").code(code("UNAVAILABLE"));
+                if self.failures >= self.ctx.config.max_auth_failures {
+                    self.out.bye(None, "Too many failed logins");
+                    return reply.close();
+                }
+                reply
+            }
+            Err(store::AuthFailure::BadCredentials) => {
                 self.failures += 1;
                 tracing::info!(user, failures = self.failures, "imap login failed");
                 let reply = Reply::no("Authentication failed").code(code("AUTHENTICATIONFAILED"));

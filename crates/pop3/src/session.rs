@@ -264,10 +264,16 @@ impl<'a> Session<'a> {
         }
         let account = match self.ctx.auth.login(self.peer.ip(), user, password).await {
             Ok(a) => a,
-            Err(_) => {
+            Err(e) => {
                 self.failures += 1;
                 tracing::info!(user, failures = self.failures, "pop3 login failed");
-                self.err("[AUTH] Authentication failed");
+                match e {
+                    // RFC 3206: a temporary condition, not the password.
+                    store::AuthFailure::Throttled => {
+                        self.err("[SYS/TEMP] Too many failed logins; try again later")
+                    }
+                    store::AuthFailure::BadCredentials => self.err("[AUTH] Authentication failed"),
+                }
                 if self.failures >= self.ctx.config.max_auth_failures {
                     self.err("[AUTH] Too many failures, closing connection");
                     return Next::Close;

@@ -202,6 +202,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     });
     // Submission: the same SMTP session with AUTH and relaying for
     // accounts; no DNSBL (clients are people, often on dynamic addresses).
+    // One throttling table for every protocol: failures over POP3 slow
+    // guesses over IMAP, submission and webmail too (store::auth).
+    let imap_auth = Arc::new(Authenticator::new(
+        Arc::clone(&directory),
+        Duration::from_secs(config.imap.auth_failure_delay_secs),
+    ));
+    let auth_with = |secs: u64| {
+        Arc::new(Authenticator::sharing(
+            &imap_auth,
+            Duration::from_secs(secs),
+        ))
+    };
     let submission_ctx = Arc::new(smtp::Context {
         hostname: config.hostname.clone(),
         config: config.smtp.clone(),
@@ -213,10 +225,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         content,
         blocklist: None,
         submission: Some(Arc::new(smtp::Submission::new(
-            Arc::new(Authenticator::new(
-                Arc::clone(&directory),
-                Duration::from_secs(config.imap.auth_failure_delay_secs),
-            )),
+            auth_with(config.imap.auth_failure_delay_secs),
             config.submission.clone(),
         ))),
         srs,
@@ -225,10 +234,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         hostname: config.hostname.clone(),
         config: config.pop3.clone(),
         store: Arc::clone(&store),
-        auth: Arc::new(Authenticator::new(
-            Arc::clone(&directory),
-            Duration::from_secs(config.pop3.auth_failure_delay_secs),
-        )),
+        auth: auth_with(config.pop3.auth_failure_delay_secs),
         tls: Some(tls.clone()),
         locks: Arc::default(),
         limiter: ConnLimiter::new(config.pop3.max_connections_per_ip),
@@ -238,10 +244,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         hostname: config.hostname.clone(),
         config: config.imap.clone(),
         store: Arc::clone(&store),
-        auth: Arc::new(Authenticator::new(
-            Arc::clone(&directory),
-            Duration::from_secs(config.imap.auth_failure_delay_secs),
-        )),
+        auth: Arc::clone(&imap_auth),
         tls: Some(tls.clone()),
         limiter: ConnLimiter::new(config.imap.max_connections_per_ip),
         shutdown: shutdown.clone(),
@@ -249,10 +252,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let web_ctx = Arc::new(web::Context {
         store: Arc::clone(&store),
         directory: Arc::clone(&directory),
-        auth: Arc::new(Authenticator::new(
-            Arc::clone(&directory),
-            Duration::from_secs(config.web.auth_failure_delay_secs),
-        )),
+        auth: auth_with(config.web.auth_failure_delay_secs),
         config: config.web.clone(),
         shutdown: shutdown.clone(),
     });

@@ -988,6 +988,11 @@ impl<'a> Session<'a> {
                 self.account = Some(account);
                 self.reply(Reply::new(235, "2.7.0", "Authentication successful"))
             }
+            Err(store::AuthFailure::Throttled) => self.reply(Reply::new(
+                454,
+                "4.7.0",
+                "Temporary authentication failure: too many failed logins, try later",
+            )),
             Err(e) => {
                 // A fixed format an operator can feed to fail2ban.
                 tracing::warn!(client = %self.peer.ip(), user = %user, "smtp auth failed: {e}");

@@ -160,6 +160,16 @@ async fn login(
             )
                 .into_response());
         }
+        Err(AuthFailure::Throttled) => {
+            return Ok((
+                StatusCode::TOO_MANY_REQUESTS,
+                pages::login(
+                    Some("Too many failed logins; try again in a minute."),
+                    &f.address,
+                ),
+            )
+                .into_response());
+        }
     };
     let token = session::new_token();
     let lifetime = app.ctx.config.session_hours * 3600;
