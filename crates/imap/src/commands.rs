@@ -97,7 +97,7 @@ impl Session<'_> {
                 let mut enabled = Vec::new();
                 for c in capabilities.as_ref() {
                     if matches!(c, CapabilityEnable::CondStore) && !self.condstore {
-                        self.condstore = true;
+                        self.enable_condstore();
                         enabled.push(CapabilityEnable::CondStore);
                     } else if c.to_string().eq_ignore_ascii_case("IMAP4rev2") && !self.rev2 {
                         // RFC 9051 §6.3.1.
@@ -620,7 +620,7 @@ impl Session<'_> {
                 StatusDataItemName::Deleted => StatusDataItem::Deleted(s.deleted),
                 StatusDataItemName::Size => StatusDataItem::Size(s.size),
                 StatusDataItemName::HighestModSeq => {
-                    self.condstore = true;
+                    self.enable_condstore();
                     StatusDataItem::HighestModSeq(s.highest_modseq)
                 }
                 StatusDataItemName::DeletedStorage => continue,

@@ -228,7 +228,7 @@ impl Session<'_> {
             FetchModifier::Vanished => None,
         });
         if changed_since.is_some() || names.contains(&MessageDataItemName::ModSeq) {
-            self.condstore = true;
+            self.enable_condstore();
             if !names.contains(&MessageDataItemName::ModSeq) {
                 names.push(MessageDataItemName::ModSeq);
             }

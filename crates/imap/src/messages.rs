@@ -82,6 +82,15 @@ impl Session<'_> {
         } else {
             "STORE completed"
         };
+        let unchanged_since = modifiers
+            .iter()
+            .map(|m| match m {
+                StoreModifier::UnchangedSince(n) => *n,
+            })
+            .next();
+        if unchanged_since.is_some() {
+            self.enable_condstore();
+        }
         let sel = self.selected.as_mut().expect("selected state");
         if sel.read_only {
             return Ok(Reply::no("Mailbox is read-only").code(Code::ReadOnly));
@@ -94,15 +103,6 @@ impl Session<'_> {
             Ok(f) => f,
             Err(flag) => return Ok(Reply::bad(format!("Cannot store {flag}"))),
         };
-        let unchanged_since = modifiers
-            .iter()
-            .map(|m| match m {
-                StoreModifier::UnchangedSince(n) => *n,
-            })
-            .next();
-        if unchanged_since.is_some() {
-            self.condstore = true;
-        }
         let change = match kind {
             StoreType::Add => FlagChange::Add,
             StoreType::Remove => FlagChange::Remove,
@@ -264,15 +264,15 @@ impl Session<'_> {
                 }));
             }
         }
+        if criteria.iter().any(uses_modseq) {
+            self.enable_condstore();
+        }
         let sel = self.selected.as_ref().expect("selected state");
         let keys: Result<Vec<SearchKey>, _> =
             criteria.iter().map(|k| search::convert(k, sel)).collect();
         let Ok(keys) = keys else {
             return Ok(Reply::bad(BAD_SET).no_expunge());
         };
-        if criteria.iter().any(uses_modseq) {
-            self.condstore = true;
-        }
         let key = if keys.len() == 1 {
             keys.into_iter().next().expect("one key")
         } else {
@@ -293,8 +293,23 @@ impl Session<'_> {
             .collect();
         let mut numbers = numbers;
         numbers.sort_unstable();
-        let modseq = if self.condstore && criteria.iter().any(uses_modseq) {
-            NonZeroU64::new(sel.highest_modseq)
+        // RFC 7162 §3.1.5: the highest mod-sequence of the messages
+        // returned, none when nothing is.
+        let modseq = if self.condstore && criteria.iter().any(uses_modseq) && !numbers.is_empty() {
+            let returned: std::collections::HashSet<Uid> = found
+                .iter()
+                .copied()
+                .filter(|u| sel.seq_of(*u).is_some())
+                .collect();
+            let entries = self.ctx.store.list_messages(sel.info.id).await?;
+            NonZeroU64::new(
+                entries
+                    .iter()
+                    .filter(|e| returned.contains(&e.uid))
+                    .map(|e| e.modseq)
+                    .max()
+                    .unwrap_or(0),
+            )
         } else {
             None
         };

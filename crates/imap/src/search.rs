@@ -28,7 +28,7 @@ pub(crate) fn convert(key: &Key<'_>, view: &Selected) -> Result<SearchKey, BadSe
                 .map(|k| convert(k, view))
                 .collect::<Result<_, _>>()?,
         ),
-        Key::SequenceSet(set) => SearchKey::Uids(view.uid_ranges(set, false)?),
+        Key::SequenceSet(set) => SearchKey::Uids(view.search_ranges(set, false)),
         Key::Uid(set) => SearchKey::Uids(view.uid_ranges(set, true)?),
         Key::All => SearchKey::All,
         Key::Answered => SearchKey::FlagsSet(FLAG_ANSWERED),

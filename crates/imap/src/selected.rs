@@ -198,6 +198,35 @@ impl Selected {
             .collect())
     }
 
+    /// The UID ranges a SEARCH sequence set names. Unlike FETCH and STORE,
+    /// numbers past the last message simply match nothing (as Dovecot
+    /// answers `SEARCH 1000` in a small mailbox), so a search is never BAD
+    /// for asking about messages that are not there.
+    pub(crate) fn search_ranges(&self, set: &SequenceSet, uid: bool) -> Vec<(Uid, Uid)> {
+        if uid {
+            return self.uid_ranges(set, true).unwrap_or_default();
+        }
+        let n = self.uids.len();
+        let mut out = Vec::new();
+        for s in set.0.as_ref() {
+            let v = |x: &SeqOrUid| match x {
+                SeqOrUid::Value(v) => v.get(),
+                SeqOrUid::Asterisk => n,
+            };
+            let (a, b) = match s {
+                Sequence::Single(x) => (v(x), v(x)),
+                Sequence::Range(x, y) => (v(x), v(y)),
+            };
+            let (lo, hi) = (a.min(b).max(1), a.max(b).min(n));
+            for seq in lo..=hi {
+                if let Some(u) = self.uid_at_seq(seq) {
+                    out.push((u, u));
+                }
+            }
+        }
+        out
+    }
+
     /// Announces the keywords among `keywords` this view has not named
     /// yet, in an untagged FLAGS (and PERMANENTFLAGS when writable): no
     /// response may use a keyword before FLAGS named it (RFC 3501 §7.2.6),

@@ -111,6 +111,23 @@ fn utf8_mailbox(name: &str) -> Mailbox<'static> {
 }
 
 impl<'a> Session<'a> {
+    /// Turns CONDSTORE on (RFC 7162 §3.1). The first enabling command
+    /// while a mailbox is selected brings an untagged `OK [HIGHESTMODSEQ]`
+    /// (SELECT and EXAMINE send one anyway).
+    pub(crate) fn enable_condstore(&mut self) {
+        if self.condstore {
+            return;
+        }
+        self.condstore = true;
+        if let Some(m) = self
+            .selected
+            .as_ref()
+            .and_then(|sel| std::num::NonZeroU64::new(sel.highest_modseq))
+        {
+            self.out.ok(None, Some(Code::HighestModSeq(m)), "Highest");
+        }
+    }
+
     pub(crate) fn new(
         ctx: &'a Context,
         stream: Stream,

@@ -972,7 +972,9 @@ eq(m.search("UTF-8", "SUBJECT", "plans"), ("OK", [b"2"]), "CHARSET UTF-8 with AS
 eq(m.search("US-ASCII", "SUBJECT", "plans"), ("OK", [b"2"]), "CHARSET US-ASCII")
 typ, dat = m.search("X-UNKNOWN", "ALL")
 ok(typ == "NO" and b"[BADCHARSET" in dat[0], (typ, dat))
-for bad in ("9", "FROM", "FROBNICATE x"):
+# A number past the end matches nothing, as in Dovecot.
+eq(m.search(None, "9"), ("OK", [b""]), "SEARCH 9")
+for bad in ("FROM", "FROBNICATE x"):
     try:
         m.search(None, bad)
         raise AssertionError("SEARCH %s accepted" % bad)
@@ -2147,4 +2149,42 @@ print(data[0].decode())
         out.contains(r#"(("Real Name" NIL "user" "example.net"))"#),
         "{out}"
     );
+}
+
+/// RFC 7162 and RFC 4731 details: the first CONDSTORE-enabling command
+/// brings `OK [HIGHESTMODSEQ]`; the MODSEQ of a SEARCH or ESEARCH result
+/// is the highest of the messages returned, not the mailbox's; and a
+/// search for message numbers past the end answers OK with nothing.
+#[test]
+fn condstore_enabling_search_modseq_and_numbers_past_the_end() {
+    let server = Server::start();
+    let user = server.add_user("condstore");
+    let out = client(
+        &server,
+        &user,
+        r#"
+deliver([message("m%d" % i, "<m%d@x>" % i) for i in range(1, 4)])
+r = Raw(); r.login()
+u, t = r.cmd("SELECT INBOX")
+ok(t.split()[1] == "OK", t)
+u, t = r.cmd("STORE 3 +FLAGS (\\Flagged)")
+u, t = r.cmd("FETCH 1:3 (MODSEQ)")
+ok(any("[HIGHESTMODSEQ " in l for l in u), "no HIGHESTMODSEQ on enabling: %r" % u)
+mods = {int(re.search(r"^\* (\d+) FETCH", l).group(1)): int(re.search(r"MODSEQ \((\d+)\)", l).group(1)) for l in u if "FETCH" in l}
+ok(mods[3] > mods[2] > mods[1], repr(mods))
+u, t = r.cmd("FETCH 1 (MODSEQ)")
+ok(not any("HIGHESTMODSEQ" in l for l in u), "HIGHESTMODSEQ again: %r" % u)
+u, t = r.cmd("SEARCH MODSEQ 1 1:2")
+eq(u, ["* SEARCH 1 2 (MODSEQ %d)" % mods[2]], "SEARCH MODSEQ")
+u, t = r.cmd("SEARCH RETURN (ALL) MODSEQ 1 1:2")
+eq(u, ['* ESEARCH (TAG "%s") ALL 1:2 MODSEQ %d' % (t.split()[0], mods[2])], "ESEARCH MODSEQ")
+u, t = r.cmd("SEARCH RETURN () 1000")
+eq((u, t.split()[1]), (['* ESEARCH (TAG "%s")' % t.split()[0]], "OK"), "past the end")
+u, t = r.cmd("SEARCH 2:1000")
+eq((u, t.split()[1]), (["* SEARCH 2 3"], "OK"), "a range past the end")
+print("done")
+"#,
+        &[],
+    );
+    assert!(out.contains("done"), "{out}");
 }
