@@ -2154,7 +2154,8 @@ print(data[0].decode())
 /// RFC 7162 and RFC 4731 details: the first CONDSTORE-enabling command
 /// brings `OK [HIGHESTMODSEQ]`; the MODSEQ of a SEARCH or ESEARCH result
 /// is the highest of the messages returned, not the mailbox's; and a
-/// search for message numbers past the end answers OK with nothing.
+/// search for message numbers past the end answers OK with nothing; a
+/// thousand flat keys are one search, not an SQL error.
 #[test]
 fn condstore_enabling_search_modseq_and_numbers_past_the_end() {
     let server = Server::start();
@@ -2182,9 +2183,31 @@ u, t = r.cmd("SEARCH RETURN () 1000")
 eq((u, t.split()[1]), (['* ESEARCH (TAG "%s")' % t.split()[0]], "OK"), "past the end")
 u, t = r.cmd("SEARCH 2:1000")
 eq((u, t.split()[1]), (["* SEARCH 2 3"], "OK"), "a range past the end")
+u, t = r.cmd("SEARCH " + " ".join(["UNDELETED"] * 1000))
+eq((u, t.split()[1]), (["* SEARCH 1 2 3"], "OK"), "1,000 flat keys")
 print("done")
 "#,
         &[],
     );
     assert!(out.contains("done"), "{out}");
+}
+
+/// An address key matches a group's name (`To: Team: a@x, b@y;`), which is
+/// part of the field's text (RFC 3501 §6.4.4).
+#[test]
+fn address_keys_match_group_names() {
+    let server = Server::start();
+    let user = server.add_user("groups");
+    client(
+        &server,
+        &user,
+        r#"
+deliver([message("to a group", "<g1@x>", headers="Cc: Project Team: a@x.example, b@y.example;\r\n"),
+         message("no group", "<g2@x>")])
+m = login(); m.select("INBOX")
+eq(m.search(None, "CC", '"project team"'), ("OK", [b"1"]), "CC group name")
+eq(m.search(None, "CC", "b@y.example"), ("OK", [b"1"]), "CC group member")
+"#,
+        &[],
+    );
 }

@@ -32,20 +32,40 @@ pub(crate) struct MessageIndex {
 /// Largest amount of decoded body text put into the full-text index.
 const MAX_INDEXED_TEXT: usize = crate::INDEX_WINDOW;
 
-fn addresses(addr: Option<&Address<'_>>) -> String {
-    let Some(addr) = addr else {
-        return String::new();
-    };
-    addr.iter()
-        .map(|a| match (a.name(), a.address()) {
-            (Some(n), Some(e)) => format!("{n} <{e}>"),
-            (None, Some(e)) => e.to_string(),
-            (Some(n), None) => n.to_string(),
-            (None, None) => String::new(),
-        })
+fn one_address(a: &mail_parser::Addr<'_>) -> String {
+    match (a.name(), a.address()) {
+        (Some(n), Some(e)) => format!("{n} <{e}>"),
+        (None, Some(e)) => e.to_string(),
+        (Some(n), None) => n.to_string(),
+        (None, None) => String::new(),
+    }
+}
+
+fn address_list(list: &[mail_parser::Addr<'_>]) -> String {
+    list.iter()
+        .map(one_address)
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Addresses as `Name <addr>` items joined with `, `; a group keeps its
+/// name (`Team: a <x>, b;`), so a search for the group name finds it
+/// (RFC 3501 §6.4.4 matches the field's text).
+fn addresses(addr: Option<&Address<'_>>) -> String {
+    match addr {
+        None => String::new(),
+        Some(Address::List(list)) => address_list(list),
+        Some(Address::Group(groups)) => groups
+            .iter()
+            .map(|g| match &g.name {
+                Some(name) => format!("{name}: {};", address_list(&g.addresses)),
+                None => address_list(&g.addresses),
+            })
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 /// Parses the start of a message (up to [`crate::INDEX_WINDOW`] bytes) and
@@ -129,6 +149,18 @@ Content-Type: multipart/alternative; boundary=b\r\n\
         assert_eq!(idx.headers.date, Some(1751364000));
         assert_eq!(idx.headers.message_id, "abc@example.org");
         assert!(idx.body_text.contains("hello world"), "{:?}", idx.body_text);
+    }
+
+    #[test]
+    fn groups_keep_their_names() {
+        let idx = index_message(
+            b"To: Team: a@x.example, Bob <b@y.example>;, c@z.example\r\nCc: undisclosed-recipients:;\r\n\r\nx",
+        );
+        assert_eq!(
+            idx.headers.to,
+            "Team: a@x.example, Bob <b@y.example>;, c@z.example"
+        );
+        assert_eq!(idx.headers.cc, "undisclosed-recipients: ;");
     }
 
     #[test]

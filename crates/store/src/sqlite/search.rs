@@ -80,14 +80,7 @@ impl Compiler {
                 if keys.is_empty() {
                     self.sql.push('1');
                 } else {
-                    self.sql.push('(');
-                    for (i, k) in keys.iter().enumerate() {
-                        if i > 0 {
-                            self.sql.push_str(" AND ");
-                        }
-                        self.key(k, depth + 1)?;
-                    }
-                    self.sql.push(')');
+                    self.and(keys, depth + 1)?;
                 }
             }
             SearchKey::Or(a, b) => {
@@ -154,6 +147,23 @@ impl Compiler {
                 Err(_) => self.sql.push('0'),
             },
         }
+        Ok(())
+    }
+
+    /// A conjunction, written as a balanced tree of parenthesised halves:
+    /// SQLite parses `a AND b AND c ...` into a chain as deep as it is
+    /// long, and refuses chains past its expression depth limit (1000),
+    /// which a SEARCH of a thousand flat keys would reach.
+    fn and(&mut self, keys: &[SearchKey], depth: usize) -> Result<()> {
+        if let [only] = keys {
+            return self.key(only, depth);
+        }
+        let (left, right) = keys.split_at(keys.len() / 2);
+        self.sql.push('(');
+        self.and(left, depth)?;
+        self.sql.push_str(" AND ");
+        self.and(right, depth)?;
+        self.sql.push(')');
         Ok(())
     }
 
@@ -392,6 +402,38 @@ mod tests {
         assert_eq!(run(vec![(5, 5), (2_147_483_648, u32::MAX)]), expected);
         assert_eq!(run(vec![(2_147_483_647, 1)]).len(), 4);
         assert_eq!(run(vec![]), Vec::<Uid>::new());
+    }
+
+    #[test]
+    fn thousands_of_flat_keys_stay_within_sqlites_depth_limit() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        c.execute_batch(
+            "CREATE TABLE messages (mailbox_id INTEGER, uid INTEGER, blob_id INTEGER,
+                 flags INTEGER, size INTEGER, keywords TEXT, internal_date INTEGER, modseq INTEGER);
+             INSERT INTO messages VALUES (1, 7, 1, 0, 100, '', 0, 1);
+             INSERT INTO messages VALUES (1, 8, 2, 1, 100, '', 0, 1);",
+        )
+        .unwrap();
+        for n in [1, 2, 3, 999, 1000, 5000] {
+            let keys: Vec<SearchKey> = (0..n)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        SearchKey::FlagsUnset(1)
+                    } else {
+                        SearchKey::Smaller(1000 + i as u64)
+                    }
+                })
+                .collect();
+            let q = compile(1, &SearchKey::And(keys)).unwrap();
+            let found: Vec<Uid> = c
+                .prepare(&q.sql)
+                .unwrap()
+                .query_map(rusqlite::params_from_iter(q.params.iter()), |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(found, [7], "{n} keys");
+        }
     }
 
     #[test]
