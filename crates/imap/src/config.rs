@@ -8,10 +8,14 @@ use serde::Deserialize;
 pub struct ImapConfig {
     /// Concurrent connections from one client address.
     pub max_connections_per_ip: usize,
+    /// Concurrent connections in all (imap and imaps together); past it
+    /// new ones get `* BYE [UNAVAILABLE]`.
+    pub max_connections: usize,
     /// Seconds a logged-in session may stay silent (RFC 3501 §5.4: the
     /// autologout timer is at least 30 minutes; IDLE restarts it).
     pub idle_timeout_secs: u64,
-    /// Seconds a session that has not logged in may stay silent.
+    /// Seconds from connecting a session has to log in, in all: sending a
+    /// byte now and then does not stretch it.
     pub login_timeout_secs: u64,
     /// Longest command, literals included, except an APPEND's message,
     /// which is streamed into the store.
@@ -33,6 +37,7 @@ impl Default for ImapConfig {
     fn default() -> Self {
         ImapConfig {
             max_connections_per_ip: 50,
+            max_connections: 10000,
             idle_timeout_secs: 30 * 60,
             login_timeout_secs: 60,
             max_command_bytes: 64 * 1024,

@@ -39,6 +39,8 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>, implicit_tls: bool)
         limiter: Arc::clone(&ctx.limiter),
         refusal: (!implicit_tls)
             .then_some(&b"* BYE [UNAVAILABLE] Too many connections from your address\r\n"[..]),
+        busy: (!implicit_tls)
+            .then_some(&b"* BYE [UNAVAILABLE] Too many connections, try later\r\n"[..]),
         shutdown: ctx.shutdown.clone(),
     };
     acceptor

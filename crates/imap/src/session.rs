@@ -49,6 +49,9 @@ pub(crate) struct Session<'a> {
     /// RFC 7162: CONDSTORE enabled (ENABLE, SELECT (CONDSTORE), or a
     /// CONDSTORE-only command).
     pub(crate) condstore: bool,
+    /// When a session that has not logged in is closed, however busy it
+    /// keeps itself (a byte now and then must not keep it open).
+    login_deadline: tokio::time::Instant,
     /// RFC 9051 §6.3.1: the client enabled IMAP4rev2 (UTF-8 mailbox
     /// names, ESEARCH only, no RECENT).
     pub(crate) rev2: bool,
@@ -144,6 +147,8 @@ impl<'a> Session<'a> {
             account: None,
             selected: None,
             condstore: false,
+            login_deadline: tokio::time::Instant::now()
+                + Duration::from_secs(ctx.config.login_timeout_secs),
             rev2: false,
             failures: 0,
         }
@@ -289,8 +294,13 @@ impl<'a> Session<'a> {
             }
             let max = self.ctx.config.max_command_bytes;
             let timeout = self.timeout();
+            let logged_in = self.account.is_some();
             let frame = tokio::select! {
                 f = framing::read_command(&mut self.input, &mut self.stream, max, timeout, is_append_message) => f,
+                _ = tokio::time::sleep_until(self.login_deadline), if !logged_in => {
+                    self.out.bye(None, "Login timeout");
+                    break;
+                }
                 _ = self.ctx.shutdown.token.cancelled() => {
                     self.out.bye(None, "Server shutting down");
                     break;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::limit::{ConnGuard, ConnLimiter};
+use crate::limit::{ConnGuard, ConnLimiter, Refused};
 use crate::Shutdown;
 
 /// How a listener treats its connections.
@@ -22,6 +22,9 @@ pub struct Acceptor {
     /// Sent to a client over its limit before closing (nothing on a TLS
     /// port, where the client expects a handshake).
     pub refusal: Option<&'static [u8]>,
+    /// Sent, the same way, when the listener has all the connections it
+    /// takes.
+    pub busy: Option<&'static [u8]>,
     /// Stop signal and session tracker.
     pub shutdown: Shutdown,
 }
@@ -51,12 +54,18 @@ impl Acceptor {
             };
             let _ = socket.set_nodelay(true);
             match self.limiter.try_acquire(peer.ip()) {
-                Some(guard) => {
+                Ok(guard) => {
                     self.shutdown.tracker.spawn(session(socket, peer, guard));
                 }
-                None => {
-                    tracing::info!(listener = self.name, client = %peer.ip(), "connection refused: too many from this address");
-                    if let Some(refusal) = self.refusal {
+                Err(why) => {
+                    let text = if why == Refused::Full {
+                        tracing::warn!(listener = self.name, client = %peer.ip(), "connection refused: the listener is at its connection limit");
+                        self.busy
+                    } else {
+                        tracing::info!(listener = self.name, client = %peer.ip(), "connection refused: too many from this address");
+                        self.refusal
+                    };
+                    if let Some(refusal) = text {
                         self.shutdown.tracker.spawn(async move {
                             let _ = socket.write_all(refusal).await;
                         });

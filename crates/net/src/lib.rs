@@ -10,7 +10,7 @@ mod stream;
 
 pub use accept::Acceptor;
 pub use input::{Input, LineError};
-pub use limit::{ConnGuard, ConnLimiter};
+pub use limit::{ConnGuard, ConnLimiter, Refused};
 pub use stream::{open_stream, send, send_buffered, start_tls, Io, Stream};
 pub use tokio_rustls::TlsAcceptor;
 pub use tokio_util::sync::CancellationToken;

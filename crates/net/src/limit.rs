@@ -4,10 +4,22 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-/// Counts open connections per client address and refuses past a limit.
+/// Counts open connections per client address and in all, and refuses
+/// past either limit.
 pub struct ConnLimiter {
     per_ip: usize,
-    open: Mutex<HashMap<IpAddr, usize>>,
+    total: usize,
+    /// Open connections per address, and in all.
+    open: Mutex<(HashMap<IpAddr, usize>, usize)>,
+}
+
+/// Why a connection was turned away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Its address has `per_ip` connections open.
+    FromAddress,
+    /// The listener has `total` connections open.
+    Full,
 }
 
 /// Held by a session for as long as its connection counts; dropping it
@@ -20,21 +32,33 @@ pub struct ConnGuard {
 impl ConnLimiter {
     /// At most `per_ip` simultaneous connections from one address.
     pub fn new(per_ip: usize) -> Arc<ConnLimiter> {
+        ConnLimiter::with_total(per_ip, usize::MAX)
+    }
+
+    /// At most `per_ip` simultaneous connections from one address and
+    /// `total` from all together.
+    pub fn with_total(per_ip: usize, total: usize) -> Arc<ConnLimiter> {
         Arc::new(ConnLimiter {
             per_ip,
-            open: Mutex::new(HashMap::new()),
+            total,
+            open: Mutex::new((HashMap::new(), 0)),
         })
     }
 
-    /// Takes a slot for `ip`, or `None` if it already has `per_ip`.
-    pub fn try_acquire(self: &Arc<Self>, ip: IpAddr) -> Option<ConnGuard> {
-        let mut open = self.open.lock().expect("limiter lock");
-        let n = open.entry(ip).or_insert(0);
+    /// Takes a slot for `ip`, unless a limit is reached.
+    pub fn try_acquire(self: &Arc<Self>, ip: IpAddr) -> Result<ConnGuard, Refused> {
+        let mut guard = self.open.lock().expect("limiter lock");
+        let (per_address, all) = &mut *guard;
+        if *all >= self.total {
+            return Err(Refused::Full);
+        }
+        let n = per_address.entry(ip).or_insert(0);
         if *n >= self.per_ip {
-            return None;
+            return Err(Refused::FromAddress);
         }
         *n += 1;
-        Some(ConnGuard {
+        *all += 1;
+        Ok(ConnGuard {
             limiter: Arc::clone(self),
             ip,
         })
@@ -45,6 +69,7 @@ impl ConnLimiter {
         self.open
             .lock()
             .expect("limiter lock")
+            .0
             .get(&ip)
             .copied()
             .unwrap_or(0)
@@ -53,11 +78,13 @@ impl ConnLimiter {
 
 impl Drop for ConnGuard {
     fn drop(&mut self) {
-        let mut open = self.limiter.open.lock().expect("limiter lock");
-        if let Some(n) = open.get_mut(&self.ip) {
+        let mut guard = self.limiter.open.lock().expect("limiter lock");
+        let (per_address, all) = &mut *guard;
+        *all -= 1;
+        if let Some(n) = per_address.get_mut(&self.ip) {
             *n -= 1;
             if *n == 0 {
-                open.remove(&self.ip);
+                per_address.remove(&self.ip);
             }
         }
     }
@@ -74,10 +101,25 @@ mod tests {
         let b: IpAddr = "127.0.0.2".parse().unwrap();
         let g1 = l.try_acquire(a).unwrap();
         let _g2 = l.try_acquire(a).unwrap();
-        assert!(l.try_acquire(a).is_none());
-        assert!(l.try_acquire(b).is_some());
+        assert_eq!(l.try_acquire(a).err(), Some(Refused::FromAddress));
+        assert!(l.try_acquire(b).is_ok());
         drop(g1);
         assert_eq!(l.open_from(a), 1);
-        assert!(l.try_acquire(a).is_some());
+        assert!(l.try_acquire(a).is_ok());
+    }
+
+    #[test]
+    fn the_total_counts_every_address() {
+        let l = ConnLimiter::with_total(5, 3);
+        let ips: Vec<IpAddr> = (1..=4)
+            .map(|i| format!("10.0.0.{i}").parse().unwrap())
+            .collect();
+        let guards: Vec<_> = ips[..3]
+            .iter()
+            .map(|ip| l.try_acquire(*ip).unwrap())
+            .collect();
+        assert_eq!(l.try_acquire(ips[3]).err(), Some(Refused::Full));
+        drop(guards);
+        assert!(l.try_acquire(ips[3]).is_ok());
     }
 }

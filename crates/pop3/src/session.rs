@@ -44,6 +44,9 @@ pub(crate) struct Session<'a> {
     user: Option<String>,
     failures: u32,
     maildrop: Option<Maildrop>,
+    /// A session that has not logged in by then is closed, however busy
+    /// it keeps itself (a command now and then must not keep it open).
+    login_deadline: tokio::time::Instant,
 }
 
 enum Next {
@@ -68,6 +71,8 @@ impl<'a> Session<'a> {
             user: None,
             failures: 0,
             maildrop: None,
+            login_deadline: tokio::time::Instant::now()
+                + Duration::from_secs(ctx.config.idle_timeout_secs),
         }
     }
 
@@ -104,6 +109,10 @@ impl<'a> Session<'a> {
                         break;
                     }
                 },
+                _ = tokio::time::sleep_until(self.login_deadline), if self.maildrop.is_none() => {
+                    self.err("Autologout; no login in time");
+                    break;
+                }
                 _ = self.ctx.shutdown.token.cancelled() => {
                     self.err("[SYS/TEMP] Server shutting down");
                     break;

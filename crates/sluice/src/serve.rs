@@ -193,7 +193,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         store: Arc::clone(&store),
         directory: Arc::clone(&directory),
         tls: Some(tls.clone()),
-        limiter: ConnLimiter::new(config.smtp.max_connections_per_ip),
+        limiter: ConnLimiter::with_total(
+            config.smtp.max_connections_per_ip,
+            config.smtp.max_connections,
+        ),
         shutdown: shutdown.clone(),
         content: content.clone(),
         blocklist,
@@ -220,7 +223,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         store: Arc::clone(&store),
         directory: Arc::clone(&directory),
         tls: Some(tls.clone()),
-        limiter: ConnLimiter::new(config.smtp.max_connections_per_ip),
+        limiter: ConnLimiter::with_total(
+            config.smtp.max_connections_per_ip,
+            config.smtp.max_connections,
+        ),
         shutdown: shutdown.clone(),
         content,
         blocklist: None,
@@ -237,7 +243,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         auth: auth_with(config.pop3.auth_failure_delay_secs),
         tls: Some(tls.clone()),
         locks: Arc::default(),
-        limiter: ConnLimiter::new(config.pop3.max_connections_per_ip),
+        limiter: ConnLimiter::with_total(
+            config.pop3.max_connections_per_ip,
+            config.pop3.max_connections,
+        ),
         shutdown: shutdown.clone(),
     });
     let imap_ctx = Arc::new(imap::Context {
@@ -246,7 +255,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         store: Arc::clone(&store),
         auth: Arc::clone(&imap_auth),
         tls: Some(tls.clone()),
-        limiter: ConnLimiter::new(config.imap.max_connections_per_ip),
+        limiter: ConnLimiter::with_total(
+            config.imap.max_connections_per_ip,
+            config.imap.max_connections,
+        ),
         shutdown: shutdown.clone(),
     });
     let web_ctx = Arc::new(web::Context {

@@ -21,10 +21,19 @@ pub struct SmtpConfig {
     pub max_junk_commands: u32,
     /// Concurrent connections from one client address.
     pub max_connections_per_ip: usize,
+    /// Concurrent connections in all (each SMTP service counts its own:
+    /// port 25, and submission on 587 and 465 together); past it new ones
+    /// get `421 4.3.2`.
+    pub max_connections: usize,
     /// Seconds to wait for a command (RFC 5321 §4.5.3.2.7: 5 minutes).
     pub command_timeout_secs: u64,
     /// Seconds to wait for each block of message data (§4.5.3.2.5: 3 min).
     pub data_timeout_secs: u64,
+    /// Bytes per second a message transfer must average: DATA (and each
+    /// BDAT chunk) may take `data_timeout_secs` plus one second per this
+    /// many bytes received, so a trickling client cannot hold a connection
+    /// for ever (Postfix's `smtpd_min_data_rate`). 0 turns it off.
+    pub min_data_rate: u64,
     /// Rewrite the sender of mail forwarded to remote alias targets with
     /// SRS, and accept bounces to the rewritten addresses.
     pub srs: bool,
@@ -42,8 +51,10 @@ impl Default for SmtpConfig {
             max_errors: 20,
             max_junk_commands: 100,
             max_connections_per_ip: 50,
+            max_connections: 5000,
             command_timeout_secs: 300,
             data_timeout_secs: 180,
+            min_data_rate: 500,
             srs: true,
             srs_domain: None,
         }

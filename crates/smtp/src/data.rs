@@ -2,7 +2,7 @@
 //! pieces, never whole in memory. DATA's dot-stuffing (RFC 5321 §4.5.2) is
 //! removed on the fly; BDAT chunks (RFC 3030) are counted out exactly.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use net::{Input, Stream};
 use store::MessageWriter;
@@ -23,8 +23,52 @@ pub(crate) enum DataEnd {
     Closed,
 }
 
+/// How long a transfer may take: each block of data must come within
+/// `block` (RFC 5321 §4.5.3.2.5), and the whole transfer within `block`
+/// plus one second per `min_rate` bytes received (as Postfix's
+/// `smtpd_min_data_rate`), so a client trickling a byte now and then
+/// cannot hold a connection and its buffers for ever. A `min_rate` of 0
+/// leaves only the per-block limit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DataClock {
+    start: Instant,
+    block: Duration,
+    min_rate: u64,
+}
+
+impl DataClock {
+    pub(crate) fn new(block: Duration, min_rate: u64) -> DataClock {
+        DataClock {
+            start: Instant::now(),
+            block,
+            min_rate,
+        }
+    }
+
+    /// How long to wait for the next block, after `received` bytes;
+    /// `Err` once the transfer has used its time.
+    fn timeout(&self, received: u64) -> Result<Duration, DataEnd> {
+        if self.min_rate == 0 {
+            return Ok(self.block);
+        }
+        let allowed = self.block + Duration::from_secs_f64(received as f64 / self.min_rate as f64);
+        let spent = self.start.elapsed();
+        if spent >= allowed {
+            Err(DataEnd::Timeout)
+        } else {
+            Ok((allowed - spent).min(self.block))
+        }
+    }
+}
+
 /// Waits for more input; `Err` ends the transfer.
-async fn more(input: &mut Input, stream: &mut Stream, timeout: Duration) -> Result<(), DataEnd> {
+async fn more(
+    input: &mut Input,
+    stream: &mut Stream,
+    clock: &DataClock,
+    received: u64,
+) -> Result<(), DataEnd> {
+    let timeout = clock.timeout(received)?;
     match tokio::time::timeout(timeout, input.fill(stream)).await {
         Ok(Ok(0)) | Ok(Err(_)) => Err(DataEnd::Closed),
         Ok(Ok(_)) => Ok(()),
@@ -53,20 +97,22 @@ pub(crate) async fn receive_dot_stuffed(
     writer: &mut dyn MessageWriter,
     mut scan: Option<&mut ContentScan>,
     max: u64,
-    timeout: Duration,
+    clock: &DataClock,
 ) -> DataEnd {
+    let mut received = 0u64;
     let mut unstuffer = DotUnstuffer::default();
     let mut out = Vec::with_capacity(input.capacity());
     let mut too_big = false;
     let mut infected = false;
     loop {
         if input.buffered().is_empty() {
-            if let Err(end) = more(input, stream, timeout).await {
+            if let Err(end) = more(input, stream, clock, received).await {
                 return end;
             }
         }
         let (used, done) = unstuffer.feed(input.buffered(), &mut out);
         input.consume(used);
+        received += used as u64;
         if !too_big && !infected {
             infected = scan_piece(&mut scan, &out);
             if writer.size() + out.len() as u64 > max {
@@ -99,7 +145,7 @@ pub(crate) async fn receive_exact(
     count: u64,
     max: u64,
     last: bool,
-    timeout: Duration,
+    clock: &DataClock,
 ) -> DataEnd {
     let mut left = count;
     let mut too_big = false;
@@ -107,7 +153,7 @@ pub(crate) async fn receive_exact(
     let mut out = Vec::with_capacity(input.capacity());
     while left > 0 || last {
         if left > 0 && input.buffered().is_empty() {
-            if let Err(end) = more(input, stream, timeout).await {
+            if let Err(end) = more(input, stream, clock, count - left).await {
                 return end;
             }
         }
@@ -176,12 +222,12 @@ pub(crate) async fn skip_exact(
     input: &mut Input,
     stream: &mut Stream,
     count: u64,
-    timeout: Duration,
+    clock: &DataClock,
 ) -> Result<(), DataEnd> {
     let mut left = count;
     while left > 0 {
         if input.buffered().is_empty() {
-            more(input, stream, timeout).await?;
+            more(input, stream, clock, count - left).await?;
         }
         let n = (input.buffered().len() as u64).min(left) as usize;
         input.consume(n);
@@ -344,6 +390,27 @@ mod tests {
         }
         out.extend_from_slice(b".\r\n");
         out
+    }
+
+    #[test]
+    fn the_data_clock_allows_the_block_time_plus_time_per_byte() {
+        let clock = DataClock {
+            start: Instant::now() - Duration::from_secs(100),
+            block: Duration::from_secs(60),
+            min_rate: 500,
+        };
+        // 100 s spent: 60 s plus 20,000 bytes at 500 B/s is 100 s.
+        assert!(clock.timeout(10_000).is_err());
+        assert!(clock.timeout(20_000).is_err());
+        let left = clock.timeout(30_000).unwrap();
+        assert!(left <= Duration::from_secs(20) && left > Duration::from_secs(19));
+        // Plenty received: each block still has its own limit.
+        assert_eq!(clock.timeout(10_000_000).unwrap(), Duration::from_secs(60));
+        let off = DataClock {
+            min_rate: 0,
+            ..clock
+        };
+        assert_eq!(off.timeout(0).unwrap(), Duration::from_secs(60));
     }
 
     #[test]

@@ -645,7 +645,7 @@ impl<'a> Session<'a> {
         }
         let header_size = writer.size();
         let max = self.ctx.config.max_message_size;
-        let timeout = Duration::from_secs(self.ctx.config.data_timeout_secs);
+        let clock = self.data_clock();
         let mut scan = self.ctx.content.as_ref().map(|c| c.start());
         let end = data::receive_dot_stuffed(
             &mut self.input,
@@ -653,17 +653,25 @@ impl<'a> Session<'a> {
             writer.as_mut(),
             scan.as_mut(),
             max + header_size,
-            timeout,
+            &clock,
         )
         .await;
         self.finish(id, writer, scan, end).await
     }
 
+    /// The time limits of one DATA transfer or BDAT chunk.
+    fn data_clock(&self) -> data::DataClock {
+        data::DataClock::new(
+            Duration::from_secs(self.ctx.config.data_timeout_secs),
+            self.ctx.config.min_data_rate,
+        )
+    }
+
     async fn bdat(&mut self, size: usize, last: bool) -> Next {
-        let timeout = Duration::from_secs(self.ctx.config.data_timeout_secs);
+        let timeout = self.data_clock();
         if let Some(problem) = self.envelope_problem() {
             // RFC 3030 §2: the chunk is sent anyway; read it past.
-            if data::skip_exact(&mut self.input, &mut self.stream, size as u64, timeout)
+            if data::skip_exact(&mut self.input, &mut self.stream, size as u64, &timeout)
                 .await
                 .is_err()
             {
@@ -676,7 +684,7 @@ impl<'a> Session<'a> {
             None => {
                 if let Some(refusal) = self.over_rate() {
                     self.envelope = None;
-                    if data::skip_exact(&mut self.input, &mut self.stream, size as u64, timeout)
+                    if data::skip_exact(&mut self.input, &mut self.stream, size as u64, &timeout)
                         .await
                         .is_err()
                     {
@@ -699,7 +707,7 @@ impl<'a> Session<'a> {
             }
         };
         let end = if bdat.too_big {
-            data::skip_exact(&mut self.input, &mut self.stream, size as u64, timeout)
+            data::skip_exact(&mut self.input, &mut self.stream, size as u64, &timeout)
                 .await
                 .map(|_| DataEnd::TooBig)
                 .unwrap_or_else(|e| e)
@@ -713,7 +721,7 @@ impl<'a> Session<'a> {
                 size as u64,
                 bdat.limit,
                 last,
-                timeout,
+                &timeout,
             )
             .await
         };

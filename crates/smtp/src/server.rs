@@ -46,6 +46,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {
         name: "smtp",
         limiter: Arc::clone(&ctx.limiter),
         refusal: Some(b"421 4.7.0 Too many connections from your address, try later\r\n"),
+        busy: Some(b"421 4.3.2 Too many connections, try later\r\n"),
         shutdown: ctx.shutdown.clone(),
     };
     acceptor
@@ -76,6 +77,7 @@ pub async fn serve_submission(listener: TcpListener, ctx: Arc<Context>, implicit
         limiter: Arc::clone(&ctx.limiter),
         refusal: (!implicit_tls)
             .then_some(&b"421 4.7.0 Too many connections from your address, try later\r\n"[..]),
+        busy: (!implicit_tls).then_some(&b"421 4.3.2 Too many connections, try later\r\n"[..]),
         shutdown: ctx.shutdown.clone(),
     };
     acceptor
