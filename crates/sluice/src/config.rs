@@ -39,6 +39,8 @@ pub struct Config {
     pub outbound: sluice_outbound::OutboundConfig,
     /// DKIM signing of what local domains send.
     pub dkim: sluice_outbound::DkimConfig,
+    /// Checks of who may send for a domain (SPF), on incoming mail.
+    pub auth_checks: smtp::AuthChecksConfig,
     /// The DNS servers used for outbound mail (MX, TLSA, MTA-STS).
     pub dns: DnsConfig,
     /// Logging.
@@ -356,6 +358,7 @@ impl Default for Config {
             submission: smtp::SubmissionConfig::default(),
             outbound: sluice_outbound::OutboundConfig::default(),
             dkim: sluice_outbound::DkimConfig::default(),
+            auth_checks: smtp::AuthChecksConfig::default(),
             dns: DnsConfig::default(),
             log: LogConfig::default(),
         }

@@ -187,6 +187,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let srs = srs(&config)?;
     let srs_for_reports = srs.clone();
     let blocklist = blocklist_policy(&config)?;
+    let spf = smtp::SpfCheck::new(
+        sluice_outbound::tls_policy::resolver(&config.dns.resolver.list())
+            .context("[dns] resolver")?,
+        &config.auth_checks,
+    )
+    .map(Arc::new);
     let smtp_ctx = Arc::new(smtp::Context {
         hostname: config.hostname.clone(),
         config: config.smtp.clone(),
@@ -202,6 +208,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         blocklist,
         submission: None,
         srs: srs.clone(),
+        spf,
     });
     // Submission: the same SMTP session with AUTH and relaying for
     // accounts; no DNSBL (clients are people, often on dynamic addresses).
@@ -235,6 +242,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             config.submission.clone(),
         ))),
         srs,
+        spf: None,
     });
     let pop3_ctx = Arc::new(pop3::Context {
         hostname: config.hostname.clone(),

@@ -85,6 +85,8 @@ pub(crate) struct Session<'a> {
     account: Option<store::AccountEntry>,
     /// What the header fixer saw of the message in the data stage.
     seen: Option<Arc<Mutex<Seen>>>,
+    /// The `Received-SPF:` field of the transaction starting its data.
+    spf_field: Option<String>,
 }
 
 /// The SIZE parameter of a MAIL command line, as a number however large;
@@ -132,6 +134,7 @@ impl<'a> Session<'a> {
             blocklist: Blocklist::Unchecked,
             account: None,
             seen: None,
+            spf_field: None,
         }
     }
 
@@ -616,7 +619,39 @@ impl<'a> Session<'a> {
             self.seen = Some(seen);
         }
         writer.write(trace.header().as_bytes()).await?;
+        if let Some(field) = self.spf_field.take() {
+            writer.write(field.as_bytes()).await?;
+        }
         Ok(writer)
+    }
+
+    /// Checks SPF as the data stage starts (spf.rs): keeps the
+    /// `Received-SPF:` field for the message, or returns the refusal.
+    /// Authenticated submission is not checked.
+    async fn spf_refusal(&mut self) -> Option<Reply> {
+        self.spf_field = None;
+        let check = self.ctx.spf.as_ref()?;
+        if self.submission().is_some() {
+            return None;
+        }
+        let sender = self.envelope.as_ref()?.sender.clone();
+        let helo = self.helo.clone().unwrap_or_default();
+        let verdict = check
+            .check(self.peer.ip(), &helo, &sender, &self.ctx.hostname)
+            .await;
+        tracing::info!(spf = verdict.result, sender = %sender, helo = %helo, "spf");
+        if verdict.refuse {
+            return Some(Reply::new(
+                550,
+                "5.7.23",
+                format!(
+                    "SPF check failed: {} may not send for <{sender}>",
+                    self.peer.ip()
+                ),
+            ));
+        }
+        self.spf_field = Some(verdict.field);
+        None
     }
 
     async fn data(&mut self) -> Next {
@@ -631,6 +666,10 @@ impl<'a> Session<'a> {
             return self.reply(problem);
         }
         if let Some(refusal) = self.over_rate() {
+            self.envelope = None;
+            return self.reply(refusal);
+        }
+        if let Some(refusal) = self.spf_refusal().await {
             self.envelope = None;
             return self.reply(refusal);
         }
@@ -682,7 +721,11 @@ impl<'a> Session<'a> {
         let mut bdat = match self.bdat.take() {
             Some(b) => b,
             None => {
-                if let Some(refusal) = self.over_rate() {
+                let refusal = match self.over_rate() {
+                    Some(r) => Some(r),
+                    None => self.spf_refusal().await,
+                };
+                if let Some(refusal) = refusal {
                     self.envelope = None;
                     if data::skip_exact(&mut self.input, &mut self.stream, size as u64, &timeout)
                         .await

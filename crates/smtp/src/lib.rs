@@ -16,6 +16,7 @@ mod header_fix;
 mod received;
 mod reply;
 mod server;
+mod spf;
 mod srs;
 mod submission;
 
@@ -24,5 +25,6 @@ pub use config::SmtpConfig;
 pub use content::{Action, ContentPolicy, Engine};
 pub use data::DotUnstuffer;
 pub use server::{serve, serve_submission, Context};
+pub use spf::{AuthChecksConfig, SpfCheck, SpfMode};
 pub use srs::{today as srs_today, Srs, SrsError};
 pub use submission::{SenderCheck, Submission, SubmissionConfig};

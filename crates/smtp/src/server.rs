@@ -38,6 +38,8 @@ pub struct Context {
     pub submission: Option<Arc<Submission>>,
     /// Sender rewriting for forwarded mail, when on.
     pub srs: Option<Arc<crate::srs::Srs>>,
+    /// SPF checks of incoming mail, when on.
+    pub spf: Option<Arc<crate::spf::SpfCheck>>,
 }
 
 /// Accepts connections on `listener` until shutdown.
