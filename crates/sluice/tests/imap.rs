@@ -2211,3 +2211,27 @@ eq(m.search(None, "CC", "b@y.example"), ("OK", [b"1"]), "CC group member")
         &[],
     );
 }
+
+/// SENTON compares the day the Date field names, whatever its zone, and
+/// TEXT finds words of any header field, not only the indexed ones.
+#[test]
+fn sent_dates_as_written_and_text_in_any_header_field() {
+    let server = Server::start();
+    let user = server.add_user("sentdates");
+    client(
+        &server,
+        &user,
+        r#"
+deliver([message("late evening", "<d1@x>", date="Mon, 01 Jan 2024 23:30:00 -0500", headers="X-Project: zanzibar\r\n"),
+         message("early morning", "<d2@x>", date="Tue, 02 Jan 2024 01:00:00 +0900")])
+m = login(); m.select("INBOX")
+# In UTC the first is on 2 January and the second on 1 January.
+eq(m.search(None, "SENTON", "1-Jan-2024"), ("OK", [b"1"]), "SENTON 1-Jan")
+eq(m.search(None, "SENTON", "2-Jan-2024"), ("OK", [b"2"]), "SENTON 2-Jan")
+eq(m.search(None, "SENTBEFORE", "2-Jan-2024"), ("OK", [b"1"]), "SENTBEFORE 2-Jan")
+eq(m.search(None, "SENTSINCE", "2-Jan-2024"), ("OK", [b"2"]), "SENTSINCE 2-Jan")
+eq(m.search(None, "TEXT", "zanzibar"), ("OK", [b"1"]), "TEXT in an X- field")
+"#,
+        &[],
+    );
+}

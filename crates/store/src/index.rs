@@ -27,6 +27,10 @@ pub(crate) struct MessageIndex {
     pub headers: IndexedHeaders,
     /// Decoded text of the text parts (HTML turned to text).
     pub body_text: String,
+    /// The day of the `Date:` field as written, in its own time zone (days
+    /// since 1970-01-01): what SENTBEFORE/SENTON/SENTSINCE compare
+    /// (RFC 3501 §6.4.4 disregards time and zone).
+    pub sent_day: Option<i64>,
 }
 
 /// Largest amount of decoded body text put into the full-text index.
@@ -98,7 +102,26 @@ pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
             body_text.push('\n');
         }
     }
-    MessageIndex { headers, body_text }
+    let sent_day = msg
+        .date()
+        .map(|d| days_from_civil(d.year as i64, d.month as i64, d.day as i64));
+    MessageIndex {
+        headers,
+        body_text,
+        sent_day,
+    }
+}
+
+/// Days from 1970-01-01 to a calendar date (proleptic Gregorian; H.
+/// Hinnant's algorithm), negative before 1970.
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// The top-level header block at the start of a message: everything up to
@@ -149,6 +172,25 @@ Content-Type: multipart/alternative; boundary=b\r\n\
         assert_eq!(idx.headers.date, Some(1751364000));
         assert_eq!(idx.headers.message_id, "abc@example.org");
         assert!(idx.body_text.contains("hello world"), "{:?}", idx.body_text);
+    }
+
+    #[test]
+    fn civil_days() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(days_from_civil(1969, 12, 31), -1);
+        assert_eq!(days_from_civil(2024, 2, 29), 19_782);
+    }
+
+    #[test]
+    fn the_sent_day_is_the_date_as_written() {
+        // 23:30 at UTC-5 is the next day in UTC; the day written counts.
+        let idx = index_message(b"Date: Mon, 01 Jan 2024 23:30:00 -0500\r\n\r\nx");
+        assert_eq!(idx.sent_day, Some(days_from_civil(2024, 1, 1)));
+        assert_eq!(
+            idx.headers.date,
+            Some(days_from_civil(2024, 1, 2) * 86_400 + 4 * 3600 + 1800)
+        );
     }
 
     #[test]

@@ -277,12 +277,17 @@ pub trait Store: Send + Sync + 'static {
     ///   and digits), so `zebra-report` is the phrase `zebra report` and
     ///   `zeb` does not match `zebra`. `Body` searches the decoded text
     ///   parts (their first [`INDEX_WINDOW`] bytes); `Text` the subject, the
-    ///   From/To/Cc addresses or the body (a phrase lies within one of
-    ///   them). A string without any word matches every message.
-    /// - Dates are days since 1970-01-01 in UTC. `Before`/`On`/`Since` test
-    ///   the internal date; `SentBefore`/`SentOn`/`SentSince` the `Date:`
-    ///   field converted to UTC, or the internal date when the message has
-    ///   no `Date:` field that parses.
+    ///   header (decoded From/To/Cc, then the raw header block, every
+    ///   field) or the body (a phrase lies within one of them). Messages
+    ///   indexed before the header block went into the index have only
+    ///   the decoded From/To/Cc there. A string without any word matches
+    ///   every message.
+    /// - Dates are days since 1970-01-01. `Before`/`On`/`Since` test the
+    ///   internal date's UTC day; `SentBefore`/`SentOn`/`SentSince` the day
+    ///   the `Date:` field names as written, whatever its time and zone
+    ///   (RFC 3501 §6.4.4; messages stored before this rule have the UTC
+    ///   day), or the internal date when the message has no `Date:` field
+    ///   that parses.
     /// - `Keyword`/`Unkeyword` test for a whole keyword, ignoring ASCII
     ///   case; a string that cannot be a keyword (not an IMAP atom) is set
     ///   on no message.

@@ -85,6 +85,7 @@ struct Model {
     flags: u32,
     keywords: Vec<String>,
     internal: i64,
+    /// The sent time as written (local to its zone), or the internal date.
     sent: i64,
     from: String,
     to: String,
@@ -475,9 +476,19 @@ async fn load(store: &SqliteStore, account: i64, case: usize, specs: &[Spec]) ->
             flags: spec.flags,
             keywords: unique,
             internal: spec.internal,
-            sent: spec.date.map_or(spec.internal, |d| d.0),
+            // SENT* keys compare the day as written, in the Date field's
+            // own zone (RFC 3501 §6.4.4).
+            sent: spec
+                .date
+                .map_or(spec.internal, |(utc, offset)| utc + i64::from(offset) * 60),
             subject_tokens: tokens(&subject),
-            address_tokens: tokens(&format!("{from} {to} {cc}")),
+            // The addresses column carries the whole header block too, so
+            // TEXT finds words of any field.
+            address_tokens: {
+                let text = String::from_utf8_lossy(&raw);
+                let header = text.split("\r\n\r\n").next().unwrap_or_default();
+                tokens(&format!("{from} {to} {cc}\n{header}"))
+            },
             body_tokens: tokens(&body.join(" ")),
             from,
             to,

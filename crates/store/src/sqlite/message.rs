@@ -265,7 +265,7 @@ fn commit_delivery(
     let h = &index.headers;
     c.prepare_cached(
         "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,
-         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8
+         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8, hdr_day = ?9
          WHERE id = ?1",
     )?
     .execute(params![
@@ -276,11 +276,21 @@ fn commit_delivery(
         h.cc,
         h.subject,
         h.date,
-        h.message_id
+        h.message_id,
+        index.sent_day
     ])?;
     c.prepare_cached("INSERT INTO blob_parsed (blob_id, structure, header) VALUES (?1, ?2, ?3)")?
         .execute(params![blob, structure, header])?;
-    let addresses = [h.from.as_str(), h.to.as_str(), h.cc.as_str()].join(" ");
+    // TEXT searches every column: the second carries the whole header
+    // block besides the decoded addresses, so a word only in an X- field
+    // is found too (RFC 3501 §6.4.4: TEXT is header and body).
+    let addresses = format!(
+        "{} {} {}\n{}",
+        h.from,
+        h.to,
+        h.cc,
+        String::from_utf8_lossy(header)
+    );
     c.prepare_cached("INSERT INTO fts (rowid, subject, addresses, body) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![blob, h.subject, addresses, index.body_text])?;
     let date = delivery.internal_date.unwrap_or_else(now);

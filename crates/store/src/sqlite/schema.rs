@@ -240,6 +240,15 @@ const MIGRATIONS: &[&str] = &[
     -- The sender was told of the delay (one warning per recipient).
     ALTER TABLE queue ADD COLUMN warned INTEGER NOT NULL DEFAULT 0;
     "#,
+    // SENTBEFORE/SENTON/SENTSINCE compare the Date: field's day as written
+    // (RFC 3501 §6.4.4), not its UTC conversion. Older rows get the UTC
+    // day, the best their stored date allows.
+    r#"
+    ALTER TABLE blobs ADD COLUMN hdr_day INTEGER;
+    UPDATE blobs SET hdr_day = (hdr_date - ((hdr_date % 86400) + 86400) % 86400) / 86400
+        WHERE hdr_date IS NOT NULL;
+    CREATE INDEX blobs_day ON blobs(hdr_day);
+    "#,
     // DKIM keys of the local domains (removing a domain removes its keys).
     r#"
     CREATE TABLE dkim_keys (

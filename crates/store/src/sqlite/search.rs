@@ -256,33 +256,34 @@ impl Compiler {
         self.param(query);
     }
 
-    /// A message's sent date is its `Date:` field, or its internal date
-    /// when it has none that parses, and lies in `[since, before)` (days).
-    /// Written as membership in the blobs of those dates rather than as a
-    /// test on `coalesce(b.hdr_date, m.internal_date)`, so the `blobs_date`
-    /// index finds them and the query needs no join with `blobs`.
+    /// A message's sent day is the day its `Date:` field names, as
+    /// written (RFC 3501 §6.4.4 disregards time and zone), or its internal
+    /// date's day when it has no Date that parses; it lies in
+    /// `[since, before)` (days). Written as membership in the blobs of
+    /// those days rather than as a test on a joined column, so the
+    /// `blobs_day` index finds them and the query needs no join.
     fn sent(&mut self, since: Option<i64>, before: Option<i64>) {
-        let range = |c: &mut Self, column: &str| {
+        let range = |c: &mut Self, column: &str, unit: i64| {
             let mut parts = Vec::new();
             if let Some(d) = since {
                 parts.push(format!("{column} >= ?"));
-                c.params.push(Box::new(d.saturating_mul(DAY)));
+                c.params.push(Box::new(d.saturating_mul(unit)));
             }
             if let Some(d) = before {
                 parts.push(format!("{column} < ?"));
-                c.params.push(Box::new(d.saturating_mul(DAY)));
+                c.params.push(Box::new(d.saturating_mul(unit)));
             }
             parts.join(" AND ")
         };
-        let dated = range(self, "hdr_date");
+        let dated = range(self, "hdr_day", 1);
         self.sql
             .push_str("(m.blob_id IN (SELECT id FROM blobs WHERE ");
         self.sql.push_str(&dated);
         self.sql.push_str(") OR (");
-        let internal = range(self, "m.internal_date");
+        let internal = range(self, "m.internal_date", DAY);
         self.sql.push_str(&internal);
         self.sql
-            .push_str(" AND m.blob_id IN (SELECT id FROM blobs WHERE hdr_date IS NULL)))");
+            .push_str(" AND m.blob_id IN (SELECT id FROM blobs WHERE hdr_day IS NULL)))");
     }
 
     fn date_before(&mut self, expr: &str, day: i64) {
