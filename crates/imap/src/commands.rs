@@ -382,7 +382,7 @@ impl Session<'_> {
         } else {
             store.first_unseen(info.id).await?
         };
-        let view = Selected::new(
+        let mut view = Selected::new(
             info,
             read_only,
             uids,
@@ -391,6 +391,18 @@ impl Session<'_> {
             watch,
             pin,
         );
+        // RFC 3501 §2.3.2: a read-write IMAP4rev1 session takes the new
+        // mail as recent; EXAMINE only shows what is recent (taken by
+        // nobody yet) without taking it.
+        if read_only && !self.rev2 {
+            let next = view.info.uid_next;
+            if status.recent_from < next {
+                view.recent.insert_range(status.recent_from.max(1)..next);
+            }
+        } else if !self.rev2 {
+            view.take_recent_mail();
+            view.claim_recent(store.as_ref()).await?;
+        }
         self.out
             .data(Data::Flags(flags::mailbox_flags(&view.keywords)));
         self.out.ok(
@@ -412,7 +424,7 @@ impl Session<'_> {
                 mailbox: self.wire_mailbox(&view.info.name),
             });
         } else {
-            self.out.data(Data::Recent(0));
+            self.out.data(Data::Recent(view.recent.len() as u32));
             if let Some(n) = first_unseen
                 .and_then(|u| view.seq_of(u))
                 .and_then(NonZeroU32::new)
@@ -609,7 +621,7 @@ impl Session<'_> {
         for item in items {
             out.push(match item {
                 StatusDataItemName::Messages => StatusDataItem::Messages(s.messages),
-                StatusDataItemName::Recent => StatusDataItem::Recent(0),
+                StatusDataItemName::Recent => StatusDataItem::Recent(s.recent),
                 StatusDataItemName::UidNext => {
                     StatusDataItem::UidNext(NonZeroU32::new(s.uid_next).unwrap_or(NonZeroU32::MIN))
                 }

@@ -360,6 +360,10 @@ impl Session<'_> {
         if let Some(sel) = self.selected.as_mut() {
             sel.announce_keywords(entry.keywords.iter(), &mut self.out);
         }
+        let flags_now = match self.selected.as_ref() {
+            Some(sel) => sel.flags_of(entry),
+            None => flag_list(entry),
+        };
         let mut items: Vec<MessageDataItem<'static>> = Vec::with_capacity(names.len() + 1);
         let mut deferred: Vec<Deferred> = Vec::new();
         let mut flags_sent = false;
@@ -367,7 +371,7 @@ impl Session<'_> {
             match name {
                 MessageDataItemName::Flags => {
                     flags_sent = true;
-                    items.push(MessageDataItem::Flags(flag_list(entry)));
+                    items.push(MessageDataItem::Flags(flags_now.clone()));
                 }
                 MessageDataItemName::Uid => items.push(MessageDataItem::Uid(
                     NonZeroU32::new(entry.uid).unwrap_or(NonZeroU32::MIN),
@@ -511,7 +515,7 @@ impl Session<'_> {
             }
         }
         if seen_now && !flags_sent {
-            items.push(MessageDataItem::Flags(flag_list(entry)));
+            items.push(MessageDataItem::Flags(flags_now));
         }
         self.write_fetch(seq, items, deferred).await?;
         Ok(None)

@@ -37,9 +37,10 @@
 //! at delivery (header columns, the full-text index, the MIME structure),
 //! never from parsing messages again.
 //!
-//! `\Recent` is not kept: no session is given it, RECENT counts are 0,
-//! and the NEW and RECENT search keys match nothing (IMAP4rev2 drops
-//! `\Recent` for the same reason: it is per-session state few clients use).
+//! `\Recent` (RFC 3501 §2.3.2): the first read-write IMAP4rev1 session to
+//! see new mail, at SELECT or when it catches up, takes it as recent (the
+//! store hands each UID out once); EXAMINE and STATUS count what nobody
+//! took yet. IMAP4rev2 sessions take none (RFC 9051 dropped `\Recent`).
 #![forbid(unsafe_code)]
 
 mod append;

@@ -134,7 +134,7 @@ impl Session<'_> {
             }
             let mut items = Vec::new();
             if !silent {
-                items.push(MessageDataItem::Flags(flags::flag_list(entry)));
+                items.push(MessageDataItem::Flags(sel.flags_of(entry)));
             }
             if uid {
                 items.push(MessageDataItem::Uid(

@@ -20,6 +20,19 @@ fn days(d: &imap_codec::imap_types::datetime::NaiveDate) -> i64 {
 
 /// The store's form of one IMAP search key. Message sequence numbers
 /// become UIDs through the session's view.
+/// The messages recent in this session, as UID ranges.
+fn recent(view: &Selected) -> SearchKey {
+    let uids: Vec<u32> = view.recent.iter().collect();
+    let mut ranges: Vec<(store::Uid, store::Uid)> = Vec::new();
+    for u in uids {
+        match ranges.last_mut() {
+            Some((_, hi)) if *hi + 1 == u => *hi = u,
+            _ => ranges.push((u, u)),
+        }
+    }
+    SearchKey::Uids(ranges)
+}
+
 pub(crate) fn convert(key: &Key<'_>, view: &Selected) -> Result<SearchKey, BadSequence> {
     Ok(match key {
         Key::And(keys) => SearchKey::And(
@@ -41,10 +54,10 @@ pub(crate) fn convert(key: &Key<'_>, view: &Selected) -> Result<SearchKey, BadSe
         Key::Unflagged => SearchKey::FlagsUnset(FLAG_FLAGGED),
         Key::Seen => SearchKey::FlagsSet(FLAG_SEEN),
         Key::Unseen => SearchKey::FlagsUnset(FLAG_SEEN),
-        // No session is ever given \Recent (see the crate documentation):
-        // RECENT and NEW match nothing, OLD everything.
-        Key::Recent | Key::New => SearchKey::Not(Box::new(SearchKey::All)),
-        Key::Old => SearchKey::All,
+        // \Recent is this session's: the UIDs it holds as recent.
+        Key::Recent => recent(view),
+        Key::New => SearchKey::And(vec![recent(view), SearchKey::FlagsUnset(FLAG_SEEN)]),
+        Key::Old => SearchKey::Not(Box::new(recent(view))),
         Key::Keyword(k) => SearchKey::Keyword(k.inner().to_string()),
         Key::Unkeyword(k) => SearchKey::Unkeyword(k.inner().to_string()),
         Key::Bcc(s) => SearchKey::Bcc(text(s)),

@@ -47,6 +47,13 @@ pub(crate) struct Selected {
     /// RFC 5182: the UIDs of the last `SEARCH RETURN (SAVE)`, for `$`.
     /// Expunged ones drop out when `$` is read ([`Selected::saved_set`]).
     pub(crate) saved: RoaringBitmap,
+    /// The messages that are `\Recent` in this session (RFC 3501 §2.3.2):
+    /// new mail this session took first ([`store::Store::claim_recent`]).
+    /// IMAP4rev2 sessions take none (RFC 9051 dropped `\Recent`).
+    pub(crate) recent: RoaringBitmap,
+    /// Whether this session takes new mail as recent: a read-write,
+    /// IMAP4rev1 one.
+    claims_recent: bool,
 }
 
 impl Selected {
@@ -71,7 +78,54 @@ impl Selected {
             dirty: false,
             pin,
             saved: RoaringBitmap::new(),
+            recent: RoaringBitmap::new(),
+            claims_recent: false,
         }
+    }
+
+    /// Takes the mailbox's new mail as recent for this session, if it
+    /// claims recent mail at all; returns whether anything was added.
+    pub(crate) async fn claim_recent(&mut self, store: &dyn Store) -> store::Result<bool> {
+        if !self.claims_recent {
+            return Ok(false);
+        }
+        let (from, to) = store.claim_recent(self.info.id).await?;
+        let before = self.recent.len();
+        if from < to {
+            self.recent.insert_range(from..to);
+            // Only what the view has (messages expunged since are gone).
+            let last = self.uids.last().unwrap_or(0);
+            if to > last + 1 {
+                self.recent.remove_range(last + 1..to);
+            }
+            let gone: Vec<Uid> = self
+                .recent
+                .range(from..to)
+                .filter(|u| self.uids.position(*u).is_none())
+                .collect();
+            for u in gone {
+                self.recent.remove(u);
+            }
+        }
+        Ok(self.recent.len() != before)
+    }
+
+    /// Makes this session one that takes new mail as recent.
+    pub(crate) fn take_recent_mail(&mut self) {
+        self.claims_recent = true;
+    }
+
+    /// The FETCH FLAGS of a message as this session shows them: its
+    /// stored flags and keywords, and `\Recent` when it is recent here.
+    pub(crate) fn flags_of(
+        &self,
+        entry: &MessageEntry,
+    ) -> Vec<imap_codec::imap_types::flag::FlagFetch<'static>> {
+        let mut flags = flag_list(entry);
+        if self.recent.contains(entry.uid) {
+            flags.push(imap_codec::imap_types::flag::FlagFetch::Recent);
+        }
+        flags
     }
 
     /// The saved search result as a set of UIDs or of message sequence
@@ -276,6 +330,9 @@ impl Selected {
         }
         self.pending_expunge
             .retain(|u| gone.binary_search(u).is_err());
+        for u in &gone {
+            self.recent.remove(*u);
+        }
     }
 
     /// Catches up with the store: new messages (EXISTS), flag changes by
@@ -320,7 +377,7 @@ impl Selected {
                 .collect();
             self.announce_keywords(used.iter(), out);
             for (seq, entry) in &flags_changed {
-                let mut items = vec![MessageDataItem::Flags(flag_list(entry))];
+                let mut items = vec![MessageDataItem::Flags(self.flags_of(entry))];
                 items.push(MessageDataItem::Uid(
                     NonZeroU32::new(entry.uid).unwrap_or(NonZeroU32::MIN),
                 ));
@@ -339,9 +396,10 @@ impl Selected {
                 }
                 self.highest_modseq = self.highest_modseq.max(changes.highest_modseq);
                 out.data(Data::Exists(self.exists()));
+                self.claim_recent(store).await?;
                 // RFC 9051 removed RECENT.
                 if !rev2 {
-                    out.data(Data::Recent(0));
+                    out.data(Data::Recent(self.recent.len() as u32));
                 }
             }
             self.highest_modseq = self.highest_modseq.max(changes.highest_modseq);

@@ -64,9 +64,11 @@ def status(m, box, items="(MESSAGES UIDNEXT UIDVALIDITY UNSEEN HIGHESTMODSEQ SIZ
     return {inner[i].decode(): int(inner[i + 1]) for i in range(0, len(inner), 2)}
 
 def flagset(data):
+    """The flags of a FETCH response, without \\Recent (which is per
+    session: recent_goes_to_exactly_one_session checks it)."""
     found = re.search(rb"FLAGS \(([^)]*)\)", data)
     ok(found, "no FLAGS in %r" % data)
-    return set(found.group(1).decode().split())
+    return set(found.group(1).decode().split()) - {"\\Recent"}
 
 def message(subject, mid, body="Hello.\r\n", headers="", frm="Sender <sender@remote.test>",
             to=None, date="Mon, 01 Jan 2024 12:00:00 +0000"):
@@ -487,7 +489,7 @@ ok(b"\\*" in u["PERMANENTFLAGS"][0] and b"$Label1" in u["PERMANENTFLAGS"][0], u[
 eq(u["UIDVALIDITY"], [b"%d" % v], "UIDVALIDITY")
 eq(u["UIDNEXT"], [b"6"], "UIDNEXT")
 eq(u["UNSEEN"], [b"2"], "first unseen")
-eq(u["RECENT"], [b"0"], "RECENT")
+eq(u["RECENT"], [b"5"], "RECENT: this session took the new mail")
 ok(int(u["HIGHESTMODSEQ"][0]) > 0, u)
 ok("READ-WRITE" in u, u)
 
@@ -556,7 +558,7 @@ eq(m.append("INBOX", None, None, msgs[0])[0], "OK", "APPEND")
 eq(m.untagged_responses.get("EXISTS"), [b"1"], "EXISTS after APPEND to the selected mailbox")
 # RFC 3501 6.4.8: in "100:*", "*" is the highest UID in use, so the
 # range includes the last message even though 100 is beyond it.
-eq(m.uid("FETCH", "100:*", "(FLAGS)"), ("OK", [b"1 (UID 6 FLAGS ())"]), "UID FETCH 100:*")
+eq(m.uid("FETCH", "100:*", "(FLAGS)"), ("OK", [b"1 (UID 6 FLAGS (\\Recent))"]), "UID FETCH 100:*")
 eq(m.uid("SEARCH", "UID 100:*"), ("OK", [b"6"]), "UID SEARCH UID 100:*")
 m.logout()
 
@@ -630,7 +632,7 @@ def flags(seq):
     return flagset(one(seq, "(FLAGS)")[0])
 
 text, _ = one("1", "(FLAGS UID INTERNALDATE RFC822.SIZE)")
-ok(re.fullmatch(rb'1 \(FLAGS \(\) UID 1 INTERNALDATE "0?1-Jan-2024 10:00:05 \+0000" RFC822\.SIZE %d\)' % len(msg), text), text)
+ok(re.fullmatch(rb'1 \(FLAGS \((\\Recent)?\) UID 1 INTERNALDATE "0?1-Jan-2024 10:00:05 \+0000" RFC822\.SIZE %d\)' % len(msg), text), text)
 addr = lambda name, box, host: '((%s NIL "%s" "%s"))' % ('"%s"' % name if name else "NIL", box, host)
 alice = addr("Alice Example", "alice", "example.com")
 want_env = ('("Mon, 1 Jan 2024 10:00:00 +0000" "structure test" %s %s %s %s %s NIL "<earlier@example.com>" "<structure@example.com>")'
@@ -697,12 +699,12 @@ eq(flags("1"), set(), "flags after PEEK and RFC822.HEADER")
 
 # Without PEEK, \Seen is set and the new FLAGS come with the data.
 text, lits = one("1", "(BODY[TEXT])")
-ok(b"FLAGS (\\Seen)" in text and lits == [body.encode()], text)
+ok(flagset(text) == {"\\Seen"} and lits == [body.encode()], text)
 eq(flags("1"), {"\\Seen"}, "after BODY[TEXT]")
 text, lits = one("2", "(RFC822)")
-ok(b"RFC822 {" in text and b"FLAGS (\\Seen)" in text and lits == [simple[0]], (text, lits))
+ok(b"RFC822 {" in text and flagset(text) == {"\\Seen"} and lits == [simple[0]], (text, lits))
 text, lits = one("3", "(RFC822.TEXT)")
-ok(b"RFC822.TEXT {" in text and b"FLAGS (\\Seen)" in text and lits == [b"Line one\r\nLine two\r\n"], (text, lits))
+ok(b"RFC822.TEXT {" in text and flagset(text) == {"\\Seen"} and lits == [b"Line one\r\nLine two\r\n"], (text, lits))
 eq(flags("4"), set(), "message 4 untouched")
 
 # A message without a body, and one with bare LF line ends, stored as sent.
@@ -728,7 +730,7 @@ ok(b"ENVELOPE (" in text and b"RFC822.SIZE" in text, text)
 text, _ = one("4", "FULL")
 ok(b"ENVELOPE (" in text and b"BODY (" in text, text)
 typ, dat = m.uid("FETCH", "2:3", "(FLAGS)")
-eq(dat, [b"2 (UID 2 FLAGS (\\Seen))", b"3 (UID 3 FLAGS (\\Seen))"], "UID FETCH")
+eq(dat, [b"2 (UID 2 FLAGS (\\Seen \\Recent))", b"3 (UID 3 FLAGS (\\Seen \\Recent))"], "UID FETCH")
 typ, dat = m.uid("FETCH", "99", "(FLAGS)")
 eq((typ, dat), ("OK", [None]), "UID FETCH of a missing UID")
 try:
@@ -941,9 +943,10 @@ checks = [
     ("UNDRAFT", [1, 2, 3, 4]),
     ("KEYWORD $Label1", [3]),
     ("UNKEYWORD $Label1", [1, 2, 4, 5]),
-    ("NEW", []),
-    ("RECENT", []),
-    ("OLD", [1, 2, 3, 4, 5]),
+    # This session took the five as recent when it caught up after APPEND.
+    ("NEW", [2, 3, 4, 5]),
+    ("RECENT", [1, 2, 3, 4, 5]),
+    ("OLD", []),
     ("2:4", [2, 3, 4]),
     ("4:*", [4, 5]),
     ("UID 3:4", [2, 3]),
@@ -1043,7 +1046,7 @@ def within_a_second(what):
             line = r.read()
             if re.match(what, line):
                 return line
-            ok(line == "* 0 RECENT" or line.startswith("* ") and " FETCH " in line,
+            ok(re.fullmatch(r"\* \d+ RECENT", line) or line.startswith("* ") and " FETCH " in line,
                "unexpected while idling: %r" % line)
     except socket.timeout:
         raise AssertionError("no %r within 1 s" % what)
@@ -1068,7 +1071,7 @@ deliver([message("second", "<idle-2@kit.test>")])
 within_a_second(r"\* 1 EXISTS$")
 r.send("NE\r\n")
 u, line = r.finish("i1")
-ok(line.startswith("i1 OK") and set(u) <= {"* 0 RECENT"}, (u, line))
+ok(line.startswith("i1 OK") and all(re.fullmatch(r"\* \d+ RECENT", l) for l in u), (u, line))
 u, t = r.cmd("NOOP")
 ok(" OK " in t and not u, (u, t))
 
@@ -1654,7 +1657,7 @@ class Session:
                 uid = self.uids[n - 1] = int(u.group(1))
             f = re.search(r"\bFLAGS \(([^)]*)\)", rest)
             if f and uid is not None:
-                self.flags[uid] = frozenset(f.group(1).split())
+                self.flags[uid] = frozenset(f.group(1).split()) - {"\\Recent"}
             mid = re.search(r"Message-ID: *(<[^>]*>)", rest, re.I)
             if mid and uid is not None:
                 note(uid, mid.group(1), self.name)
@@ -1786,7 +1789,7 @@ truth = []
 for line in u:
     if " FETCH " in line:
         truth.append((int(re.search(r"\bUID (\d+)", line).group(1)),
-                      frozenset(re.search(r"\bFLAGS \(([^)]*)\)", line).group(1).split())))
+                      frozenset(re.search(r"\bFLAGS \(([^)]*)\)", line).group(1).split()) - {"\\Recent"}))
 try:
     for s in sessions + [idling]:
         s.do("NOOP")
@@ -2231,6 +2234,58 @@ eq(m.search(None, "SENTON", "2-Jan-2024"), ("OK", [b"2"]), "SENTON 2-Jan")
 eq(m.search(None, "SENTBEFORE", "2-Jan-2024"), ("OK", [b"1"]), "SENTBEFORE 2-Jan")
 eq(m.search(None, "SENTSINCE", "2-Jan-2024"), ("OK", [b"2"]), "SENTSINCE 2-Jan")
 eq(m.search(None, "TEXT", "zanzibar"), ("OK", [b"1"]), "TEXT in an X- field")
+"#,
+        &[],
+    );
+}
+
+/// `\Recent` (RFC 3501 §2.3.2): exactly one session sees new mail as
+/// recent; SELECT, EXAMINE and STATUS count it; RECENT, NEW and OLD search
+/// by it.
+#[test]
+fn recent_goes_to_exactly_one_session() {
+    let server = Server::start();
+    let user = server.add_user("recent");
+    client(
+        &server,
+        &user,
+        r#"
+deliver([message("one", "<r1@x>"), message("two", "<r2@x>")])
+c = Raw(); c.login()
+u, t = c.cmd("STATUS INBOX (RECENT)")
+ok(any("RECENT 2" in l for l in u), "STATUS before anyone took them: %r" % u)
+u, t = c.cmd("EXAMINE INBOX")
+ok("* 2 RECENT" in u, "EXAMINE counts without taking: %r" % u)
+u, t = c.cmd("CLOSE")
+a = Raw(); a.login()
+u, t = a.cmd("SELECT INBOX")
+ok("* 2 RECENT" in u, "first SELECT takes them: %r" % u)
+u, t = a.cmd("FETCH 1:2 (FLAGS)")
+ok(all("\\Recent" in l for l in u if "FETCH" in l), repr(u))
+u, t = a.cmd("STORE 1 +FLAGS (\\Seen)")
+u, t = a.cmd("SEARCH NEW")
+eq(u, ["* SEARCH 2"], "NEW = RECENT UNSEEN")
+b = Raw(); b.login()
+u, t = b.cmd("SELECT INBOX")
+ok("* 0 RECENT" in u, "second SELECT sees none: %r" % u)
+u, t = b.cmd("FETCH 1:2 (FLAGS)")
+ok(not any("\\Recent" in l for l in u), repr(u))
+u, t = b.cmd("SEARCH OLD")
+eq(u, ["* SEARCH 1 2"], "OLD in the second session")
+u, t = c.cmd("STATUS INBOX (RECENT)")
+ok(any("RECENT 0" in l for l in u), "STATUS after: %r" % u)
+# New mail while both are selected: whoever catches up first takes it.
+deliver([message("three", "<r3@x>")])
+time.sleep(0.3)
+u, t = b.cmd("NOOP")
+ok("* 3 EXISTS" in u and "* 1 RECENT" in u, "B takes the new one: %r" % u)
+u, t = a.cmd("NOOP")
+ok("* 3 EXISTS" in u and "* 2 RECENT" in u, "A keeps its two: %r" % u)
+u, t = a.cmd("SEARCH RECENT")
+eq(u, ["* SEARCH 1 2"], "A's recent")
+u, t = b.cmd("SEARCH RECENT")
+eq(u, ["* SEARCH 3"], "B's recent")
+print("done")
 "#,
         &[],
     );

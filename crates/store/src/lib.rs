@@ -310,6 +310,11 @@ pub trait Store: Send + Sync + 'static {
     async fn uid_runs(&self, mailbox: MailboxId) -> Result<Vec<(Uid, u32)>>;
     /// The lowest UID without `\Seen` (SELECT's UNSEEN).
     async fn first_unseen(&self, mailbox: MailboxId) -> Result<Option<Uid>>;
+    /// Takes the mailbox's new messages as recent for the caller (IMAP
+    /// `\Recent`, RFC 3501 §2.3.2): returns `[from, to)`, the UIDs that
+    /// arrived since the last claim, and no later claim returns them
+    /// again, so exactly one session sees a message as recent.
+    async fn claim_recent(&self, mailbox: MailboxId) -> Result<(Uid, Uid)>;
     /// A receiver that changes whenever a commit touches the mailbox (new
     /// message, flags, copy or move into or out of it, expunge, rename,
     /// deletion), in this process: IDLE waits on it. It is bumped only

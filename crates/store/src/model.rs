@@ -58,6 +58,10 @@ pub struct MailboxStatus {
     pub uid_validity: u32,
     /// HIGHESTMODSEQ.
     pub highest_modseq: u64,
+    /// Messages no session has taken as recent yet (RFC 3501 §2.3.2).
+    pub recent: u32,
+    /// The lowest UID not yet taken as recent ([`crate::Store::claim_recent`]).
+    pub recent_from: Uid,
 }
 
 /// What changed in a mailbox after a modification sequence: how a session

@@ -840,7 +840,8 @@ impl Store for SqliteStore {
             c.query_row(
                 "SELECT count(m.uid), coalesce(sum((m.flags & ?2) = 0), 0),
                         coalesce(sum((m.flags & ?3) != 0), 0), coalesce(sum(m.size), 0),
-                        x.uid_next, x.uid_validity, x.highest_modseq
+                        x.uid_next, x.uid_validity, x.highest_modseq,
+                        coalesce(sum(m.uid >= x.recent_from), 0), x.recent_from
                  FROM mailboxes x LEFT JOIN messages m ON m.mailbox_id = x.id
                  WHERE x.id = ?1 GROUP BY x.id",
                 params![mailbox, FLAG_SEEN, FLAG_DELETED],
@@ -853,6 +854,8 @@ impl Store for SqliteStore {
                         uid_next: r.get(4)?,
                         uid_validity: r.get(5)?,
                         highest_modseq: r.get::<_, i64>(6)? as u64,
+                        recent: r.get(7)?,
+                        recent_from: r.get(8)?,
                     })
                 },
             )
@@ -860,6 +863,28 @@ impl Store for SqliteStore {
             .ok_or_else(|| StoreError::NotFound(format!("mailbox {mailbox}")))
         })
         .await
+    }
+
+    async fn claim_recent(&self, mailbox: MailboxId) -> Result<(Uid, Uid)> {
+        // Not durable: after a crash, messages are recent once more.
+        self.inner
+            .writer
+            .exec(false, move |c| {
+                let (from, next): (Uid, Uid) = c
+                    .query_row(
+                        "SELECT recent_from, uid_next FROM mailboxes WHERE id = ?1",
+                        [mailbox],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()?
+                    .ok_or_else(|| StoreError::NotFound(format!("mailbox {mailbox}")))?;
+                if from < next {
+                    c.prepare_cached("UPDATE mailboxes SET recent_from = ?2 WHERE id = ?1")?
+                        .execute(params![mailbox, next])?;
+                }
+                Ok((from, next.max(from)))
+            })
+            .await
     }
 
     async fn changes_since(&self, mailbox: MailboxId, modseq: u64) -> Result<Changes> {

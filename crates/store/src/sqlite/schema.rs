@@ -249,6 +249,12 @@ const MIGRATIONS: &[&str] = &[
         WHERE hdr_date IS NOT NULL;
     CREATE INDEX blobs_day ON blobs(hdr_day);
     "#,
+    // IMAP \Recent: UIDs from recent_from on have not been taken as recent
+    // by a session yet. Existing mail is not recent.
+    r#"
+    ALTER TABLE mailboxes ADD COLUMN recent_from INTEGER NOT NULL DEFAULT 0;
+    UPDATE mailboxes SET recent_from = uid_next;
+    "#,
     // DKIM keys of the local domains (removing a domain removes its keys).
     r#"
     CREATE TABLE dkim_keys (
