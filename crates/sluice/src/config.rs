@@ -13,6 +13,8 @@ use serde::Deserialize;
 pub struct Config {
     /// Our host name: in greetings, `Received:` fields, the TLS certificate.
     pub hostname: String,
+    /// Who the server runs as after binding its ports.
+    pub server: crate::privileges::ServerConfig,
     /// Where the database and generated files live.
     pub data_dir: PathBuf,
     /// Listeners; a key left out is a listener that is off.
@@ -338,6 +340,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             hostname: "localhost".into(),
+            server: crate::privileges::ServerConfig::default(),
             data_dir: PathBuf::from("./sluice-data"),
             listen: Listen {
                 smtp: Addresses::One("127.0.0.1:2525".parse().expect("literal")),

@@ -8,6 +8,7 @@ mod backup;
 mod config;
 mod dkim_admin;
 mod dnsbl_server;
+mod privileges;
 mod scan_files;
 mod serve;
 mod tls;

@@ -151,6 +151,32 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         Ok(n) => tracing::debug!(limit = n, "open file limit"),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
     }
+    // Bound first, as root if need be; everything after runs as the
+    // configured user (privileges.rs).
+    let smtp_listeners = bind("smtp", config.listen.smtp.list()).await?;
+    let submission_listeners = bind("submission", config.listen.submission.list()).await?;
+    let submissions_listeners = bind("submissions", config.listen.submissions.list()).await?;
+    let pop3_listeners = bind("pop3", config.listen.pop3.list()).await?;
+    let pop3s_listeners = bind("pop3s", config.listen.pop3s.list()).await?;
+    let imap_listeners = bind("imap", config.listen.imap.list()).await?;
+    let imaps_listeners = bind("imaps", config.listen.imaps.list()).await?;
+    let http_listeners = bind("http", config.listen.http.list()).await?;
+    let https_listeners = bind("https", config.listen.https.list()).await?;
+    let bound: Vec<std::net::SocketAddr> = [
+        &smtp_listeners,
+        &submission_listeners,
+        &submissions_listeners,
+        &pop3_listeners,
+        &pop3s_listeners,
+        &imap_listeners,
+        &imaps_listeners,
+        &http_listeners,
+        &https_listeners,
+    ]
+    .iter()
+    .flat_map(|ls| ls.iter().filter_map(|l| l.local_addr().ok()))
+    .collect();
+    crate::privileges::drop_root(&config.server, &bound, &config.data_dir)?;
     let _lock = lock_data_dir(&config)?;
     let sqlite = SqliteStore::open(
         &config.data_dir,
@@ -172,16 +198,6 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let directory = DirectoryWatch::start(Arc::clone(&store), DIRECTORY_POLL).await?;
     let tls = crate::tls::acceptor(&config)?;
     let shutdown = Shutdown::default();
-
-    let smtp_listeners = bind("smtp", config.listen.smtp.list()).await?;
-    let submission_listeners = bind("submission", config.listen.submission.list()).await?;
-    let submissions_listeners = bind("submissions", config.listen.submissions.list()).await?;
-    let pop3_listeners = bind("pop3", config.listen.pop3.list()).await?;
-    let pop3s_listeners = bind("pop3s", config.listen.pop3s.list()).await?;
-    let imap_listeners = bind("imap", config.listen.imap.list()).await?;
-    let imaps_listeners = bind("imaps", config.listen.imaps.list()).await?;
-    let http_listeners = bind("http", config.listen.http.list()).await?;
-    let https_listeners = bind("https", config.listen.https.list()).await?;
 
     let content = content_policy(&config)?.map(Arc::new);
     let srs = srs(&config)?;

@@ -42,7 +42,15 @@ impl Server {
 
     /// A server whose config gets `extra` appended (more sections).
     pub fn start_with(extra: &str) -> Server {
+        Server::start_prepared(extra, |_| {})
+    }
+
+    /// [`Server::start_with`], after `prepare` has had the server's temp
+    /// directory (the data directory is `data` in it).
+    #[allow(dead_code)] // not every test binary prepares
+    pub fn start_prepared(extra: &str, prepare: impl FnOnce(&Path)) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
+        prepare(dir.path());
         let unset: SocketAddr = "0.0.0.0:0".parse().unwrap();
         let mut server = Server {
             dir,
