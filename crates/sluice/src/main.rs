@@ -8,6 +8,7 @@ mod backup;
 mod config;
 mod dkim_admin;
 mod dnsbl_server;
+mod import;
 mod privileges;
 mod scan_files;
 mod serve;
@@ -70,6 +71,11 @@ enum Command {
         #[command(subcommand)]
         action: dkim_admin::DkimAction,
     },
+    /// Bring mail into an account from an mbox file or a Maildir (streamed,
+    /// resumable, flags and dates kept).
+    Import(import::ImportArgs),
+    /// Write an account's mail out as an mbox file or a Maildir.
+    Export(import::ExportArgs),
     /// Disk use of the store: files, tables and indexes, bytes per message.
     Stats,
     /// Write a consistent snapshot of the store (every message, flag, UID,
@@ -138,6 +144,8 @@ fn main() -> ExitCode {
                 Command::Alias { action } => admin::alias(&config, action).await,
                 Command::Queue { action } => admin::queue(&config, action).await,
                 Command::Dkim { action } => dkim_admin::dkim(&config, action).await,
+                Command::Import(args) => import::import(&config, args).await,
+                Command::Export(args) => import::export(&config, args).await,
                 Command::Dnsbl { command } => dnsbl_server::run(command).await,
                 Command::Scan(_)
                 | Command::Bench { .. }
