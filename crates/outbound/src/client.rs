@@ -356,7 +356,7 @@ impl Session {
         sender: &str,
         recipients: &[String],
         size: u64,
-        mut next_piece: F,
+        next_piece: F,
     ) -> Result<TransactionResult, ClientError>
     where
         F: FnMut() -> Fut,
@@ -369,6 +369,9 @@ impl Session {
         }
         if self.extensions.eight_bit_mime {
             mail.push_str(" BODY=8BITMIME");
+        }
+        if self.extensions.pipelining {
+            return self.send_pipelined(&mail, recipients, next_piece).await;
         }
         send_line(&mut self.io, &mail, t.command).await?;
         let (reply, _) = read_reply(&mut self.io, t.command, "the reply to MAIL").await?;
@@ -409,6 +412,88 @@ impl Session {
                 data: Some(go),
             });
         }
+        self.send_data(results, next_piece).await
+    }
+
+    /// The envelope in one write (RFC 2920): MAIL, every RCPT and DATA go
+    /// together and their replies are read in order, one round trip
+    /// instead of one per command.
+    async fn send_pipelined<F, Fut>(
+        &mut self,
+        mail: &str,
+        recipients: &[String],
+        next_piece: F,
+    ) -> Result<TransactionResult, ClientError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = std::io::Result<Option<Vec<u8>>>>,
+    {
+        let t = self.timeouts;
+        let mut batch = format!("{mail}\r\n");
+        for rcpt in recipients {
+            batch.push_str(&format!("RCPT TO:<{rcpt}>\r\n"));
+        }
+        batch.push_str("DATA");
+        send_line(&mut self.io, &batch, t.command).await?;
+        let (mail_reply, _) = read_reply(&mut self.io, t.command, "the reply to MAIL").await?;
+        let mut results = Vec::with_capacity(recipients.len());
+        for _ in recipients {
+            let (reply, _) = read_reply(&mut self.io, t.command, "the reply to RCPT").await?;
+            results.push(if reply.is_positive() && mail_reply.is_positive() {
+                Ok(())
+            } else if mail_reply.is_positive() {
+                Err(reply)
+            } else {
+                Err(mail_reply.clone())
+            });
+        }
+        let (go, _) = read_reply(
+            &mut self.io,
+            Duration::from_secs(120).min(t.command),
+            "DATA",
+        )
+        .await?;
+        if go.code == 354 && results.iter().all(|r| r.is_err()) {
+            // A server that took DATA without a recipient: end the empty
+            // message at once and forget it.
+            send_line(&mut self.io, ".", t.command).await?;
+            read_reply(&mut self.io, t.command, "the reply to the end of data").await?;
+        }
+        if !mail_reply.is_positive() {
+            return Ok(TransactionResult {
+                recipients: results,
+                data: Some(mail_reply),
+            });
+        }
+        if results.iter().all(|r| r.is_err()) {
+            send_line(&mut self.io, "RSET", t.command).await?;
+            read_reply(&mut self.io, t.command, "the reply to RSET").await?;
+            return Ok(TransactionResult {
+                recipients: results,
+                data: None,
+            });
+        }
+        if go.code != 354 {
+            return Ok(TransactionResult {
+                recipients: results,
+                data: Some(go),
+            });
+        }
+        self.send_data(results, next_piece).await
+    }
+
+    /// Sends the message after a `354`, dot-stuffed, and reads the reply
+    /// to its end.
+    async fn send_data<F, Fut>(
+        &mut self,
+        results: Vec<Result<(), Reply>>,
+        mut next_piece: F,
+    ) -> Result<TransactionResult, ClientError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = std::io::Result<Option<Vec<u8>>>>,
+    {
+        let t = self.timeouts;
         let mut stuffer = DotStuffer::default();
         let mut out = Vec::with_capacity(64 * 1024);
         while let Some(piece) = next_piece().await? {

@@ -450,3 +450,47 @@ print(good, forged)
         server.log()
     );
 }
+
+/// The envelope goes pipelined (RFC 2920) to a peer that offers it — here
+/// another Sluice, which refuses an unknown recipient at RCPT: the known
+/// one gets the message, the unknown one fails for good, in one
+/// transaction.
+#[test]
+fn a_pipelined_envelope_with_one_refused_recipient() {
+    let peer = Server::start();
+    peer.cli_ok(&["domain", "add", "remote.test"]);
+    let friend = "friend@remote.test";
+    let out = peer.cli(&["user", "add", friend, "--password-stdin"], "pw\n");
+    assert!(out.status.success());
+    let dns = no_dns();
+    let server = server(&[("remote.test", peer.smtp)], dns.addr, 25);
+    server.cli_ok(&[
+        "alias",
+        "add",
+        "team@example.org",
+        friend,
+        "nobody@remote.test",
+    ]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("team@example.org")));
+    assert!(wait_until(Duration::from_secs(5), || peer.rcpt_accepted(friend)));
+    send(&server, "team@example.org", "pipelined hello");
+    assert!(
+        wait_until(Duration::from_secs(20), || peer.count(
+            "SELECT count(*) FROM messages m JOIN mailboxes x ON x.id = m.mailbox_id
+             JOIN accounts a ON a.id = x.account_id WHERE a.address = 'friend@remote.test'"
+        ) == 1),
+        "not delivered:\n{}\n{}",
+        queue_list(&server),
+        server.log()
+    );
+    // The refused one is not retried: no row for it stays queued (its
+    // report to the sender may wait for origin.test, which has no route).
+    assert!(
+        wait_until(Duration::from_secs(10), || !queue_list(&server)
+            .contains("nobody@remote.test")),
+        "{}",
+        queue_list(&server)
+    );
+    assert!(server.log().contains("550"), "{}", server.log());
+}
