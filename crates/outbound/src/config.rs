@@ -27,6 +27,12 @@ pub struct OutboundConfig {
     pub delay_warning: u64,
     /// Connections to other servers at most, all destinations together.
     pub max_connections: usize,
+    /// Connections one destination gets at first (Postfix's
+    /// `initial_destination_concurrency`).
+    pub initial_destination_concurrency: usize,
+    /// Connections one destination gets at most: one more after each run
+    /// that reached it, halved after one that could not.
+    pub destination_concurrency: usize,
     /// Seconds to wait for the TCP connection.
     pub connect_timeout: u64,
     /// Seconds to wait for each reply (RFC 5321 §4.5.3.2 says 5 minutes;
@@ -46,6 +52,8 @@ impl Default for OutboundConfig {
             max_age: 5 * 24 * 3600,
             delay_warning: 4 * 3600,
             max_connections: 20,
+            initial_destination_concurrency: 2,
+            destination_concurrency: 10,
             connect_timeout: 30,
             command_timeout: 300,
             tls: TlsPolicyConfig::default(),
@@ -67,6 +75,12 @@ impl OutboundConfig {
         }
         if self.max_connections == 0 {
             return Err("outbound.max_connections must be at least 1".into());
+        }
+        if self.destination_concurrency == 0 || self.initial_destination_concurrency == 0 {
+            return Err(
+                "outbound.destination_concurrency and initial_destination_concurrency must be at least 1"
+                    .into(),
+            );
         }
         Ok(())
     }

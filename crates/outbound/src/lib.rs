@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod concurrency;
 pub mod config;
 pub mod dkim;
 pub mod dsn;

@@ -10,9 +10,12 @@
 //!   by every message at the same second; after `max_age` they fail.
 //! - Permanent failures (5xx, a domain without mail exchangers) are never
 //!   retried.
-//! - Each destination is worked on by one task at a time, and all tasks
-//!   share a global connection limit, so a dead or slow destination holds
-//!   only its own mail back.
+//! - Each destination gets a window of connections (concurrency.rs: a few
+//!   at first, one more after each run that reached it, halved after one
+//!   that could not), its messages spread over them, and all share a
+//!   global connection limit, so a dead or slow destination holds only
+//!   its own mail back and a healthy one with a backlog is sent to in
+//!   parallel.
 //! - A recipient that fails for good is reported to the sender with a
 //!   delivery status notification (dsn.rs), sent before the failure is
 //!   recorded: a crash in between repeats the report rather than lose it.
@@ -21,14 +24,15 @@
 //!   also looks every second, for rows edited by `sluice queue` in
 //!   another process.
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use store::{DirectoryWatch, QueueOutcome, QueuedRecipient, Store};
 use tokio::sync::Semaphore;
 
 use crate::client::{Session, Timeouts, TransactionResult};
+use crate::concurrency::{Concurrency, Feedback};
 use crate::config::OutboundConfig;
 use crate::dkim::Signer;
 use crate::route::{RouteError, Router};
@@ -54,8 +58,8 @@ pub struct QueueManager {
     config: OutboundConfig,
     helo: String,
     connections: Arc<Semaphore>,
-    /// Destinations a task is working on now.
-    busy: Mutex<HashSet<String>>,
+    /// Connections per destination (concurrency.rs).
+    concurrency: Concurrency,
     /// Turns a rewritten envelope sender (SRS) back into the real one, for
     /// the reports that go to it.
     original_sender: Option<SenderReverser>,
@@ -89,9 +93,12 @@ impl QueueManager {
             router,
             policies,
             connections: Arc::new(Semaphore::new(config.max_connections)),
+            concurrency: Concurrency::new(
+                config.initial_destination_concurrency,
+                config.destination_concurrency,
+            ),
             config,
             helo,
-            busy: Mutex::new(HashSet::new()),
             original_sender: None,
             signer: None,
         })
@@ -177,30 +184,41 @@ impl QueueManager {
                 .push(row);
         }
         for (domain, rows) in by_domain {
-            if !self.busy.lock().expect("busy lock").insert(domain.clone()) {
-                // Another task is on this destination: hand the rows back
-                // for the look after it is done.
-                let back = rows
+            let jobs = group_jobs(rows);
+            let granted = self.concurrency.acquire(&domain, jobs.len());
+            if granted == 0 {
+                // The destination has all the connections it may: hand
+                // the rows back for a look after one of them is done.
+                let back = jobs
                     .iter()
-                    .map(|r| (r.id, QueueOutcome::Released))
+                    .flat_map(|j| j.rows.iter().map(|r| (r.id, QueueOutcome::Released)))
                     .collect();
                 self.store.record_queue_outcomes(back).await?;
                 continue;
             }
-            started += rows.len();
-            let me = Arc::clone(self);
-            tokio::spawn(async move {
-                me.deliver_domain(&domain, rows).await;
-                me.busy.lock().expect("busy lock").remove(&domain);
-                // Rows of this destination may have come due meanwhile.
-                me.store.queue_signal().notify_one();
-            });
+            // The messages spread over the connections granted.
+            let mut shares: Vec<Vec<Job>> = (0..granted).map(|_| Vec::new()).collect();
+            for (i, job) in jobs.into_iter().enumerate() {
+                started += job.rows.len();
+                shares[i % granted].push(job);
+            }
+            for share in shares {
+                let me = Arc::clone(self);
+                let domain = domain.clone();
+                tokio::spawn(async move {
+                    let feedback = me.deliver_domain(&domain, share).await;
+                    me.concurrency.release(&domain, feedback);
+                    // Rows of this destination may have come due meanwhile.
+                    me.store.queue_signal().notify_one();
+                });
+            }
         }
         Ok(started)
     }
 
-    async fn deliver_domain(&self, domain: &str, rows: Vec<QueuedRecipient>) {
-        let jobs = group_jobs(rows);
+    /// Delivers `jobs` (messages to one destination) over one connection;
+    /// returns what that taught about the destination.
+    async fn deliver_domain(&self, domain: &str, jobs: Vec<Job>) -> Feedback {
         let hops = match self.router.hops(domain).await {
             Ok(h) => h,
             Err(RouteError::Permanent(reason)) => {
@@ -208,16 +226,16 @@ impl QueueManager {
                     reason: reason.clone(),
                 })
                 .await;
-                return;
+                return Feedback::None;
             }
             Err(RouteError::Temporary(reason)) => {
                 self.defer_all(&jobs.iter().collect::<Vec<_>>(), &reason)
                     .await;
-                return;
+                return Feedback::None;
             }
         };
         let Ok(_permit) = Arc::clone(&self.connections).acquire_owned().await else {
-            return;
+            return Feedback::None;
         };
         let policy = if hops.iter().any(|h| h.routed) {
             DomainPolicy {
@@ -290,7 +308,10 @@ impl QueueManager {
                         .await;
                     match result {
                         Ok(result) => {
-                            log_transaction(domain, &hop.host, &session, job, &result, started);
+                            let parallel = self.concurrency.running(domain);
+                            log_transaction(
+                                domain, &hop.host, &session, job, &result, started, parallel,
+                            );
                             self.record_transaction(job, &result).await;
                             pending.remove(0);
                         }
@@ -302,7 +323,7 @@ impl QueueManager {
                                     reason: last_error.clone(),
                                 })
                                 .await;
-                                return;
+                                return Feedback::Reached;
                             }
                             // The connection is spent; the rest waits.
                             break 'hops;
@@ -310,10 +331,11 @@ impl QueueManager {
                     }
                 }
                 session.quit().await;
-                return;
+                return Feedback::Reached;
             }
         }
         self.defer_all(&pending, &last_error).await;
+        Feedback::Unreachable
     }
 
     /// Records the outcome of one transaction for each recipient.
@@ -535,6 +557,7 @@ fn log_transaction(
     job: &Job,
     result: &TransactionResult,
     started: Instant,
+    parallel: usize,
 ) {
     let ids: Vec<i64> = job.rows.iter().map(|r| r.id).collect();
     let recipients: Vec<&str> = job.rows.iter().map(|r| r.recipient.as_str()).collect();
@@ -552,6 +575,7 @@ fn log_transaction(
         tls_version = session.tls.version.as_deref().unwrap_or("none"),
         reply,
         ms = started.elapsed().as_millis() as u64,
+        parallel,
         "outbound transaction"
     );
 }

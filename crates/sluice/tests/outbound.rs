@@ -494,3 +494,64 @@ fn a_pipelined_envelope_with_one_refused_recipient() {
     );
     assert!(server.log().contains("550"), "{}", server.log());
 }
+
+/// A backlog to one healthy destination is sent over several connections
+/// at once, never more than `destination_concurrency`.
+#[test]
+fn a_backlog_to_one_destination_goes_out_in_parallel_within_its_limit() {
+    let sink = SmtpSink::start(&[]);
+    let dns = no_dns();
+    let routes = format!("\"remote.test\" = \"{}\"\n", sink.addr);
+    let server = Server::start_with(&format!(
+        "[dns]\nresolver = \"{}\"\n\
+         [outbound]\nenabled = false\nretry_schedule = [1]\ninitial_destination_concurrency = 2\ndestination_concurrency = 4\n\
+         [outbound.routes]\n{routes}\
+         [outbound.tls]\nmta_sts = false\ndane = \"off\"\n",
+        dns.addr
+    ));
+    server.cli_ok(&["alias", "add", "fwd@example.org", "friend@remote.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("fwd@example.org")));
+    // Queued while the sender is off, then sent at once after a restart.
+    python(
+        r#"
+import smtplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = smtplib.SMTP(h, int(p))
+for i in range(120):
+    s.sendmail("someone@origin.test", ["fwd@example.org"], "Subject: burst %d\r\n\r\nx\r\n" % i)
+s.quit()
+"#,
+        &[&addr_arg(server.smtp)],
+    );
+    let mut server = server;
+    let config = std::fs::read_to_string(server.config_path()).unwrap();
+    std::fs::write(
+        server.config_path(),
+        config.replace(
+            "enabled = false\nretry_schedule",
+            "enabled = true\nretry_schedule",
+        ),
+    )
+    .unwrap();
+    server.terminate();
+    server.restart();
+    assert!(
+        wait_until(Duration::from_secs(30), || sink.messages().len() >= 120),
+        "{} of 120 delivered\n{}",
+        sink.messages().len(),
+        queue_list(&server)
+    );
+    let parallel: Vec<usize> = server
+        .log()
+        .lines()
+        .filter(|l| l.contains("outbound transaction"))
+        .filter_map(|l| l.split("parallel=").nth(1))
+        .filter_map(|v| v.split_whitespace().next()?.parse().ok())
+        .collect();
+    let most = parallel.iter().copied().max().unwrap_or(0);
+    assert!(
+        (2..=4).contains(&most),
+        "parallel connections: {parallel:?}"
+    );
+}
