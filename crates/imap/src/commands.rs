@@ -558,11 +558,11 @@ impl Session<'_> {
         }
         let pattern = list::combine(reference, pattern);
         let all = self.ctx.store.list_mailboxes(self.account_id()).await?;
+        if lsub {
+            return self.lsub(&pattern, &all).await;
+        }
         for m in &all {
             if !list::matches(&pattern, &self.shown_name(&m.name)) {
-                continue;
-            }
-            if lsub && !m.subscribed {
                 continue;
             }
             let items = list::attributes(m, &all);
@@ -582,6 +582,52 @@ impl Session<'_> {
             });
         }
         Ok(Reply::ok(format!("{name} completed")))
+    }
+
+    /// LSUB (RFC 3501 §6.3.9): the subscribed names the pattern matches,
+    /// also those whose mailbox is gone (`\Noselect`); and an unsubscribed
+    /// parent the pattern matches of a subscribed name it does not (`%`
+    /// stops at the separator) is named too, as `\Noselect`.
+    async fn lsub(&mut self, pattern: &str, all: &[store::MailboxInfo]) -> store::Result<Reply> {
+        let lost = self.ctx.store.lost_subscriptions(self.account_id()).await?;
+        let mut subscribed: std::collections::BTreeMap<String, Option<&store::MailboxInfo>> = all
+            .iter()
+            .filter(|m| m.subscribed)
+            .map(|m| (m.name.clone(), Some(m)))
+            .collect();
+        for name in lost {
+            subscribed.entry(name).or_insert(None);
+        }
+        let mut shown: std::collections::BTreeMap<String, Vec<FlagNameAttribute<'static>>> =
+            std::collections::BTreeMap::new();
+        for (name, mailbox) in &subscribed {
+            if list::matches(pattern, &self.shown_name(name)) {
+                let items = match mailbox {
+                    Some(m) => list::attributes(m, all),
+                    None => vec![FlagNameAttribute::Noselect],
+                };
+                shown.insert(name.clone(), items);
+            } else {
+                for parent in list::parents(name) {
+                    if !subscribed.contains_key(&parent)
+                        && list::matches(pattern, &self.shown_name(&parent))
+                    {
+                        shown
+                            .entry(parent)
+                            .or_insert_with(|| vec![FlagNameAttribute::Noselect]);
+                    }
+                }
+            }
+        }
+        for (name, items) in shown {
+            let mailbox = self.wire_mailbox(&name);
+            self.out.data(Data::Lsub {
+                items,
+                delimiter: Some(quoted_delimiter()),
+                mailbox,
+            });
+        }
+        Ok(Reply::ok("LSUB completed"))
     }
 
     /// Why STATUS items cannot be answered, if they cannot.

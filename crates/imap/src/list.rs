@@ -117,7 +117,7 @@ impl Session<'_> {
     /// 6154 allow it); `\Subscribed` when asked for. RECURSIVEMATCH
     /// applies to SUBSCRIBED (the one selection option whose matches
     /// CHILDINFO can name). Every mailbox is selectable and has its
-    /// parents, so `\NonExistent` is never due.
+    /// parents; `\NonExistent` marks a subscription whose mailbox is gone.
     pub(crate) async fn list_extended(&mut self, list: ExtendedList) -> store::Result<Reply> {
         if let Some(items) = &list.returns.status {
             if let Some(reply) = self.refuse_status_items(items) {
@@ -144,15 +144,39 @@ impl Session<'_> {
             (!sel.subscribed || m.subscribed) && (!sel.special_use || m.special_use.is_some())
         };
         let all = self.ctx.store.list_mailboxes(self.account_id()).await?;
+        let lost = if sel.subscribed {
+            self.ctx.store.lost_subscriptions(self.account_id()).await?
+        } else {
+            Vec::new()
+        };
+        let listed = |name: &str, me: &Self| {
+            let shown = me.shown_name(name);
+            patterns.iter().any(|p| matches(p, &shown))
+        };
         for m in &all {
-            let shown = self.shown_name(&m.name);
-            if !patterns.iter().any(|p| matches(p, &shown)) {
+            if !listed(&m.name, self) {
                 continue;
             }
             let prefix = format!("{}{DELIMITER}", m.name);
-            let childinfo = sel.recursive_match
-                && sel.subscribed
-                && all.iter().any(|c| c.name.starts_with(&prefix) && meets(c));
+            let childinfo = sel.recursive_match && sel.subscribed && {
+                // RFC 5258 §4: a mailbox that does not meet the selection
+                // is returned for its children only when one of them is
+                // not returned itself; one that meets it may say so too.
+                let mut subscribed_children = all
+                    .iter()
+                    .filter(|c| c.name.starts_with(&prefix) && meets(c))
+                    .map(|c| c.name.as_str())
+                    .chain(
+                        lost.iter()
+                            .map(String::as_str)
+                            .filter(|n| n.starts_with(&prefix)),
+                    );
+                if meets(m) {
+                    subscribed_children.next().is_some()
+                } else {
+                    subscribed_children.any(|c| !listed(c, self))
+                }
+            };
             if !meets(m) && !childinfo {
                 continue;
             }
@@ -166,6 +190,17 @@ impl Session<'_> {
             // mailbox listed (the ones only there for CHILDINFO too).
             if let Some(items) = &list.returns.status {
                 self.status_data(m, items).await?;
+            }
+        }
+        // Subscriptions whose mailbox is gone (RFC 5258 §3.1).
+        for name in &lost {
+            if listed(name, self) {
+                let items = [attr("Subscribed"), attr("NonExistent")]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                let mailbox = self.wire_mailbox(name);
+                write_list(&mut self.out, items, mailbox, false);
             }
         }
         Ok(Reply::ok("LIST completed"))

@@ -207,7 +207,11 @@ async fn mailbox_named(
     if let Some(m) = store.mailbox(account, name).await? {
         return Ok(m);
     }
-    Ok(store.create_mailbox(account, name, None).await?)
+    let made = store.create_mailbox(account, name, None).await?;
+    // Subscribed, so clients that show only subscribed mailboxes show the
+    // imported ones.
+    store.set_subscribed(account, &made.name, true).await?;
+    Ok(made)
 }
 
 pub async fn import(config: &Config, args: ImportArgs) -> anyhow::Result<()> {

@@ -1920,6 +1920,9 @@ ok(u == [] and is_ok(t), (u, t))
 
 # LIST-EXTENDED, from the rev2 client and from a rev1 one.
 eq(m.create("Work/Projects")[0], "OK", "CREATE")
+u, t = r.cmd('LIST (SUBSCRIBED) "" "Work*"')
+eq(u, [], "CREATE does not subscribe")
+eq(m.subscribe("Work/Projects")[0], "OK", "SUBSCRIBE")
 eq(m.unsubscribe("Work")[0], "OK", "UNSUBSCRIBE")
 u, t = r.cmd('LIST (SUBSCRIBED) "" "Work*"')
 eq(u, ['* LIST (\\HasNoChildren \\Subscribed) "/" Work/Projects'], "SUBSCRIBED")
@@ -2285,6 +2288,52 @@ u, t = a.cmd("SEARCH RECENT")
 eq(u, ["* SEARCH 1 2"], "A's recent")
 u, t = b.cmd("SEARCH RECENT")
 eq(u, ["* SEARCH 3"], "B's recent")
+print("done")
+"#,
+        &[],
+    );
+}
+
+/// Subscriptions apart from mailboxes (RFC 3501 §6.3.6, §6.3.9; RFC 5258):
+/// CREATE does not subscribe; DELETE leaves the subscription, which LIST
+/// (SUBSCRIBED) shows as `\NonExistent` and LSUB as `\Noselect`; LSUB `%`
+/// names the unsubscribed parent of a subscribed child as `\Noselect`;
+/// CHILDINFO is not sent for a parent whose subscribed child is listed.
+#[test]
+fn subscriptions_outlive_their_mailboxes() {
+    let server = Server::start();
+    let user = server.add_user("subs");
+    client(
+        &server,
+        &user,
+        r#"
+r = Raw(); r.login()
+for name in ("Old", "Team/Notes"):
+    u, t = r.cmd('CREATE "%s"' % name)
+    ok(t.split()[1] == "OK", t)
+u, t = r.cmd('LSUB "" "Old"')
+eq(u, [], "CREATE does not subscribe")
+for name in ("Old", "Team/Notes"):
+    u, t = r.cmd('SUBSCRIBE "%s"' % name)
+    ok(t.split()[1] == "OK", t)
+u, t = r.cmd('DELETE "Old"')
+ok(t.split()[1] == "OK", t)
+u, t = r.cmd('LIST (SUBSCRIBED) "" "Old"')
+eq(u, ['* LIST (\\Subscribed \\NonExistent) "/" Old'], "DELETE keeps the subscription")
+u, t = r.cmd('LSUB "" "Old"')
+eq(u, ['* LSUB (\\Noselect) "/" Old'], "LSUB of a lost subscription")
+u, t = r.cmd('LSUB "" "Te%"')
+eq(u, ['* LSUB (\\Noselect) "/" Team'], "LSUB %: the unsubscribed parent")
+u, t = r.cmd('LIST (SUBSCRIBED RECURSIVEMATCH) "" "Team*"')
+eq(u, ['* LIST (\\HasNoChildren \\Subscribed) "/" Team/Notes'], "no CHILDINFO when the child is listed")
+u, t = r.cmd('LIST (SUBSCRIBED RECURSIVEMATCH) "" "Team"')
+eq(u, ['* LIST (\\HasChildren) "/" Team ("CHILDINFO" ("SUBSCRIBED"))'], "CHILDINFO for a hidden child")
+u, t = r.cmd('UNSUBSCRIBE "Old"')
+ok(t.split()[1] == "OK", t)
+u, t = r.cmd('LSUB "" "Old"')
+eq(u, [], "a lost subscription can be dropped")
+u, t = r.cmd('SUBSCRIBE "Nowhere"')
+eq(t.split()[1], "NO", "SUBSCRIBE to a name with no mailbox")
 print("done")
 "#,
         &[],

@@ -240,8 +240,15 @@ pub trait Store: Send + Sync + 'static {
     /// new mailbox for INBOX's messages gets fresh UIDs from 1.
     async fn rename_mailbox(&self, account: AccountId, from: &str, to: &str) -> Result<()>;
     /// Subscribes or unsubscribes a mailbox (`NotFound` if it does not
-    /// exist). New mailboxes start subscribed.
+    /// exist, unless it is a lost subscription being dropped). Mailboxes
+    /// made by [`Store::create_mailbox`] start unsubscribed (RFC 3501
+    /// §6.3.6), those every account starts with subscribed. A subscribed
+    /// mailbox that is deleted leaves its subscription behind
+    /// ([`Store::lost_subscriptions`]); a mailbox created again under its
+    /// name is subscribed again.
     async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool) -> Result<()>;
+    /// Subscribed names whose mailboxes no longer exist, in name order.
+    async fn lost_subscriptions(&self, account: AccountId) -> Result<Vec<String>>;
     /// Counters for STATUS and SELECT, read in one snapshot.
     async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus>;
     /// Messages added or changed and UIDs expunged after `modseq`, all read

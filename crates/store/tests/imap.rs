@@ -177,7 +177,8 @@ async fn create_checks_names_and_makes_parents() {
     assert_eq!(made.name, "Projects/2025/Q1");
     assert_eq!(made.special_use.as_deref(), Some("\\Flagged"));
     assert_eq!(made.uid_next, 1);
-    assert!(made.subscribed);
+    // CREATE does not subscribe (RFC 3501 §6.3.6).
+    assert!(!made.subscribed);
     assert_eq!(
         f.store
             .mailbox(f.account, "Projects/2025/Q1")

@@ -143,12 +143,18 @@ fn insert(
         [],
         |r| r.get(0),
     )?;
+    // CREATE does not subscribe (RFC 3501 §6.3.6 keeps the two apart),
+    // unless the name kept a subscription from a mailbox deleted before.
+    let resubscribed = c.execute(
+        "DELETE FROM lost_subscriptions WHERE account_id = ?1 AND name = ?2",
+        params![account, name],
+    )? > 0;
     Ok(c.query_row(
         &format!(
-            "INSERT INTO mailboxes (id, account_id, name, special_use, uid_validity)
-             VALUES (?1, ?2, ?3, ?4, ?5) RETURNING {INFO_COLUMNS}"
+            "INSERT INTO mailboxes (id, account_id, name, special_use, uid_validity, subscribed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING {INFO_COLUMNS}"
         ),
-        params![id, account, name, special_use, validity],
+        params![id, account, name, special_use, validity, resubscribed],
         info_from_row,
     )?)
 }
@@ -206,6 +212,12 @@ pub(crate) fn delete(c: &Connection, account: AccountId, name: &str) -> Result<M
     // select a mailbox that no longer exists.
     c.execute("DELETE FROM messages WHERE mailbox_id = ?1", [mailbox.id])?;
     c.execute("DELETE FROM mailboxes WHERE id = ?1", [mailbox.id])?;
+    if mailbox.subscribed {
+        c.execute(
+            "INSERT OR IGNORE INTO lost_subscriptions (account_id, name) VALUES (?1, ?2)",
+            params![account, name],
+        )?;
+    }
     Ok(mailbox.id)
 }
 

@@ -411,6 +411,12 @@ impl Store for SqliteStore {
             for (name, special) in DEFAULT_MAILBOXES {
                 mailboxes::create(c, id, name, *special)?;
             }
+            // The mailboxes every account starts with are subscribed, so
+            // clients that show only subscribed ones show them.
+            c.execute(
+                "UPDATE mailboxes SET subscribed = 1 WHERE account_id = ?1",
+                [id],
+            )?;
             bump_serial(c)?;
             Ok(id)
         })
@@ -435,6 +441,7 @@ impl Store for SqliteStore {
                 [id],
             )?;
             c.execute("DELETE FROM mailboxes WHERE account_id = ?1", [id])?;
+            c.execute("DELETE FROM lost_subscriptions WHERE account_id = ?1", [id])?;
             c.execute("DELETE FROM accounts WHERE id = ?1", [id])?;
             web::forget_account(c, id)?;
             bump_serial(c)?;
@@ -826,10 +833,30 @@ impl Store for SqliteStore {
                 "UPDATE mailboxes SET subscribed = ?3 WHERE account_id = ?1 AND name = ?2",
                 params![account, name, subscribed],
             )?;
-            if n == 0 {
+            // A subscription whose mailbox is gone can still be dropped.
+            let lost = if subscribed {
+                0
+            } else {
+                c.execute(
+                    "DELETE FROM lost_subscriptions WHERE account_id = ?1 AND name = ?2",
+                    params![account, name],
+                )?
+            };
+            if n == 0 && lost == 0 {
                 return Err(StoreError::NotFound(format!("mailbox {name}")));
             }
             Ok(())
+        })
+        .await
+    }
+
+    async fn lost_subscriptions(&self, account: AccountId) -> Result<Vec<String>> {
+        self.read(move |c| {
+            Ok(c.prepare_cached(
+                "SELECT name FROM lost_subscriptions WHERE account_id = ?1 ORDER BY name",
+            )?
+            .query_map([account], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?)
         })
         .await
     }

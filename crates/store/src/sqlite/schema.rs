@@ -255,6 +255,17 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE mailboxes ADD COLUMN recent_from INTEGER NOT NULL DEFAULT 0;
     UPDATE mailboxes SET recent_from = uid_next;
     "#,
+    // Subscriptions outlive their mailboxes (RFC 3501 §6.3.6: a server
+    // must not drop one because the mailbox went): the names of deleted
+    // mailboxes that were subscribed. A mailbox created again under such a
+    // name is subscribed again.
+    r#"
+    CREATE TABLE lost_subscriptions (
+        account_id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        PRIMARY KEY (account_id, name)
+    ) STRICT;
+    "#,
     // DKIM keys of the local domains (removing a domain removes its keys).
     r#"
     CREATE TABLE dkim_keys (
