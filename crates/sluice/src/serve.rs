@@ -240,6 +240,24 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             Duration::from_secs(secs),
         ))
     };
+    // One submission state (hourly limits) for SMTP submission and the
+    // webmail alike.
+    let submission = Arc::new(smtp::Submission::new(
+        auth_with(config.imap.auth_failure_delay_secs),
+        config.submission.clone(),
+    ));
+    let send_limit: web::SendLimit = {
+        let submission = Arc::clone(&submission);
+        Arc::new(move |account, recipients| {
+            submission.rates.take(
+                account,
+                recipients,
+                submission.config.max_messages_per_hour,
+                submission.config.max_recipients_per_hour,
+                std::time::Instant::now(),
+            )
+        })
+    };
     let submission_ctx = Arc::new(smtp::Context {
         hostname: config.hostname.clone(),
         config: config.smtp.clone(),
@@ -253,10 +271,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         shutdown: shutdown.clone(),
         content,
         blocklist: None,
-        submission: Some(Arc::new(smtp::Submission::new(
-            auth_with(config.imap.auth_failure_delay_secs),
-            config.submission.clone(),
-        ))),
+        submission: Some(Arc::clone(&submission)),
         srs,
         spf: None,
     });
@@ -291,6 +306,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         auth: auth_with(config.web.auth_failure_delay_secs),
         config: config.web.clone(),
         shutdown: shutdown.clone(),
+        send_limit: Some(send_limit),
     });
     let mut accept_loops = tokio::task::JoinSet::new();
     for l in http_listeners {

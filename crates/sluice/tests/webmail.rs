@@ -528,3 +528,56 @@ print("ok")
     assert_eq!(checked.trim(), "ok", "{report}");
     assert!(server.count("SELECT count(*) FROM messages m JOIN mailboxes b ON b.id = m.mailbox_id WHERE b.name = 'Sent'") > 0);
 }
+
+/// The webmail sends under the same hourly limit as SMTP submission,
+/// counted together: past it the message is refused (429) and kept in
+/// Drafts, and submission over SMTP is refused too.
+#[test]
+fn webmail_sending_counts_against_the_submission_limit() {
+    let server = Server::start_with("[submission]\nmax_messages_per_hour = 1\n");
+    let alice = server.add_user("alice");
+    let bob = server.add_user("bob");
+    let out = python(
+        &script(
+            r#"
+import imaplib, smtplib, ssl
+web_addr, submission_addr, imap_addr, alice, bob, password = sys.argv[1:7]
+w = Web(web_addr)
+assert w.login(alice, password)[0] == 303
+_, form = w.page("/compose")
+status, _, body = w.multipart("/compose", [("csrf", w.csrf), ("to", bob), ("subject", "one"), ("body", "x"), ("action", "send")])
+assert status == 303, (status, body[:300])
+status, _, body = w.multipart("/compose", [("csrf", w.csrf), ("to", bob), ("subject", "two"), ("body", "x"), ("action", "send")])
+assert status == 429 and b"hourly sending limit" in body, (status, body[:300])
+h, p = imap_addr.rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p)); m.login(alice, password)
+m.select("Drafts")
+typ, data = m.search(None, "ALL")
+assert len(data[0].split()) == 1, data
+h, p = submission_addr.rsplit(":", 1)
+s = smtplib.SMTP(h, int(p)); s.starttls(context=ssl._create_unverified_context()); s.login(alice, password)
+try:
+    s.sendmail(alice, [bob], "From: %s\r\nSubject: three\r\n\r\nx\r\n" % alice)
+    print("smtp sent")
+except smtplib.SMTPDataError as e:
+    print("smtp", e.smtp_code)
+except smtplib.SMTPRecipientsRefused as e:
+    print("smtp", list(e.recipients.values())[0][0])
+print("ok")
+"#,
+        ),
+        &[
+            &server.addr("http").to_string(),
+            &server.addr("submission").to_string(),
+            &server.imap.to_string(),
+            &alice,
+            &bob,
+            PASSWORD,
+        ],
+    );
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["smtp", "451", "ok"],
+        "{out}"
+    );
+}

@@ -19,6 +19,9 @@ pub enum WebError {
     /// A form that does not make sense.
     #[error("bad request: {0}")]
     BadRequest(String),
+    /// A limit was reached (the account's hourly sending limit).
+    #[error("limit reached: {0}")]
+    TooMany(String),
 }
 
 impl IntoResponse for WebError {
@@ -33,6 +36,7 @@ impl IntoResponse for WebError {
             }
             WebError::Forbidden(_) => StatusCode::FORBIDDEN,
             WebError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            WebError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
         };
         let text = match &self {
             WebError::Store(store::StoreError::NotFound(_)) | WebError::NotFound => {
@@ -41,6 +45,7 @@ impl IntoResponse for WebError {
             WebError::Store(_) => "Something went wrong on the server; try again.".to_string(),
             WebError::Forbidden(why) => format!("Refused: {why}."),
             WebError::BadRequest(why) => format!("Bad request: {why}."),
+            WebError::TooMany(why) => format!("Not sent: {why}."),
         };
         (status, crate::pages::error_page(status, &text)).into_response()
     }

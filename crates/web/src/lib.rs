@@ -41,7 +41,14 @@ pub struct Context {
     pub config: WebConfig,
     /// Stops accepting and ends live-update streams.
     pub shutdown: net::Shutdown,
+    /// The hourly sending limit shared with message submission: counts a
+    /// message with this many recipients for the account if that stays
+    /// within the limit, else false. `None`: no limit.
+    pub send_limit: Option<SendLimit>,
 }
+
+/// See [`Context::send_limit`].
+pub type SendLimit = std::sync::Arc<dyn Fn(store::AccountId, u32) -> bool + Send + Sync>;
 
 /// Serves the webmail on `listener`, over TLS when `tls` is given, until
 /// the shutdown token is cancelled.

@@ -35,6 +35,17 @@ pub(crate) async fn send(
     recipients: &[String],
 ) -> Result<(MailboxId, Uid), WebError> {
     check_recipients(ctx, recipients).map_err(WebError::BadRequest)?;
+    // The same hourly limits as submission over SMTP, counted together:
+    // the webmail is no way around them.
+    if let Some(limit) = &ctx.send_limit {
+        if !limit(user.account, recipients.len() as u32) {
+            tracing::warn!(account = %user.address, "webmail sending limit reached");
+            return Err(WebError::TooMany(
+                "this account reached its hourly sending limit; the message is kept in Drafts"
+                    .into(),
+            ));
+        }
+    }
     let directory = ctx.directory.get();
     let mut inboxes: Vec<MailboxId> = Vec::new();
     let mut remote: Vec<String> = Vec::new();
