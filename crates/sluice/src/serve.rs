@@ -269,7 +269,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             config.smtp.max_connections,
         ),
         shutdown: shutdown.clone(),
-        content,
+        content: content.clone(),
         blocklist: None,
         submission: Some(Arc::clone(&submission)),
         srs,
@@ -307,6 +307,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config: config.web.clone(),
         shutdown: shutdown.clone(),
         send_limit: Some(send_limit),
+        scan: content.clone().map(|policy| {
+            let store = Arc::clone(&store);
+            let scan: web::ScanStored = Arc::new(move |blob| {
+                let policy = Arc::clone(&policy);
+                let store = Arc::clone(&store);
+                Box::pin(async move { policy.check_stored(store.as_ref(), blob).await })
+            });
+            scan
+        }),
     });
     let mut accept_loops = tokio::task::JoinSet::new();
     for l in http_listeners {

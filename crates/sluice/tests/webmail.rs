@@ -529,11 +529,12 @@ print("ok")
     assert!(server.count("SELECT count(*) FROM messages m JOIN mailboxes b ON b.id = m.mailbox_id WHERE b.name = 'Sent'") > 0);
 }
 
-/// The webmail sends under the same hourly limit as SMTP submission,
-/// counted together: past it the message is refused (429) and kept in
-/// Drafts, and submission over SMTP is refused too.
+/// The webmail sends under the same checks as SMTP submission: a virus is
+/// refused (422), and the hourly limit is counted together with SMTP
+/// submission: past it the message is refused (429) and kept in Drafts,
+/// and submission over SMTP is refused too.
 #[test]
-fn webmail_sending_counts_against_the_submission_limit() {
+fn webmail_sends_under_the_submission_checks() {
     let server = Server::start_with("[submission]\nmax_messages_per_hour = 1\n");
     let alice = server.add_user("alice");
     let bob = server.add_user("bob");
@@ -545,6 +546,11 @@ web_addr, submission_addr, imap_addr, alice, bob, password = sys.argv[1:7]
 w = Web(web_addr)
 assert w.login(alice, password)[0] == 303
 _, form = w.page("/compose")
+# A virus: refused, kept in Drafts, not counted against the limit.
+eicar = b"X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*"
+status, _, body = w.multipart("/compose", [("csrf", w.csrf), ("to", bob), ("subject", "virus"), ("body", "x"), ("action", "send")],
+                              files=[("files", "eicar.com", "application/octet-stream", eicar)])
+assert status == 422 and b"virus found" in body and b"kept in Drafts" in body, (status, body[:600])
 status, _, body = w.multipart("/compose", [("csrf", w.csrf), ("to", bob), ("subject", "one"), ("body", "x"), ("action", "send")])
 assert status == 303, (status, body[:300])
 status, _, body = w.multipart("/compose", [("csrf", w.csrf), ("to", bob), ("subject", "two"), ("body", "x"), ("action", "send")])
@@ -553,7 +559,11 @@ h, p = imap_addr.rsplit(":", 1)
 m = imaplib.IMAP4(h, int(p)); m.login(alice, password)
 m.select("Drafts")
 typ, data = m.search(None, "ALL")
-assert len(data[0].split()) == 1, data
+assert len(data[0].split()) == 2, data
+m.logout()
+m = imaplib.IMAP4(h, int(p)); m.login(bob, password); m.select("INBOX")
+typ, data = m.search(None, "SUBJECT", "virus")
+assert data == [b""], data
 h, p = submission_addr.rsplit(":", 1)
 s = smtplib.SMTP(h, int(p)); s.starttls(context=ssl._create_unverified_context()); s.login(alice, password)
 try:

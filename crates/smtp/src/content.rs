@@ -83,6 +83,32 @@ impl ContentPolicy {
         }
     }
 
+    /// Scans a stored message, streamed from the store piece by piece:
+    /// `Ok(Some(why))` when the policy refuses it, `Ok(None)` when it goes
+    /// through, `Err` when it could not be scanned (clamd unreachable, the
+    /// store failing). For mail that did not come over SMTP (the webmail).
+    pub async fn check_stored(
+        &self,
+        store: &dyn store::Store,
+        blob: store::BlobId,
+    ) -> Result<Option<String>, String> {
+        let mut session = self.start();
+        let mut seq = 0;
+        while let Some(piece) = store
+            .read_chunk(blob, seq)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            session.feed(&piece);
+            if session.infected() {
+                break;
+            }
+            seq += 1;
+        }
+        let verdict = session.finish()?;
+        Ok(self.judge(&verdict).map(|reply| reply.text))
+    }
+
     /// The refusal for `verdict`, or `None` if the message goes through.
     pub(crate) fn judge(&self, verdict: &scan::Verdict) -> Option<Reply> {
         use scan::Verdict as V;

@@ -22,6 +22,12 @@ pub enum WebError {
     /// A limit was reached (the account's hourly sending limit).
     #[error("limit reached: {0}")]
     TooMany(String),
+    /// The message was refused for its content (a virus).
+    #[error("refused: {0}")]
+    Refused(String),
+    /// Something the request needs is down for now (the scanner).
+    #[error("unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl IntoResponse for WebError {
@@ -37,6 +43,8 @@ impl IntoResponse for WebError {
             WebError::Forbidden(_) => StatusCode::FORBIDDEN,
             WebError::BadRequest(_) => StatusCode::BAD_REQUEST,
             WebError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
+            WebError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            WebError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         let text = match &self {
             WebError::Store(store::StoreError::NotFound(_)) | WebError::NotFound => {
@@ -46,6 +54,12 @@ impl IntoResponse for WebError {
             WebError::Forbidden(why) => format!("Refused: {why}."),
             WebError::BadRequest(why) => format!("Bad request: {why}."),
             WebError::TooMany(why) => format!("Not sent: {why}."),
+            WebError::Refused(why) => {
+                format!("Not sent: {why}. The message is kept in Drafts.")
+            }
+            WebError::Unavailable(why) => {
+                format!("Not sent: {why}; try again soon. The message is kept in Drafts.")
+            }
         };
         (status, crate::pages::error_page(status, &text)).into_response()
     }

@@ -45,7 +45,21 @@ pub struct Context {
     /// message with this many recipients for the account if that stays
     /// within the limit, else false. `None`: no limit.
     pub send_limit: Option<SendLimit>,
+    /// The content scan of mail sent from the webmail (the one submission
+    /// and incoming mail get): `Ok(Some(why))` refuses a stored message.
+    /// `None`: no scanning.
+    pub scan: Option<ScanStored>,
 }
+
+/// See [`Context::scan`].
+pub type ScanStored = std::sync::Arc<
+    dyn Fn(
+            store::BlobId,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<Option<String>, String>> + Send>,
+        > + Send
+        + Sync,
+>;
 
 /// See [`Context::send_limit`].
 pub type SendLimit = std::sync::Arc<dyn Fn(store::AccountId, u32) -> bool + Send + Sync>;

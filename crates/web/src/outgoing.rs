@@ -35,6 +35,29 @@ pub(crate) async fn send(
     recipients: &[String],
 ) -> Result<(MailboxId, Uid), WebError> {
     check_recipients(ctx, recipients).map_err(WebError::BadRequest)?;
+    let blob = ctx
+        .store
+        .message_data(drafts, &[uid])
+        .await?
+        .first()
+        .map(|d| d.entry.blob)
+        .ok_or(WebError::NotFound)?;
+    // Scanned like submitted and incoming mail, before anything counts.
+    if let Some(scan) = &ctx.scan {
+        match scan(blob).await {
+            Ok(None) => {}
+            Ok(Some(why)) => {
+                tracing::warn!(account = %user.address, reason = %why, "webmail message refused");
+                return Err(WebError::Refused(why));
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "webmail message could not be scanned");
+                return Err(WebError::Unavailable(
+                    "the message could not be scanned".into(),
+                ));
+            }
+        }
+    }
     // The same hourly limits as submission over SMTP, counted together:
     // the webmail is no way around them.
     if let Some(limit) = &ctx.send_limit {
@@ -68,12 +91,6 @@ pub(crate) async fn send(
     remote.dedup();
     let store = &ctx.store;
     if !remote.is_empty() {
-        let blob = store
-            .message_data(drafts, &[uid])
-            .await?
-            .first()
-            .map(|d| d.entry.blob)
-            .ok_or(WebError::NotFound)?;
         store.queue_message(blob, &user.address, &remote).await?;
     }
     for inbox in inboxes {
