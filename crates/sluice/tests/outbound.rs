@@ -304,8 +304,10 @@ s.quit()
         subjects(&sink).len(),
         server.log()
     );
+    // At most the messages in flight at the kill come twice: one per
+    // connection open to the destination (destination_concurrency, 10).
     let total = subjects(&sink).len();
-    assert!(total <= 1001, "{} duplicates", total - 1000);
+    assert!(total <= 1010, "{} duplicates", total - 1000);
     assert!(wait_until(Duration::from_secs(10), || queue_list(&server)
         .contains("the queue is empty")));
 }
