@@ -254,7 +254,8 @@ fn mx_records_are_followed_a_null_mx_fails_at_once_and_a_dead_destination_delays
 }
 
 /// kill -9 in the middle of sending a burst of 1,000 queued messages: after
-/// a restart every one arrives, and at most the one in flight twice.
+/// a restart every one arrives, and at most those in flight (one per
+/// connection) twice.
 #[test]
 fn a_crash_in_the_middle_of_a_burst_loses_nothing() {
     let sink = SmtpSink::start(&[]);
