@@ -392,12 +392,7 @@ impl Session {
             });
         }
         if results.iter().all(|r| r.is_err()) {
-            send_line(&mut self.io, "RSET", t.command).await?;
-            read_reply(&mut self.io, t.command, "the reply to RSET").await?;
-            return Ok(TransactionResult {
-                recipients: results,
-                data: None,
-            });
+            return self.abandon(results).await;
         }
         send_line(&mut self.io, "DATA", t.command).await?;
         let (go, _) = read_reply(
@@ -406,13 +401,7 @@ impl Session {
             "DATA",
         )
         .await?;
-        if go.code != 354 {
-            return Ok(TransactionResult {
-                recipients: results,
-                data: Some(go),
-            });
-        }
-        self.send_data(results, next_piece).await
+        self.send_data(go, results, next_piece).await
     }
 
     /// The envelope in one write (RFC 2920): MAIL, every RCPT and DATA go
@@ -466,26 +455,31 @@ impl Session {
             });
         }
         if results.iter().all(|r| r.is_err()) {
-            send_line(&mut self.io, "RSET", t.command).await?;
-            read_reply(&mut self.io, t.command, "the reply to RSET").await?;
-            return Ok(TransactionResult {
-                recipients: results,
-                data: None,
-            });
+            return self.abandon(results).await;
         }
-        if go.code != 354 {
-            return Ok(TransactionResult {
-                recipients: results,
-                data: Some(go),
-            });
-        }
-        self.send_data(results, next_piece).await
+        self.send_data(go, results, next_piece).await
     }
 
-    /// Sends the message after a `354`, dot-stuffed, and reads the reply
-    /// to its end.
+    /// Ends a transaction no recipient was accepted for.
+    async fn abandon(
+        &mut self,
+        results: Vec<Result<(), Reply>>,
+    ) -> Result<TransactionResult, ClientError> {
+        let t = self.timeouts;
+        send_line(&mut self.io, "RSET", t.command).await?;
+        read_reply(&mut self.io, t.command, "the reply to RSET").await?;
+        Ok(TransactionResult {
+            recipients: results,
+            data: None,
+        })
+    }
+
+    /// Given the reply `go` to DATA: after a `354`, sends the message,
+    /// dot-stuffed, and reads the reply to its end; otherwise that reply
+    /// ends the transaction.
     async fn send_data<F, Fut>(
         &mut self,
+        go: Reply,
         results: Vec<Result<(), Reply>>,
         mut next_piece: F,
     ) -> Result<TransactionResult, ClientError>
@@ -493,6 +487,12 @@ impl Session {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = std::io::Result<Option<Vec<u8>>>>,
     {
+        if go.code != 354 {
+            return Ok(TransactionResult {
+                recipients: results,
+                data: Some(go),
+            });
+        }
         let t = self.timeouts;
         let mut stuffer = DotStuffer::default();
         let mut out = Vec::with_capacity(64 * 1024);

@@ -131,7 +131,26 @@ pub fn generate(
             )))
         }
     };
-    Ok(DkimKey {
+    Ok(new_key(
+        domain,
+        selector,
+        algorithm,
+        private_der,
+        &public,
+        now,
+    ))
+}
+
+/// A key not yet signing, its public half as DNS publishes it.
+fn new_key(
+    domain: &str,
+    selector: &str,
+    algorithm: &str,
+    private_der: Vec<u8>,
+    public: &[u8],
+    now: i64,
+) -> DkimKey {
+    DkimKey {
         domain: domain.to_string(),
         selector: selector.to_string(),
         algorithm: algorithm.to_string(),
@@ -139,7 +158,7 @@ pub fn generate(
         public_key: base64::engine::general_purpose::STANDARD.encode(public),
         created: now,
         signing: false,
-    })
+    }
 }
 
 /// A key from a PEM file another signer (OpenDKIM, Rspamd) used, so a
@@ -169,15 +188,14 @@ pub fn import(domain: &str, selector: &str, pem: &[u8], now: i64) -> Result<Dkim
             ))
         }
     };
-    Ok(DkimKey {
-        domain: domain.to_string(),
-        selector: selector.to_string(),
-        algorithm: algorithm.to_string(),
+    Ok(new_key(
+        domain,
+        selector,
+        algorithm,
         private_der,
-        public_key: base64::engine::general_purpose::STANDARD.encode(public),
-        created: now,
-        signing: false,
-    })
+        &public,
+        now,
+    ))
 }
 
 /// The DNS TXT record that publishes a key, as a zone file line; long

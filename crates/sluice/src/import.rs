@@ -26,6 +26,8 @@ use store::{
     FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
 };
 
+use smtp::LineEnds;
+
 use crate::admin::open;
 use crate::config::Config;
 
@@ -112,36 +114,6 @@ impl Progress {
             self.bytes as f64 / 1e6 / secs,
             peak_kib
         );
-    }
-}
-
-/// Turns bare LF (and bare CR) line ends into CRLF across pieces.
-#[derive(Default)]
-struct Crlf {
-    after_cr: bool,
-}
-
-impl Crlf {
-    fn push(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        for &b in input {
-            match b {
-                b'\n' if !self.after_cr => out.extend_from_slice(b"\r\n"),
-                b'\n' => out.push(b'\n'),
-                _ => {
-                    if self.after_cr {
-                        out.push(b'\n');
-                    }
-                    out.push(b);
-                }
-            }
-            self.after_cr = b == b'\r';
-        }
-    }
-
-    fn finish(&mut self, out: &mut Vec<u8>) {
-        if std::mem::take(&mut self.after_cr) {
-            out.push(b'\n');
-        }
     }
 }
 
@@ -242,7 +214,7 @@ struct MboxMessage {
     date: Option<i64>,
     flags: u32,
     in_header: bool,
-    crlf: Crlf,
+    crlf: LineEnds,
 }
 
 /// The internal date of a `From ` line (`From sender Www Mmm dd hh:mm:ss
@@ -325,7 +297,7 @@ fn read_piece(reader: &mut impl BufRead, out: &mut Vec<u8>) -> std::io::Result<b
         }
         let room = PIECE - out.len();
         let take = buf.len().min(room);
-        match memchr_newline(&buf[..take]) {
+        match memchr::memchr(b'\n', &buf[..take]) {
             Some(i) => {
                 out.extend_from_slice(&buf[..=i]);
                 reader.consume(i + 1);
@@ -340,10 +312,6 @@ fn read_piece(reader: &mut impl BufRead, out: &mut Vec<u8>) -> std::io::Result<b
             }
         }
     }
-}
-
-fn memchr_newline(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
 }
 
 fn is_blank(line: &[u8]) -> bool {
@@ -394,7 +362,7 @@ async fn import_mbox(
                 date: from_line_date(&line),
                 flags: 0,
                 in_header: true,
-                crlf: Crlf::default(),
+                crlf: LineEnds::default(),
             });
             started_any = true;
             held_blank = false;
@@ -578,7 +546,7 @@ async fn import_file(
         .unwrap_or_default();
     let mut reader = BufReader::with_capacity(PIECE, file);
     let mut writer = store.message_writer();
-    let mut crlf = Crlf::default();
+    let mut crlf = LineEnds::default();
     let mut buf = vec![0u8; PIECE];
     let mut out = Vec::with_capacity(PIECE * 2);
     loop {

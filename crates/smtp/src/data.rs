@@ -185,15 +185,17 @@ pub(crate) async fn receive_exact(
     }
 }
 
-/// Makes bare CR and bare LF into CRLF in text that arrives in pieces.
+/// Makes bare CR and bare LF into CRLF in text that arrives in pieces
+/// (BDAT here; `sluice import` for mbox and Maildir files).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct LineEnds {
+pub struct LineEnds {
     /// The last byte seen was a CR.
     after_cr: bool,
 }
 
 impl LineEnds {
-    pub(crate) fn push(&mut self, input: &[u8], out: &mut Vec<u8>) {
+    /// Appends `input` to `out` with its line ends made CRLF.
+    pub fn push(&mut self, input: &[u8], out: &mut Vec<u8>) {
         for &b in input {
             match b {
                 b'\n' if !self.after_cr => out.extend_from_slice(b"\r\n"),
@@ -210,7 +212,7 @@ impl LineEnds {
     }
 
     /// The end of the text: a CR left last gets its LF.
-    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
         if std::mem::take(&mut self.after_cr) {
             out.push(b'\n');
         }

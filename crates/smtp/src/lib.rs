@@ -23,7 +23,7 @@ mod submission;
 pub use blocklist::{BlocklistPolicy, IpNet};
 pub use config::SmtpConfig;
 pub use content::{Action, ContentPolicy, Engine};
-pub use data::DotUnstuffer;
+pub use data::{DotUnstuffer, LineEnds};
 pub use server::{serve, serve_submission, Context};
 pub use spf::{AuthChecksConfig, SpfCheck, SpfMode};
 pub use srs::{today as srs_today, Srs, SrsError};
