@@ -170,6 +170,22 @@ pub enum PartKind {
     Message(Box<MessageStructure>),
 }
 
+impl PartKind {
+    /// Moves every part inside by `by` bytes.
+    fn shift(&mut self, by: u64) {
+        let shift_part = |p: &mut Part| {
+            p.header_offset += by;
+            p.body_offset += by;
+            p.kind.shift(by);
+        };
+        match self {
+            PartKind::Leaf => {}
+            PartKind::Multipart(children) => children.iter_mut().for_each(shift_part),
+            PartKind::Message(m) => shift_part(&mut m.root),
+        }
+    }
+}
+
 /// A stored structure could not be read back: the bytes are not something
 /// [`MessageStructure::to_bytes`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -192,6 +208,16 @@ impl MessageStructure {
             return Ok(MessageStructure::default());
         }
         encode::decode(bytes)
+    }
+
+    /// The structure of the same message with `lead` bytes of header fields
+    /// put in front of it (the `Authentication-Results:` field a delivery
+    /// adds once the message is complete): the top-level header grows by
+    /// `lead`, every offset below it moves by `lead`.
+    pub fn prepend(&mut self, lead: u64) {
+        self.root.header_len += lead;
+        self.root.body_offset += lead;
+        self.root.kind.shift(lead);
     }
 
     /// Reads only the envelope back from what [`MessageStructure::to_bytes`]

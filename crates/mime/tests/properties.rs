@@ -231,6 +231,22 @@ proptest! {
         prop_assert_eq!(MessageStructure::from_bytes(&m.to_bytes()).unwrap(), m);
     }
 
+    /// Header fields put in front of a stored message move its structure
+    /// as if the whole had been parsed.
+    #[test]
+    fn prepending_fields_shifts_the_structure(tree in node(), lead in prop::sample::select(vec![
+        "", "Authentication-Results: mx.example.org; spf=pass\r\n",
+        "Authentication-Results: mx.example.org;\r\n\tdkim=pass header.d=example.com;\r\n\tdmarc=pass\r\n",
+    ])) {
+        let mut raw = Vec::new();
+        render(&tree, "From: a@b\r\n", false, &mut raw);
+        let mut shifted = parse(&raw);
+        shifted.prepend(lead.len() as u64);
+        let mut whole = lead.as_bytes().to_vec();
+        whole.extend_from_slice(&raw);
+        prop_assert_eq!(shifted, parse(&whole));
+    }
+
     #[test]
     fn decoding_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
         let _ = MessageStructure::from_bytes(&bytes);

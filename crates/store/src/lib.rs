@@ -249,6 +249,14 @@ pub trait Store: Send + Sync + 'static {
     async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool) -> Result<()>;
     /// Subscribed names whose mailboxes no longer exist, in name order.
     async fn lost_subscriptions(&self, account: AccountId) -> Result<Vec<String>>;
+    /// For each mailbox, the mailbox of the same account with the given
+    /// special use (`\Junk` for quarantined mail), or the mailbox itself
+    /// when the account has none (its user deleted it).
+    async fn special_use_of(
+        &self,
+        mailboxes: &[MailboxId],
+        special_use: &str,
+    ) -> Result<Vec<MailboxId>>;
     /// Counters for STATUS and SELECT, read in one snapshot.
     async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus>;
     /// Messages added or changed and UIDs expunged after `modseq`, all read

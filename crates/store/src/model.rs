@@ -202,6 +202,11 @@ pub struct Delivery {
     /// Keywords the new entries start with: IMAP atoms (the delivery is
     /// refused as `Invalid` otherwise), repeats ignoring case dropped.
     pub keywords: Vec<String>,
+    /// Header fields to put in front of the message, known only once all
+    /// of it was written (`Authentication-Results:`, whose DKIM result
+    /// needs the body hash): CRLF-terminated fields, shorter than
+    /// [`crate::CHUNK_SIZE`]. The stored message begins with them.
+    pub lead: Vec<u8>,
 }
 
 /// What a delivery produced.

@@ -691,3 +691,89 @@ async fn dkim_keys_rotate_by_algorithm_and_go_with_their_domain() {
     store.remove_domain("example.org").await.unwrap();
     assert!(store.dkim_keys().await.unwrap().is_empty());
 }
+
+/// Reads a blob back through `read_chunk`, checking every chunk but the
+/// last is full.
+async fn read_back(store: &SqliteStore, blob: i64) -> Vec<u8> {
+    let mut back = Vec::new();
+    let mut seq = 0;
+    while let Some(chunk) = store.read_chunk(blob, seq).await.unwrap() {
+        assert!(
+            back.len() % CHUNK_SIZE == 0,
+            "chunk {seq} follows a short one"
+        );
+        assert!(chunk.len() <= CHUNK_SIZE);
+        back.extend_from_slice(&chunk);
+        seq += 1;
+    }
+    back
+}
+
+#[tokio::test]
+async fn a_lead_comes_first_in_small_and_large_messages() {
+    let (_dir, store) = open().await;
+    store.add_account("lead@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "lead@example.org").await;
+    let lead = b"Authentication-Results: mx.example.org;\r\n\tdkim=pass header.d=example.org\r\n";
+    let boundary = "b1";
+    let mut large = format!(
+        "From: a@example.org\r\nSubject: big\r\nContent-Type: multipart/mixed; boundary={boundary}\r\n\r\n--{boundary}\r\n\r\nfirst\r\n--{boundary}\r\n\r\n"
+    )
+    .into_bytes();
+    large.extend(std::iter::repeat_n(b'x', 3 * CHUNK_SIZE + 77));
+    large.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    // Sizes around the chunk size too: the lead pushes a full chunk over.
+    let near = [MAIL.to_vec(), {
+        let mut m = MAIL.to_vec();
+        m.resize(CHUNK_SIZE - 5, b'y');
+        m
+    }];
+    for (n, message) in near.iter().chain([&large]).enumerate() {
+        let mut w = store.message_writer();
+        for piece in message.chunks(1000 + n) {
+            w.write(piece).await.unwrap();
+        }
+        let receipt = w
+            .deliver(Delivery {
+                mailboxes: vec![mbox],
+                lead: lead.to_vec(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let expected = [lead.as_slice(), message].concat();
+        assert_eq!(receipt.size, expected.len() as u64);
+        assert!(
+            read_back(&store, receipt.blob).await == expected,
+            "message {n}"
+        );
+        let uid = receipt.entries[0].1;
+        let data = store.message_data(mbox, &[uid]).await.unwrap().remove(0);
+        assert!(data.header.starts_with(lead), "message {n}");
+        assert_eq!(data.entry.size, expected.len() as u64);
+        // The structure is the one of the message as stored.
+        let mut parsed = mime_tree::StructureBuilder::new();
+        parsed.feed(&expected);
+        assert_eq!(data.structure, parsed.finish(), "message {n}");
+    }
+    // The large one kept its chunks and got the lead as a chunk of its own.
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM blob_chunks WHERE seq = -1"),
+        1
+    );
+
+    // A lead of a chunk or more is refused, and nothing is stored.
+    let mut w = store.message_writer();
+    w.write(MAIL).await.unwrap();
+    let refused = w
+        .deliver(Delivery {
+            mailboxes: vec![mbox],
+            lead: vec![b'x'; CHUNK_SIZE],
+            ..Default::default()
+        })
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Invalid(_))),
+        "{refused:?}"
+    );
+}

@@ -18,6 +18,10 @@ use crate::{MessageWriter, CHUNK_SIZE, INDEX_WINDOW};
 /// thread, so parsing a megabyte of MIME does not hold a runtime thread.
 const INLINE_INDEX_LIMIT: usize = 64 * 1024;
 
+/// The chunk number of a lead written after the message's own chunks
+/// ([`Delivery::lead`]); it sorts first.
+pub(crate) const LEAD_SEQ: i64 = -1;
+
 pub(crate) struct SqliteMessageWriter {
     inner: Arc<Inner>,
     /// Created with the first full chunk; small messages never need one
@@ -85,6 +89,10 @@ fn new_blob(c: &Connection) -> Result<BlobId> {
 }
 
 fn insert_chunk(c: &Connection, blob: BlobId, seq: u32, data: &[u8]) -> Result<()> {
+    insert_chunk_at(c, blob, i64::from(seq), data)
+}
+
+fn insert_chunk_at(c: &Connection, blob: BlobId, seq: i64, data: &[u8]) -> Result<()> {
     c.prepare_cached("INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?1, ?2, ?3)")?
         .execute(params![blob, seq, data])?;
     Ok(())
@@ -133,12 +141,24 @@ impl MessageWriter for SqliteMessageWriter {
             ));
         }
         let keywords = keyword::normalize(&delivery.keywords)?.join(" ");
+        let lead = delivery.lead.clone();
+        if lead.len() >= CHUNK_SIZE {
+            return Err(StoreError::Invalid(format!(
+                "header fields put in front of a message take {} bytes, more than {CHUNK_SIZE}",
+                lead.len()
+            )));
+        }
         let has_remote = !delivery.remote.is_empty();
-        let structure = std::mem::take(&mut self.structure).finish().to_bytes();
+        let mut structure = std::mem::take(&mut self.structure).finish();
+        structure.prepend(lead.len() as u64);
+        let structure = structure.to_bytes();
         let index = match self.index.take() {
             Some(index) => index,
             None => {
-                let head = std::mem::take(&mut self.head);
+                let mut head = std::mem::take(&mut self.head);
+                if !lead.is_empty() {
+                    head.splice(0..0, lead.iter().copied());
+                }
                 self.header = header_block(&head).to_vec();
                 if head.len() <= INLINE_INDEX_LIMIT {
                     index_message(&head)
@@ -152,10 +172,15 @@ impl MessageWriter for SqliteMessageWriter {
         let blob = self.blob;
         let seq = self.next_seq;
         let last = std::mem::take(&mut self.pending);
-        let size = self.size;
-        let header = std::mem::take(&mut self.header);
+        let size = self.size + lead.len() as u64;
+        let mut header = std::mem::take(&mut self.header);
+        if !lead.is_empty() && !header.starts_with(&lead) {
+            // A large message's header was cut out before the lead existed.
+            header.splice(0..0, lead.iter().copied());
+        }
         self.finished = true;
         let stored = Stored {
+            lead,
             last,
             size,
             index,
@@ -227,6 +252,8 @@ fn discard(c: &Connection, blob: BlobId) -> Result<()> {
 
 /// What a delivery writes beside the mailbox entries.
 struct Stored {
+    /// Header fields in front of the message ([`Delivery::lead`]).
+    lead: Vec<u8>,
     /// The last, partial chunk.
     last: Vec<u8>,
     size: u64,
@@ -247,6 +274,7 @@ fn commit_delivery(
     delivery: &Delivery,
 ) -> Result<DeliveryReceipt> {
     let Stored {
+        lead,
         last,
         size,
         index,
@@ -256,12 +284,28 @@ fn commit_delivery(
     } = stored;
     let size = *size;
     let blob = match blob {
-        Some(id) => id,
-        None => new_blob(c)?,
+        Some(blob) => {
+            // Chunks are written already: the lead is a chunk of its own
+            // before them (seq -1), which `read_chunk` folds back into
+            // chunks of the usual size.
+            if !lead.is_empty() {
+                insert_chunk_at(c, blob, LEAD_SEQ, lead)?;
+            }
+            if !last.is_empty() {
+                insert_chunk(c, blob, seq, last)?;
+            }
+            blob
+        }
+        None => {
+            // The whole message is still here: the lead simply comes first.
+            let blob = new_blob(c)?;
+            let whole = [lead.as_slice(), last.as_slice()].concat();
+            for (n, chunk) in whole.chunks(CHUNK_SIZE).enumerate() {
+                insert_chunk(c, blob, seq + n as u32, chunk)?;
+            }
+            blob
+        }
     };
-    if !last.is_empty() {
-        insert_chunk(c, blob, seq, last)?;
-    }
     let h = &index.headers;
     c.prepare_cached(
         "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,

@@ -36,7 +36,7 @@ use crate::model::{
     FLAG_DELETED, FLAG_SEEN,
 };
 use crate::password::hash_password;
-use crate::{MessageWriter, Store};
+use crate::{MessageWriter, Store, CHUNK_SIZE};
 
 pub use backup::{backup_database, restore_database, BackupStats};
 use entries::{entry_from_row, Which, ENTRY_COLUMNS};
@@ -610,16 +610,9 @@ impl Store for SqliteStore {
     }
 
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
-        self.read(move |c| {
-            Ok(
-                // A released blob stays readable until it is swept: a
-                // session may still show the message (pins.rs).
-                c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")?
-                    .query_row(params![blob, seq], |r| r.get(0))
-                    .optional()?,
-            )
-        })
-        .await
+        // A released blob stays readable until it is swept: a session may
+        // still show the message (pins.rs).
+        self.read(move |c| read_chunk(c, blob, seq)).await
     }
 
     async fn headers(&self, blob: BlobId) -> Result<Option<IndexedHeaders>> {
@@ -861,6 +854,31 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn special_use_of(
+        &self,
+        mailboxes: &[MailboxId],
+        special_use: &str,
+    ) -> Result<Vec<MailboxId>> {
+        let mailboxes = mailboxes.to_vec();
+        let special_use = special_use.to_string();
+        self.read(move |c| {
+            let mut find = c.prepare_cached(
+                "SELECT s.id FROM mailboxes m JOIN mailboxes s ON s.account_id = m.account_id
+                 WHERE m.id = ?1 AND s.special_use = ?2 ORDER BY s.id LIMIT 1",
+            )?;
+            mailboxes
+                .iter()
+                .map(|&m| {
+                    Ok(find
+                        .query_row(params![m, special_use], |r| r.get(0))
+                        .optional()?
+                        .unwrap_or(m))
+                })
+                .collect()
+        })
+        .await
+    }
+
     async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus> {
         self.read(move |c| {
             // One statement: one snapshot, one pass over the mailbox.
@@ -1067,4 +1085,33 @@ impl Store for SqliteStore {
         self.write(move |c| web::set_settings(c, account, &settings))
             .await
     }
+}
+
+/// Chunk `seq` of a blob as readers see it: [`CHUNK_SIZE`] bytes each but
+/// the last. A blob with a lead (a chunk numbered [`message::LEAD_SEQ`],
+/// written after the others) is read as if the lead had been written
+/// first: each chunk is the end of one stored chunk and the start of the
+/// next.
+fn read_chunk(c: &Connection, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
+    let mut get =
+        c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")?;
+    let mut chunk = |n: i64| -> Result<Option<Vec<u8>>> {
+        Ok(get.query_row(params![blob, n], |r| r.get(0)).optional()?)
+    };
+    let Some(lead) = chunk(message::LEAD_SEQ)? else {
+        return chunk(i64::from(seq));
+    };
+    let keep = CHUNK_SIZE - lead.len();
+    let (head, tail) = if seq == 0 {
+        (lead, chunk(0)?)
+    } else {
+        let before = chunk(i64::from(seq) - 1)?.unwrap_or_default();
+        let head = before.get(keep..).unwrap_or_default().to_vec();
+        (head, chunk(i64::from(seq))?)
+    };
+    let mut out = head;
+    if let Some(tail) = tail {
+        out.extend_from_slice(&tail[..keep.min(tail.len())]);
+    }
+    Ok((!out.is_empty()).then_some(out))
 }
