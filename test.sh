@@ -21,7 +21,8 @@ packages=(
   nsd dnsutils                              # the tests' DNS server, and dig
   ldnsutils                                 # signs the test zones (DANE)
   postfix                                   # a real MX peer for outbound mail
-  python3-dkim                              # an independent DKIM verifier (dkimpy)
+  python3-dkim                              # an independent DKIM signer and verifier (dkimpy)
+  openssl                                   # makes the test senders' DKIM keys
   chromium                                  # the webmail tests drive Chromium
 )
 # Node and npm run the browser driver; any install of them will do (the

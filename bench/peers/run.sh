@@ -115,9 +115,12 @@ smtp = "127.0.0.1:$S_SMTP"
 pop3 = "127.0.0.1:$S_POP3"
 $([ "${SLUICE_IMAP:-}" = 1 ] && echo "imap = \"127.0.0.1:$S_IMAP\"" || true)
 $([ "$WEB" = 1 ] && echo "http = \"127.0.0.1:$S_HTTP\"" || true)
-# Postfix here checks no SPF either: the same work on both sides.
+# Postfix here checks no SPF, DKIM or DMARC either: the same work on both
+# sides.
 [auth_checks]
 spf = "off"
+dkim = "off"
+dmarc = "off"
 [log]
 level = "warn"
 EOF

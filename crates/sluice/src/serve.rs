@@ -203,12 +203,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let srs = srs(&config)?;
     let srs_for_reports = srs.clone();
     let blocklist = blocklist_policy(&config)?;
-    let spf = smtp::SpfCheck::new(
+    // SPF, DKIM, ARC and DMARC share one resolver and its cache.
+    let authenticator = Arc::new(mail_auth::MessageAuthenticator(
         sluice_outbound::tls_policy::resolver(&config.dns.resolver.list())
             .context("[dns] resolver")?,
-        &config.auth_checks,
-    )
-    .map(Arc::new);
+    ));
+    let spf = smtp::SpfCheck::new(Arc::clone(&authenticator), &config.auth_checks).map(Arc::new);
+    let message_auth =
+        smtp::MessageAuth::new(authenticator, &config.auth_checks, &config.hostname).map(Arc::new);
     let smtp_ctx = Arc::new(smtp::Context {
         hostname: config.hostname.clone(),
         config: config.smtp.clone(),
@@ -225,6 +227,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         submission: None,
         srs: srs.clone(),
         spf,
+        message_auth,
     });
     // Submission: the same SMTP session with AUTH and relaying for
     // accounts; no DNSBL (clients are people, often on dynamic addresses).
@@ -274,6 +277,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         submission: Some(Arc::clone(&submission)),
         srs,
         spf: None,
+        message_auth: None,
     });
     let pop3_ctx = Arc::new(pop3::Context {
         hostname: config.hostname.clone(),

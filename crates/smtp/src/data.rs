@@ -8,6 +8,7 @@ use net::{Input, Stream};
 use store::MessageWriter;
 
 use crate::content::ContentScan;
+use crate::message_auth::Collector;
 
 /// How a message transfer ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,26 +77,40 @@ async fn more(
     }
 }
 
-/// Feeds a piece of the message to the scanner; true once it found
-/// something, after which there is no point storing more.
-fn scan_piece(scan: &mut Option<&mut ContentScan>, piece: &[u8]) -> bool {
-    match scan {
-        Some(session) => {
-            session.feed(piece);
-            session.infected()
+/// What watches a message as it streams into the store.
+#[derive(Default)]
+pub(crate) struct Taps {
+    /// The content scan.
+    pub scan: Option<ContentScan>,
+    /// What the DKIM, ARC and DMARC checks need.
+    pub auth: Option<Collector>,
+}
+
+impl Taps {
+    /// Feeds a piece of the message to each; true once the scanner found
+    /// something, after which there is no point storing more.
+    fn feed(&mut self, piece: &[u8]) -> bool {
+        if let Some(auth) = &mut self.auth {
+            auth.feed(piece);
         }
-        None => false,
+        match &mut self.scan {
+            Some(session) => {
+                session.feed(piece);
+                session.infected()
+            }
+            None => false,
+        }
     }
 }
 
-/// Receives a DATA body up to the end-of-data marker into `writer`, and
-/// into `scan` if given. Once more than `max` bytes were written the rest
+/// Receives a DATA body up to the end-of-data marker into `writer` and
+/// `taps`. Once more than `max` bytes were written the rest
 /// is read and dropped, so the session can still answer `552` in step.
 pub(crate) async fn receive_dot_stuffed(
     input: &mut Input,
     stream: &mut Stream,
     writer: &mut dyn MessageWriter,
-    mut scan: Option<&mut ContentScan>,
+    taps: &mut Taps,
     max: u64,
     clock: &DataClock,
 ) -> DataEnd {
@@ -114,7 +129,7 @@ pub(crate) async fn receive_dot_stuffed(
         input.consume(used);
         received += used as u64;
         if !too_big && !infected {
-            infected = scan_piece(&mut scan, &out);
+            infected = taps.feed(&out);
             if writer.size() + out.len() as u64 > max {
                 too_big = true;
             } else if writer.write(&out).await.is_err() {
@@ -132,15 +147,15 @@ pub(crate) async fn receive_dot_stuffed(
     }
 }
 
-/// Receives exactly `count` bytes (one BDAT chunk) into `writer`, and
-/// into `scan` if given, with bare line ends made CRLF as in DATA
+/// Receives exactly `count` bytes (one BDAT chunk) into `writer` and
+/// `taps`, with bare line ends made CRLF as in DATA
 /// ([`DotUnstuffer`]); `last` ends the message.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn receive_exact(
     input: &mut Input,
     stream: &mut Stream,
     writer: &mut dyn MessageWriter,
-    mut scan: Option<&mut ContentScan>,
+    taps: &mut Taps,
     line_ends: &mut LineEnds,
     count: u64,
     max: u64,
@@ -167,7 +182,7 @@ pub(crate) async fn receive_exact(
             line_ends.finish(&mut out);
         }
         if !too_big && !infected {
-            infected = scan_piece(&mut scan, &out);
+            infected = taps.feed(&out);
             if writer.size() + out.len() as u64 > max {
                 too_big = true;
             } else if writer.write(&out).await.is_err() {

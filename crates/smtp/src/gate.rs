@@ -14,9 +14,9 @@ use smtp_proto::{Request, MAIL_BODY_7BIT, MAIL_BODY_8BITMIME, MAIL_SMTPUTF8};
 use store::{MailboxId, MessageWriter, Resolution};
 use tokio::io::AsyncWriteExt;
 
-use crate::content::ContentScan;
-use crate::data::{self, DataEnd};
-use crate::header_fix::{HeaderFix, Seen};
+use crate::data::{self, DataEnd, Taps};
+use crate::header_fix::{Fixes, HeaderFix, Seen};
+use crate::message_auth::{Collector, Sender};
 use crate::received::{queue_id, Trace};
 use crate::reply::{write_multiline, Reply};
 use crate::server::Context;
@@ -44,8 +44,8 @@ struct Bdat {
     limit: u64,
     /// Over the limit: later chunks are read and dropped until LAST.
     too_big: bool,
-    /// The content scan, fed chunk by chunk.
-    scan: Option<ContentScan>,
+    /// The content scan and the authentication checks, fed chunk by chunk.
+    taps: Taps,
     /// Bare CR or LF become CRLF across chunk boundaries.
     line_ends: data::LineEnds,
 }
@@ -87,6 +87,8 @@ pub(crate) struct Session<'a> {
     seen: Option<Arc<Mutex<Seen>>>,
     /// The `Received-SPF:` field of the transaction starting its data.
     spf_field: Option<String>,
+    /// Its SPF result, for DMARC and `Authentication-Results:`.
+    spf_output: Option<mail_auth::SpfOutput>,
 }
 
 /// The SIZE parameter of a MAIL command line, as a number however large;
@@ -135,6 +137,7 @@ impl<'a> Session<'a> {
             account: None,
             seen: None,
             spf_field: None,
+            spf_output: None,
         }
     }
 
@@ -613,16 +616,37 @@ impl<'a> Session<'a> {
             single_recipient: (env.recipients.len() == 1).then(|| env.recipients[0].as_str()),
         };
         let mut writer = self.ctx.store.message_writer();
-        if self.submission().is_some() {
-            let (fixer, seen) = HeaderFix::new(writer, &self.ctx.hostname);
-            writer = Box::new(fixer);
-            self.seen = Some(seen);
-        }
         writer.write(trace.header().as_bytes()).await?;
         if let Some(field) = self.spf_field.take() {
             writer.write(field.as_bytes()).await?;
         }
+        // Our trace fields are written before the header fixer so that it
+        // sees only what the client sent.
+        let fixes = match (self.submission(), &self.ctx.message_auth) {
+            (Some(_), _) => Some(Fixes::Submission {
+                hostname: self.ctx.hostname.clone(),
+            }),
+            (None, Some(auth)) => Some(Fixes::Arriving {
+                authserv_id: auth.authserv_id().to_string(),
+            }),
+            (None, None) => None,
+        };
+        if let Some(fixes) = fixes {
+            let (fixer, seen) = HeaderFix::new(writer, fixes);
+            writer = Box::new(fixer);
+            self.seen = Some(seen);
+        }
         Ok(writer)
+    }
+
+    /// What watches a new message: the content scan, and on mail from
+    /// other servers the authentication checks.
+    fn taps(&self) -> Taps {
+        Taps {
+            scan: self.ctx.content.as_ref().map(|c| c.start()),
+            auth: (self.submission().is_none() && self.ctx.message_auth.is_some())
+                .then(Collector::default),
+        }
     }
 
     /// Checks SPF as the data stage starts (spf.rs): keeps the
@@ -630,6 +654,7 @@ impl<'a> Session<'a> {
     /// Authenticated submission is not checked.
     async fn spf_refusal(&mut self) -> Option<Reply> {
         self.spf_field = None;
+        self.spf_output = None;
         let check = self.ctx.spf.as_ref()?;
         if self.submission().is_some() {
             return None;
@@ -650,7 +675,8 @@ impl<'a> Session<'a> {
                 ),
             ));
         }
-        self.spf_field = Some(verdict.field);
+        self.spf_field = verdict.field;
+        self.spf_output = Some(verdict.output);
         None
     }
 
@@ -685,17 +711,17 @@ impl<'a> Session<'a> {
         let header_size = writer.size();
         let max = self.ctx.config.max_message_size;
         let clock = self.data_clock();
-        let mut scan = self.ctx.content.as_ref().map(|c| c.start());
+        let mut taps = self.taps();
         let end = data::receive_dot_stuffed(
             &mut self.input,
             &mut self.stream,
             writer.as_mut(),
-            scan.as_mut(),
+            &mut taps,
             max + header_size,
             &clock,
         )
         .await;
-        self.finish(id, writer, scan, end).await
+        self.finish(id, writer, taps, end).await
     }
 
     /// The time limits of one DATA transfer or BDAT chunk.
@@ -742,7 +768,7 @@ impl<'a> Session<'a> {
                         id,
                         writer,
                         too_big: false,
-                        scan: self.ctx.content.as_ref().map(|c| c.start()),
+                        taps: self.taps(),
                         line_ends: data::LineEnds::default(),
                     },
                     Err(e) => return self.local_error(&id, e),
@@ -759,7 +785,7 @@ impl<'a> Session<'a> {
                 &mut self.input,
                 &mut self.stream,
                 bdat.writer.as_mut(),
-                bdat.scan.as_mut(),
+                &mut bdat.taps,
                 &mut bdat.line_ends,
                 size as u64,
                 bdat.limit,
@@ -776,7 +802,7 @@ impl<'a> Session<'a> {
                 self.bdat = Some(bdat);
                 self.reply(Reply::new(250, "2.0.0", format!("{size} octets received")))
             }
-            end => self.finish(bdat.id, bdat.writer, bdat.scan, end).await,
+            end => self.finish(bdat.id, bdat.writer, bdat.taps, end).await,
         }
     }
 
@@ -795,18 +821,33 @@ impl<'a> Session<'a> {
         &mut self,
         id: String,
         writer: Box<dyn MessageWriter>,
-        scan: Option<ContentScan>,
+        taps: Taps,
         end: DataEnd,
     ) -> Next {
         let env = self.envelope.take().expect("trusted envelope");
         let size = writer.size();
         let verdict: &str;
-        let scanned = match (&end, scan) {
+        let scanned = match (&end, taps.scan) {
             (DataEnd::Complete, Some(session)) => Some(session.finish()),
             _ => None,
         };
         let refusal = match (&scanned, &self.ctx.content) {
             (Some(Ok(v)), Some(policy)) => policy.judge(v),
+            _ => None,
+        };
+        // DNS lookups only for mail that is otherwise going to be taken.
+        let auth = match (&end, taps.auth, &self.ctx.message_auth) {
+            (DataEnd::Complete, Some(collector), Some(checker))
+                if refusal.is_none() && !matches!(scanned, Some(Err(_))) =>
+            {
+                let sender = Sender {
+                    ip: self.peer.ip(),
+                    helo: self.helo.as_deref().unwrap_or_default(),
+                    mail_from: &env.sender,
+                    spf: self.spf_output.as_ref(),
+                };
+                Some(checker.check(collector, sender).await)
+            }
             _ => None,
         };
         let next = match end {
@@ -834,16 +875,46 @@ impl<'a> Session<'a> {
                     "From: header address not owned by the authenticated account",
                 ))
             }
+            DataEnd::Complete if auth.as_ref().is_some_and(|a| a.reject.is_some()) => {
+                writer.abort().await;
+                verdict = "rejected-dmarc";
+                let text = auth.as_ref().and_then(|a| a.reject.clone());
+                self.reply(Reply::new(550, "5.7.1", text.unwrap_or_default()))
+            }
             DataEnd::Complete => {
-                let delivery = store::Delivery {
-                    sender: self.queue_sender(&env),
-                    mailboxes: env.mailboxes.clone(),
-                    remote: env.remote.clone(),
-                    ..Default::default()
+                let quarantine = auth.as_ref().is_some_and(|a| a.quarantine);
+                let mailboxes = if quarantine {
+                    self.ctx
+                        .store
+                        .special_use_of(&env.mailboxes, "\\Junk")
+                        .await
+                } else {
+                    Ok(env.mailboxes.clone())
                 };
-                match writer.deliver(delivery).await {
+                let delivery = mailboxes.map(|mailboxes| store::Delivery {
+                    sender: self.queue_sender(&env),
+                    mailboxes,
+                    remote: env.remote.clone(),
+                    lead: auth
+                        .as_ref()
+                        .map(|a| a.field.clone().into_bytes())
+                        .unwrap_or_default(),
+                    ..Default::default()
+                });
+                let delivered = match delivery {
+                    Ok(delivery) => writer.deliver(delivery).await,
+                    Err(e) => {
+                        writer.abort().await;
+                        Err(e)
+                    }
+                };
+                match delivered {
                     Ok(_) => {
-                        verdict = "accepted";
+                        verdict = if quarantine {
+                            "quarantined"
+                        } else {
+                            "accepted"
+                        };
                         self.reply(Reply::new(250, "2.0.0", format!("OK queued as {id}")))
                     }
                     Err(e) => {
@@ -891,6 +962,7 @@ impl<'a> Session<'a> {
             size,
             tls = self.tls,
             verdict = %verdict,
+            auth = %auth.as_ref().map_or("-", |a| a.summary.as_str()),
             scan = %match &scanned {
                 None => "-".to_string(),
                 Some(Ok(v)) => v.to_string(),

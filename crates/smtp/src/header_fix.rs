@@ -1,8 +1,10 @@
-//! The header fixes of message submission (RFC 6409 §8), made while the
-//! message streams into the store: `Bcc:` removed, `Date:` and
-//! `Message-ID:` added when missing. Only the header block is held (up to
-//! [`MAX_HEADER`]); the body passes straight through. The `From:`
-//! addresses are noted for the sender check.
+//! Header fixes made while a message streams into the store. On message
+//! submission (RFC 6409 §8): `Bcc:` removed, `Date:` and `Message-ID:`
+//! added when missing. On mail arriving from other servers:
+//! `Authentication-Results:` fields that claim to be ours removed (RFC 8601
+//! §5), since only the field we add may be trusted. Only the header block
+//! is held (up to [`MAX_HEADER`]); the body passes straight through. The
+//! `From:` addresses are noted for the sender check.
 
 use std::sync::{Arc, Mutex};
 
@@ -24,13 +26,22 @@ pub(crate) struct Seen {
     pub complete: bool,
 }
 
+/// Which fixes a [`HeaderFix`] makes.
+pub(crate) enum Fixes {
+    /// Submission: `Bcc:` goes, `Date:` and `Message-ID:` (with this host
+    /// name) come.
+    Submission { hostname: String },
+    /// Arriving mail: `Authentication-Results:` with this authserv-id go.
+    Arriving { authserv_id: String },
+}
+
 /// A [`MessageWriter`] that fixes the header on the way into `inner`.
 pub(crate) struct HeaderFix {
     inner: Box<dyn MessageWriter>,
     head: Vec<u8>,
     /// The header was written out; the rest passes through.
     passing: bool,
-    hostname: String,
+    fixes: Fixes,
     seen: Arc<Mutex<Seen>>,
     size: u64,
 }
@@ -38,7 +49,7 @@ pub(crate) struct HeaderFix {
 impl HeaderFix {
     pub(crate) fn new(
         inner: Box<dyn MessageWriter>,
-        hostname: &str,
+        fixes: Fixes,
     ) -> (HeaderFix, Arc<Mutex<Seen>>) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         (
@@ -46,7 +57,7 @@ impl HeaderFix {
                 inner,
                 head: Vec::new(),
                 passing: false,
-                hostname: hostname.to_string(),
+                fixes,
                 seen: Arc::clone(&seen),
                 size: 0,
             },
@@ -64,11 +75,11 @@ impl HeaderFix {
                 return self.inner.write(&head).await;
             }
             // The message is all header.
-            let (fixed, from) = fix(&head, &self.hostname);
+            let (fixed, from) = fix(&head, &self.fixes);
             self.note(from);
             return self.inner.write(&fixed).await;
         };
-        let (fixed, from) = fix(&head[..end], &self.hostname);
+        let (fixed, from) = fix(&head[..end], &self.fixes);
         self.note(from);
         self.inner.write(&fixed).await?;
         self.inner.write(&head[end..]).await
@@ -117,7 +128,7 @@ impl MessageWriter for HeaderFix {
 
 /// Where the header block of `text` ends: the index just past the line
 /// end of its last field (the empty line follows). Looks from `from` on.
-fn header_end(text: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn header_end(text: &[u8], from: usize) -> Option<usize> {
     if text.starts_with(b"\r\n") || text.starts_with(b"\n") {
         return Some(0);
     }
@@ -134,8 +145,14 @@ fn header_end(text: &[u8], from: usize) -> Option<usize> {
     None
 }
 
+/// The fixed header block and the `From:` addresses (for the fuzz
+/// targets).
+pub(crate) fn fix_header(head: &[u8], fixes: &Fixes) -> (Vec<u8>, Vec<String>) {
+    fix(head, fixes)
+}
+
 /// The fixed header block and the `From:` addresses.
-fn fix(head: &[u8], hostname: &str) -> (Vec<u8>, Vec<String>) {
+fn fix(head: &[u8], fixes: &Fixes) -> (Vec<u8>, Vec<String>) {
     let mut out = Vec::with_capacity(head.len() + 128);
     let mut from = Vec::new();
     let mut has_date = false;
@@ -145,16 +162,25 @@ fn fix(head: &[u8], hostname: &str) -> (Vec<u8>, Vec<String>) {
         let name = String::from_utf8_lossy(&field[..name_end])
             .trim()
             .to_ascii_lowercase();
-        match name.as_str() {
+        let value = &field[(name_end + 1).min(field.len())..];
+        match (name.as_str(), fixes) {
             // RFC 6409 §8.1.3... RFC 5322 §3.6.3: Bcc is for the envelope.
-            "bcc" => continue,
-            "date" => has_date = true,
-            "message-id" => has_id = true,
-            "from" => from.extend(addresses(&String::from_utf8_lossy(&field[name_end + 1..]))),
+            ("bcc", Fixes::Submission { .. }) => continue,
+            ("authentication-results", Fixes::Arriving { authserv_id })
+                if authserv_id_of(value).eq_ignore_ascii_case(authserv_id) =>
+            {
+                continue
+            }
+            ("date", _) => has_date = true,
+            ("message-id", _) => has_id = true,
+            ("from", _) => from.extend(addresses(&String::from_utf8_lossy(value))),
             _ => {}
         }
         out.extend_from_slice(field);
     }
+    let Fixes::Submission { hostname } = fixes else {
+        return (out, from);
+    };
     if !out.is_empty() && !out.ends_with(b"\n") {
         out.extend_from_slice(b"\r\n");
     }
@@ -173,6 +199,22 @@ fn fix(head: &[u8], hostname: &str) -> (Vec<u8>, Vec<String>) {
         out.extend_from_slice(format!("Message-ID: <{id}@{hostname}>\r\n").as_bytes());
     }
     (out, from)
+}
+
+/// The authserv-id an `Authentication-Results:` value starts with (RFC
+/// 8601 §2.2): the first word, before any comment, version or `;`.
+fn authserv_id_of(value: &[u8]) -> String {
+    let text = String::from_utf8_lossy(value);
+    let mut rest = text.trim_start();
+    // A comment may come first: "(...)".
+    while let Some(after) = rest.strip_prefix('(') {
+        rest = after.split_once(')').map_or("", |(_, r)| r).trim_start();
+    }
+    rest.split(|c: char| c == ';' || c == '(' || c.is_whitespace())
+        .next()
+        .unwrap_or_default()
+        .trim_matches('"')
+        .to_string()
 }
 
 /// The header fields of a block, each with its continuation lines.
@@ -229,7 +271,7 @@ mod tests {
     #[test]
     fn bcc_goes_and_date_and_message_id_are_added() {
         let head = b"From: Alice <alice@example.org>\r\nBcc: secret@x.org,\r\n\tother@y.org\r\nSubject: hi\r\n";
-        let (out, from) = fix(head, "mx.example.org");
+        let (out, from) = fix(head, &submission("mx.example.org"));
         let text = String::from_utf8(out).unwrap();
         assert!(
             !text.contains("secret") && !text.contains("other@y"),
@@ -246,10 +288,32 @@ mod tests {
         assert_eq!(from, ["alice@example.org"]);
     }
 
+    fn submission(hostname: &str) -> Fixes {
+        Fixes::Submission {
+            hostname: hostname.into(),
+        }
+    }
+
+    #[test]
+    fn our_own_results_are_removed_from_arriving_mail() {
+        let head = b"Authentication-Results: MX.example.org; dkim=pass\r\nAuthentication-Results: (forged)\r\n mx.example.org 1; spf=pass\r\nAuthentication-Results: relay.example.net;\r\n\tdkim=pass header.d=example.net\r\nFrom: a@example.net\r\nBcc: kept@example.net\r\n";
+        let fixes = Fixes::Arriving {
+            authserv_id: "mx.example.org".into(),
+        };
+        let (out, from) = fix(head, &fixes);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Authentication-Results: relay.example.net;\r\n\tdkim=pass header.d=example.net\r\nFrom: a@example.net\r\nBcc: kept@example.net\r\n"
+        );
+        assert_eq!(from, ["a@example.net"]);
+        assert_eq!(authserv_id_of(b" example.com; none"), "example.com");
+        assert_eq!(authserv_id_of(b" (c) (d) example.com 1;"), "example.com");
+    }
+
     #[test]
     fn present_fields_are_kept() {
         let head = b"Date: Mon, 1 Jan 2024 00:00:00 +0000\r\nMessage-ID: <a@b>\r\nFrom: bob@example.org\r\n";
-        let (out, from) = fix(head, "h");
+        let (out, from) = fix(head, &submission("h"));
         assert_eq!(out, head);
         assert_eq!(from, ["bob@example.org"]);
     }
@@ -275,7 +339,8 @@ mod tests {
 
         #[test]
         fn fixing_never_panics(head in proptest::collection::vec(any::<u8>(), 0..300)) {
-            let _ = fix(&head, "h");
+            let _ = fix(&head, &submission("h"));
+            let _ = fix(&head, &Fixes::Arriving { authserv_id: "h".into() });
         }
     }
 }

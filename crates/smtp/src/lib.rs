@@ -7,12 +7,16 @@
 //! the store, replying `250` once the delivery is durable.
 #![forbid(unsafe_code)]
 
+mod auth_checks;
 mod blocklist;
 mod config;
 mod content;
 mod data;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gate;
 mod header_fix;
+mod message_auth;
 mod received;
 mod reply;
 mod server;
@@ -20,11 +24,13 @@ mod spf;
 mod srs;
 mod submission;
 
+pub use auth_checks::{AuthChecksConfig, DkimMode, DmarcMode, SpfMode};
 pub use blocklist::{BlocklistPolicy, IpNet};
 pub use config::SmtpConfig;
 pub use content::{Action, ContentPolicy, Engine};
 pub use data::{DotUnstuffer, LineEnds};
+pub use message_auth::MessageAuth;
 pub use server::{serve, serve_submission, Context};
-pub use spf::{AuthChecksConfig, SpfCheck, SpfMode};
+pub use spf::SpfCheck;
 pub use srs::{today as srs_today, Srs, SrsError};
 pub use submission::{SenderCheck, Submission, SubmissionConfig};

@@ -38,8 +38,10 @@ pub struct Context {
     pub submission: Option<Arc<Submission>>,
     /// Sender rewriting for forwarded mail, when on.
     pub srs: Option<Arc<crate::srs::Srs>>,
-    /// SPF checks of incoming mail, when on.
+    /// SPF checks of incoming mail, when on (SPF's own field or DMARC).
     pub spf: Option<Arc<crate::spf::SpfCheck>>,
+    /// DKIM, ARC and DMARC checks of incoming mail, when on.
+    pub message_auth: Option<Arc<crate::message_auth::MessageAuth>>,
 }
 
 /// Accepts connections on `listener` until shutdown.

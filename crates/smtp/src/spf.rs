@@ -16,38 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mail_auth::common::headers::HeaderWriter;
-use mail_auth::{MessageAuthenticator, ReceivedSpf, SpfResult};
+use mail_auth::{MessageAuthenticator, ReceivedSpf, SpfOutput, SpfResult};
+
+use crate::auth_checks::{AuthChecksConfig, SpfMode};
 
 /// How long an SPF evaluation may take in all (its DNS lookups included);
 /// past it the result is `temperror`.
 const SPF_TIME_LIMIT: Duration = Duration::from_secs(20);
-
-/// What to do with SPF results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SpfMode {
-    /// No lookups.
-    Off,
-    /// Add `Received-SPF:`, refuse nothing.
-    Mark,
-    /// As `mark`, and refuse mail whose result is `fail`.
-    Reject,
-}
-
-/// The `[auth_checks]` configuration section: checks of who may send for
-/// a domain, on mail arriving from other servers.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AuthChecksConfig {
-    /// SPF: "off", "mark" (default) or "reject".
-    pub spf: SpfMode,
-}
-
-impl Default for AuthChecksConfig {
-    fn default() -> Self {
-        AuthChecksConfig { spf: SpfMode::Mark }
-    }
-}
 
 /// The SPF checker the SMTP sessions share.
 pub struct SpfCheck {
@@ -57,8 +32,11 @@ pub struct SpfCheck {
 
 /// The outcome for one transaction.
 pub(crate) struct SpfVerdict {
-    /// The `Received-SPF:` field, CRLF-terminated.
-    pub field: String,
+    /// The `Received-SPF:` field, CRLF-terminated (`None` in mode "off",
+    /// where SPF is evaluated for DMARC only).
+    pub field: Option<String>,
+    /// What DMARC and `Authentication-Results:` are made of.
+    pub output: SpfOutput,
     /// Refuse the transaction (mode "reject" and a `fail`).
     pub refuse: bool,
     /// `pass`, `fail`, ... for the log.
@@ -78,14 +56,14 @@ fn name(result: SpfResult) -> &'static str {
 }
 
 impl SpfCheck {
-    /// A checker asking `resolver` (the `[dns]` servers). `None` for mode
-    /// "off".
+    /// A checker sharing `authenticator` (which asks the `[dns]` servers).
+    /// `None` when neither SPF nor DMARC is on.
     pub fn new(
-        resolver: mail_auth::hickory_resolver::TokioResolver,
+        authenticator: Arc<MessageAuthenticator>,
         config: &AuthChecksConfig,
     ) -> Option<SpfCheck> {
-        (config.spf != SpfMode::Off).then(|| SpfCheck {
-            authenticator: Arc::new(MessageAuthenticator(resolver)),
+        config.needs_spf().then(|| SpfCheck {
+            authenticator,
             mode: config.spf,
         })
     }
@@ -109,11 +87,13 @@ impl SpfCheck {
                 )
                 .with_result(SpfResult::TempError),
             };
-        let field = ReceivedSpf::new(&output, ip, helo, sender, hostname).to_header();
+        let field = (self.mode != SpfMode::Off)
+            .then(|| ReceivedSpf::new(&output, ip, helo, sender, hostname).to_header());
         SpfVerdict {
             refuse: self.mode == SpfMode::Reject && output.result() == SpfResult::Fail,
             result: name(output.result()),
             field,
+            output,
         }
     }
 }

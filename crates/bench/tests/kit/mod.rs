@@ -69,7 +69,7 @@ impl Sluice {
         std::fs::write(
             &config,
             format!(
-                "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\n[outbound]\nenabled = false\n[auth_checks]\nspf = \"off\"\n[log]\nlevel = \"info\"\n",
+                "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\n[outbound]\nenabled = false\n[auth_checks]\nspf = \"off\"\ndkim = \"off\"\ndmarc = \"off\"\n[log]\nlevel = \"info\"\n",
                 dir.path().join("data")
             ),
         )

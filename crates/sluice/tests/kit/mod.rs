@@ -87,12 +87,12 @@ impl Server {
         } else {
             "[outbound]\nenabled = false\n"
         };
-        // SPF asks DNS too: only tests with a DNS server of their own turn
-        // it on.
+        // SPF, DKIM and DMARC ask DNS too: only tests with a DNS server of
+        // their own turn them on.
         let outbound = if self.extra.contains("[auth_checks") {
             outbound.to_string()
         } else {
-            format!("{outbound}[auth_checks]\nspf = \"off\"\n")
+            format!("{outbound}[auth_checks]\nspf = \"off\"\ndkim = \"off\"\ndmarc = \"off\"\n")
         };
         let text = format!(
             "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\npop3s = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\nimaps = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nhttps = \"127.0.0.1:0\"\nsubmission = \"127.0.0.1:0\"\nsubmissions = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n{outbound}{}\n",
@@ -316,12 +316,23 @@ pub fn signal(pid: u32, name: &str) {
 /// Runs a Python 3 snippet with `args` (as sys.argv[1:]); returns stdout.
 /// A failing snippet fails the test with its stderr.
 pub fn python(code: &str, args: &[&str]) -> String {
-    let out = Command::new("python3")
+    python_at("python3", code, args)
+}
+
+/// As [`python`], with Debian's own Python, which has the modules of
+/// Debian packages (python3-dkim) that another `python3` on the path may
+/// lack.
+pub fn debian_python(code: &str, args: &[&str]) -> String {
+    python_at("/usr/bin/python3", code, args)
+}
+
+fn python_at(python: &str, code: &str, args: &[&str]) -> String {
+    let out = Command::new(python)
         .arg("-c")
         .arg(code)
         .args(args)
         .output()
-        .expect("python3 must be installed");
+        .unwrap_or_else(|e| panic!("{python} must be installed: {e}"));
     assert!(
         out.status.success(),
         "python failed:\n{}\n{}",
