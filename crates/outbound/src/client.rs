@@ -128,6 +128,9 @@ pub struct Extensions {
     pub smtputf8: bool,
     /// SIZE (RFC 1870): the limit, 0 for none given.
     pub size: Option<u64>,
+    /// DSN (RFC 3461): the server takes NOTIFY, ORCPT, RET and ENVID and
+    /// makes the reports from there on.
+    pub dsn: bool,
 }
 
 impl Extensions {
@@ -144,6 +147,7 @@ impl Extensions {
                 "PIPELINING" => ext.pipelining = true,
                 "8BITMIME" => ext.eight_bit_mime = true,
                 "SMTPUTF8" => ext.smtputf8 = true,
+                "DSN" => ext.dsn = true,
                 "SIZE" => ext.size = Some(words.next().and_then(|n| n.parse().ok()).unwrap_or(0)),
                 _ => {}
             }
@@ -166,6 +170,17 @@ pub struct Session {
     pub tls: TlsOutcome,
     /// The address connected to.
     pub peer: SocketAddr,
+}
+
+/// The envelope of one transaction.
+#[derive(Debug, Clone, Default)]
+pub struct Envelope {
+    /// The reverse-path (empty for the null sender).
+    pub sender: String,
+    /// More MAIL parameters (DSN's RET and ENVID), each after a space.
+    pub mail_params: String,
+    /// The recipients, each with more RCPT parameters (NOTIFY, ORCPT).
+    pub recipients: Vec<(String, String)>,
 }
 
 /// The reply to each recipient and to the data of one transaction.
@@ -353,8 +368,7 @@ impl Session {
     /// returns `None` at the end) when a recipient was accepted.
     pub async fn send<F, Fut>(
         &mut self,
-        sender: &str,
-        recipients: &[String],
+        envelope: &Envelope,
         size: u64,
         next_piece: F,
     ) -> Result<TransactionResult, ClientError>
@@ -363,13 +377,20 @@ impl Session {
         Fut: std::future::Future<Output = std::io::Result<Option<Vec<u8>>>>,
     {
         let t = self.timeouts;
-        let mut mail = format!("MAIL FROM:<{sender}>");
+        let mut mail = format!("MAIL FROM:<{}>", envelope.sender);
         if self.extensions.size.is_some() {
             mail.push_str(&format!(" SIZE={size}"));
         }
         if self.extensions.eight_bit_mime {
             mail.push_str(" BODY=8BITMIME");
         }
+        mail.push_str(&envelope.mail_params);
+        let recipients: Vec<String> = envelope
+            .recipients
+            .iter()
+            .map(|(rcpt, params)| format!("RCPT TO:<{rcpt}>{params}"))
+            .collect();
+        let recipients = recipients.as_slice();
         if self.extensions.pipelining {
             return self.send_pipelined(&mail, recipients, next_piece).await;
         }
@@ -383,7 +404,7 @@ impl Session {
         }
         let mut results = Vec::with_capacity(recipients.len());
         for rcpt in recipients {
-            send_line(&mut self.io, &format!("RCPT TO:<{rcpt}>"), t.command).await?;
+            send_line(&mut self.io, rcpt, t.command).await?;
             let (reply, _) = read_reply(&mut self.io, t.command, "the reply to RCPT").await?;
             results.push(if reply.is_positive() {
                 Ok(())
@@ -406,7 +427,7 @@ impl Session {
 
     /// The envelope in one write (RFC 2920): MAIL, every RCPT and DATA go
     /// together and their replies are read in order, one round trip
-    /// instead of one per command.
+    /// instead of one per command. `recipients` are whole RCPT lines.
     async fn send_pipelined<F, Fut>(
         &mut self,
         mail: &str,
@@ -420,7 +441,8 @@ impl Session {
         let t = self.timeouts;
         let mut batch = format!("{mail}\r\n");
         for rcpt in recipients {
-            batch.push_str(&format!("RCPT TO:<{rcpt}>\r\n"));
+            batch.push_str(rcpt);
+            batch.push_str("\r\n");
         }
         batch.push_str("DATA");
         send_line(&mut self.io, &batch, t.command).await?;

@@ -1,8 +1,10 @@
 //! Delivery status notifications (RFC 3464): the report a sender gets
-//! when its mail could not be delivered, as a `multipart/report` with a
-//! human part, a `message/delivery-status` part and the original header
-//! (RFC 3462 `text/rfc822-headers`: the content is not sent back, so a
-//! report never carries a payload to a forged sender).
+//! when its mail could not be delivered, is delayed, or (when it asked
+//! with NOTIFY=SUCCESS, RFC 3461) was delivered or relayed to a server
+//! that makes no reports. A `multipart/report` with a human part, a
+//! `message/delivery-status` part and the original header (RFC 3462
+//! `text/rfc822-headers`); the content goes back only when the sender
+//! asked with RET=FULL, and only in a failure report.
 //!
 //! Reports go out with the null reverse-path (RFC 5321 §4.5.5) and are
 //! never made for mail that itself had a null sender, so two servers
@@ -10,11 +12,13 @@
 
 use std::fmt::Write as _;
 
-/// One recipient the report is about (the reason of its last attempt).
+/// One recipient the report is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failed {
+pub struct Recipient {
     /// The recipient address.
     pub recipient: String,
+    /// ORCPT: the address as the sender first gave it, if it said.
+    pub orcpt: Option<String>,
     /// Why: the remote reply or the local reason.
     pub reason: String,
 }
@@ -29,6 +33,10 @@ pub enum Action {
         /// When the last attempt will be made.
         until: i64,
     },
+    /// Put in the recipients' mailboxes here.
+    Delivered,
+    /// Handed to a server that makes no reports (RFC 3461 §5.2.3).
+    Relayed,
 }
 
 /// What the report says of the message and where it was.
@@ -44,10 +52,15 @@ pub struct Report<'a> {
     pub arrival: i64,
     /// Now.
     pub now: i64,
-    /// The recipients that failed.
-    pub failed: &'a [Failed],
-    /// The original message's header block (cut at a reasonable size).
-    pub original_header: &'a [u8],
+    /// The recipients the report is about.
+    pub recipients: &'a [Recipient],
+    /// RFC 3461 ENVID of the message, if the sender gave one.
+    pub envid: Option<&'a str>,
+    /// The original message's header block (cut at a reasonable size), or
+    /// the whole message when `full`.
+    pub original: &'a [u8],
+    /// `original` is the whole message (RET=FULL on a failure).
+    pub full: bool,
     /// A token that makes the Message-ID and the boundary unique.
     pub unique: u64,
 }
@@ -135,6 +148,16 @@ pub fn build(r: &Report<'_>) -> Vec<u8> {
                 date(until)
             ),
         ),
+        Action::Delivered => (
+            "Successful Mail Delivery Report",
+            "Your message was delivered to the recipients below.\r\n".to_string(),
+        ),
+        Action::Relayed => (
+            "Successful Mail Delivery Report",
+            "Your message was handed on to the recipients' mail servers, which\r\n\
+             send no further reports.\r\n"
+                .to_string(),
+        ),
     };
     let mut m = String::new();
     let _ = write!(
@@ -162,7 +185,7 @@ pub fn build(r: &Report<'_>) -> Vec<u8> {
         date = date(r.now),
         unique = r.unique,
     );
-    for f in r.failed {
+    for f in r.recipients {
         let _ = write!(
             m,
             "<{}>: {}\r\n",
@@ -175,12 +198,14 @@ pub fn build(r: &Report<'_>) -> Vec<u8> {
         "\r\n--{boundary}\r\n\
          Content-Type: message/delivery-status\r\n\
          \r\n\
-         Reporting-MTA: dns; {mta}\r\n\
-         Arrival-Date: {arrival}\r\n",
+         Reporting-MTA: dns; {mta}\r\n",
         mta = r.reporting_mta,
-        arrival = date(r.arrival),
     );
-    for f in r.failed {
+    if let Some(envid) = r.envid {
+        let _ = write!(m, "Original-Envelope-Id: {}\r\n", one_line(envid));
+    }
+    let _ = write!(m, "Arrival-Date: {}\r\n", date(r.arrival));
+    for f in r.recipients {
         let (action, status) = match r.action {
             Action::Failed => ("failed", status_of(&f.reason)),
             // RFC 3464 §2.3.3: a delay has a 4.x.x status.
@@ -188,10 +213,16 @@ pub fn build(r: &Report<'_>) -> Vec<u8> {
                 let s = status_of(&f.reason);
                 format!("4{}", &s[1..])
             }),
+            Action::Delivered => ("delivered", "2.0.0".to_string()),
+            Action::Relayed => ("relayed", "2.0.0".to_string()),
         };
+        m.push_str("\r\n");
+        if let Some(orcpt) = &f.orcpt {
+            let _ = write!(m, "Original-Recipient: rfc822; {}\r\n", one_line(orcpt));
+        }
         let _ = write!(
             m,
-            "\r\nFinal-Recipient: rfc822; {rcpt}\r\n\
+            "Final-Recipient: rfc822; {rcpt}\r\n\
              Action: {action}\r\n\
              Status: {status}\r\n\
              Diagnostic-Code: {kind}; {reason}\r\n\
@@ -217,17 +248,56 @@ pub fn build(r: &Report<'_>) -> Vec<u8> {
     let _ = write!(
         m,
         "\r\n--{boundary}\r\n\
-         Content-Type: text/rfc822-headers\r\n\
-         \r\n"
+         Content-Type: {}\r\n\
+         \r\n",
+        if r.full {
+            "message/rfc822"
+        } else {
+            "text/rfc822-headers"
+        }
     );
     let mut out = m.into_bytes();
-    let header = r.original_header;
-    out.extend_from_slice(header);
-    if !header.ends_with(b"\n") {
+    out.extend_from_slice(r.original);
+    if !r.original.ends_with(b"\n") {
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
     out
+}
+
+/// RFC 3461 §4 xtext: printable ASCII but `+` and `=` as is, the rest as
+/// `+HH`. For ENVID and ORCPT handed on to the next server.
+pub fn xtext(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if (b'!'..=b'~').contains(&b) && b != b'+' && b != b'=' {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "+{b:02X}");
+        }
+    }
+    out
+}
+
+/// The NOTIFY value (RFC 3461 §4.1) of `store::NOTIFY_*` bits; `None` when
+/// none was given.
+pub fn notify_value(bits: u8) -> Option<String> {
+    if bits == 0 {
+        return None;
+    }
+    if bits & store::NOTIFY_NEVER != 0 {
+        return Some("NEVER".into());
+    }
+    let words: Vec<&str> = [
+        (store::NOTIFY_SUCCESS, "SUCCESS"),
+        (store::NOTIFY_FAILURE, "FAILURE"),
+        (store::NOTIFY_DELAY, "DELAY"),
+    ]
+    .iter()
+    .filter(|(bit, _)| bits & bit != 0)
+    .map(|(_, word)| *word)
+    .collect();
+    Some(words.join(","))
 }
 
 /// The header block at the start of `text` (up to and without the empty
@@ -275,8 +345,9 @@ mod tests {
 
     #[test]
     fn the_report_is_a_multipart_report_with_the_original_header() {
-        let failed = [Failed {
+        let failed = [Recipient {
             recipient: "bob@remote.test".into(),
+            orcpt: None,
             reason: "550 5.1.1 unknown user".into(),
         }];
         let report = Report {
@@ -285,8 +356,10 @@ mod tests {
             sender: "alice@origin.test",
             arrival: 0,
             now: 86400,
-            failed: &failed,
-            original_header: b"Subject: hello\r\nFrom: alice@origin.test\r\n",
+            recipients: &failed,
+            envid: None,
+            original: b"Subject: hello\r\nFrom: alice@origin.test\r\n",
+            full: false,
             unique: 7,
         };
         let text = String::from_utf8(build(&report)).unwrap();
@@ -304,8 +377,9 @@ mod tests {
 
     #[test]
     fn a_delay_report_says_delayed_with_a_temporary_status() {
-        let failed = [Failed {
+        let failed = [Recipient {
             recipient: "bob@remote.test".into(),
+            orcpt: None,
             reason: "451 4.3.0 try later".into(),
         }];
         let report = Report {
@@ -314,8 +388,10 @@ mod tests {
             sender: "alice@origin.test",
             arrival: 0,
             now: 14400,
-            failed: &failed,
-            original_header: b"Subject: hello\r\n",
+            recipients: &failed,
+            envid: None,
+            original: b"Subject: hello\r\n",
+            full: false,
             unique: 8,
         };
         let text = String::from_utf8(build(&report)).unwrap();
@@ -327,6 +403,51 @@ mod tests {
         assert!(
             text.contains("Will-Retry-Until: Tue, 06 Jan 1970 00:00:00 +0000"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_success_report_carries_the_envelope_ids() {
+        let relayed = [Recipient {
+            recipient: "bob@remote.test".into(),
+            orcpt: Some("Bob@Remote.test".into()),
+            reason: "250 2.0.0 Ok: queued".into(),
+        }];
+        let report = Report {
+            action: Action::Relayed,
+            reporting_mta: "mx.example.org",
+            sender: "alice@origin.test",
+            arrival: 0,
+            now: 60,
+            recipients: &relayed,
+            envid: Some("QQ314159"),
+            original: b"Subject: hello\r\n",
+            full: false,
+            unique: 9,
+        };
+        let text = String::from_utf8(build(&report)).unwrap();
+        assert!(
+            text.contains("Subject: Successful Mail Delivery Report"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Original-Envelope-Id: QQ314159\r\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "Original-Recipient: rfc822; Bob@Remote.test\r\nFinal-Recipient: rfc822; bob@remote.test\r\nAction: relayed\r\nStatus: 2.0.0\r\n"
+        ), "{text}");
+    }
+
+    #[test]
+    fn xtext_and_notify_values() {
+        assert_eq!(xtext("a+b=c d\u{e9}"), "a+2Bb+3Dc+20d+C3+A9");
+        assert_eq!(xtext("QQ314159"), "QQ314159");
+        assert_eq!(notify_value(0), None);
+        assert_eq!(notify_value(store::NOTIFY_NEVER).as_deref(), Some("NEVER"));
+        assert_eq!(
+            notify_value(store::NOTIFY_SUCCESS | store::NOTIFY_DELAY).as_deref(),
+            Some("SUCCESS,DELAY")
         );
     }
 

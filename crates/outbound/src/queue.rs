@@ -71,6 +71,82 @@ pub struct QueueManager {
 /// is a rewritten one.
 pub type SenderReverser = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
+/// A report returns at most this much of a message (RET=FULL); a
+/// larger one comes back as its header.
+const FULL_REPORT_LIMIT: u64 = 256 * 1024;
+
+/// A local delivery a sender asked to hear of (NOTIFY=SUCCESS).
+#[derive(Debug, Clone)]
+pub struct Delivered {
+    /// The stored message.
+    pub blob: store::BlobId,
+    /// The envelope sender, to whom the report goes.
+    pub sender: String,
+    /// The message's ENVID, if given.
+    pub envid: Option<String>,
+    /// Each recipient delivered to, with its ORCPT.
+    pub recipients: Vec<(String, Option<String>)>,
+}
+
+/// The message a report is about.
+struct About {
+    blob: store::BlobId,
+    sender: String,
+    arrival: i64,
+    envid: Option<String>,
+    ret_full: bool,
+    size: u64,
+}
+
+impl About {
+    fn row(row: &QueuedRecipient) -> About {
+        About {
+            blob: row.blob,
+            sender: row.sender.clone(),
+            arrival: row.created,
+            envid: row.envid.clone(),
+            ret_full: row.ret_full,
+            size: row.size,
+        }
+    }
+}
+
+/// The envelope of a job: DSN requests handed on when the server takes
+/// them (`dsn`), else kept for our own reports.
+fn envelope_of(job: &Job, dsn: bool) -> crate::client::Envelope {
+    let first = job.rows.first();
+    let mut mail_params = String::new();
+    if dsn {
+        if first.is_some_and(|r| r.ret_full) {
+            mail_params.push_str(" RET=FULL");
+        }
+        if let Some(envid) = first.and_then(|r| r.envid.as_deref()) {
+            mail_params.push_str(&format!(" ENVID={}", crate::dsn::xtext(envid)));
+        }
+    }
+    let recipients = job
+        .rows
+        .iter()
+        .map(|r| {
+            let mut params = String::new();
+            if dsn {
+                if let Some(notify) = crate::dsn::notify_value(r.dsn.notify) {
+                    params.push_str(&format!(" NOTIFY={notify}"));
+                }
+                if let Some(orcpt) = &r.dsn.orcpt {
+                    params.push_str(&format!(" ORCPT=rfc822;{}", crate::dsn::xtext(orcpt)));
+                }
+            }
+            (r.recipient.clone(), params)
+        })
+        .collect();
+    crate::client::Envelope {
+        sender: job.sender.clone(),
+        mail_params,
+        recipients,
+    }
+}
+
 /// Recipients of one message to one domain.
 struct Job {
     blob: store::BlobId,
@@ -280,8 +356,7 @@ impl QueueManager {
                 };
                 self.policies.record(domain, &hop.host, session.tls.clone());
                 while let Some(job) = pending.first() {
-                    let recipients: Vec<String> =
-                        job.rows.iter().map(|r| r.recipient.clone()).collect();
+                    let envelope = envelope_of(job, session.extensions.dsn);
                     let store = Arc::clone(&self.store);
                     let blob = job.blob;
                     // The signature goes first, then the stored message.
@@ -289,7 +364,7 @@ impl QueueManager {
                     let size = job.size + prefix.as_ref().map_or(0, |p| p.len() as u64);
                     let mut seq = 0u32;
                     let result = session
-                        .send(&job.sender, &recipients, size, || {
+                        .send(&envelope, size, || {
                             let store = Arc::clone(&store);
                             let first = prefix.take().filter(|p| !p.is_empty());
                             let this = seq;
@@ -312,7 +387,8 @@ impl QueueManager {
                             log_transaction(
                                 domain, &hop.host, &session, job, &result, started, parallel,
                             );
-                            self.record_transaction(job, &result).await;
+                            self.record_transaction(job, &result, session.extensions.dsn)
+                                .await;
                             pending.remove(0);
                         }
                         Err(e) => {
@@ -338,9 +414,10 @@ impl QueueManager {
         Feedback::Unreachable
     }
 
-    /// Records the outcome of one transaction for each recipient.
-    async fn record_transaction(&self, job: &Job, result: &TransactionResult) {
-        let outcomes = job
+    /// Records the outcome of one transaction for each recipient; `dsn`:
+    /// the server took over the delivery status notifications.
+    async fn record_transaction(&self, job: &Job, result: &TransactionResult, dsn: bool) {
+        let outcomes: Vec<(i64, QueueOutcome)> = job
             .rows
             .iter()
             .zip(&result.recipients)
@@ -360,7 +437,39 @@ impl QueueManager {
                 (row.id, outcome)
             })
             .collect();
+        if !dsn {
+            self.report_relayed(&outcomes, &job.rows).await;
+        }
         self.record(outcomes, &job.rows).await;
+    }
+
+    /// RFC 3461 §5.2.3: mail handed to a server that makes no reports is
+    /// reported "relayed" to senders that asked for NOTIFY=SUCCESS.
+    async fn report_relayed(&self, outcomes: &[(i64, QueueOutcome)], rows: &[QueuedRecipient]) {
+        let relayed: Vec<&QueuedRecipient> = outcomes
+            .iter()
+            .filter(|(_, o)| *o == QueueOutcome::Delivered)
+            .filter_map(|(id, _)| rows.iter().find(|r| r.id == *id))
+            .filter(|r| !r.sender.is_empty() && r.dsn.wants(store::NOTIFY_SUCCESS))
+            .collect();
+        let Some(first) = relayed.first() else {
+            return;
+        };
+        let recipients: Vec<crate::dsn::Recipient> = relayed
+            .iter()
+            .map(|r| crate::dsn::Recipient {
+                recipient: r.recipient.clone(),
+                orcpt: r.dsn.orcpt.clone(),
+                reason: "relayed to a server that sends no delivery reports".into(),
+            })
+            .collect();
+        let about = About::row(first);
+        if let Err(e) = self
+            .send_report(&about, crate::dsn::Action::Relayed, &recipients)
+            .await
+        {
+            tracing::error!(sender = %first.sender, error = %e, "could not send a delivery status notification");
+        }
     }
 
     fn deferral(&self, row: &QueuedRecipient, reason: &str) -> QueueOutcome {
@@ -408,7 +517,7 @@ impl QueueManager {
     async fn report(&self, outcomes: &[(i64, QueueOutcome)], rows: &[QueuedRecipient]) {
         use crate::dsn::Action;
         let t = now();
-        let mut groups: Vec<(&QueuedRecipient, Action, Vec<crate::dsn::Failed>)> = Vec::new();
+        let mut groups: Vec<(&QueuedRecipient, Action, Vec<crate::dsn::Recipient>)> = Vec::new();
         for (id, outcome) in outcomes {
             let Some(row) = rows.iter().find(|r| r.id == *id) else {
                 continue;
@@ -417,9 +526,12 @@ impl QueueManager {
                 continue;
             }
             let (action, reason) = match outcome {
-                QueueOutcome::Failed { reason } => (Action::Failed, reason),
+                QueueOutcome::Failed { reason } if row.dsn.wants(store::NOTIFY_FAILURE) => {
+                    (Action::Failed, reason)
+                }
                 QueueOutcome::Deferred { reason, .. }
                     if !row.warned
+                        && row.dsn.wants(store::NOTIFY_DELAY)
                         && self.config.delay_warning > 0
                         && t - row.created >= self.config.delay_warning as i64 =>
                 {
@@ -428,8 +540,9 @@ impl QueueManager {
                 }
                 _ => continue,
             };
-            let failed = crate::dsn::Failed {
+            let failed = crate::dsn::Recipient {
                 recipient: row.recipient.clone(),
+                orcpt: row.dsn.orcpt.clone(),
                 reason: reason.clone(),
             };
             match groups
@@ -441,7 +554,7 @@ impl QueueManager {
             }
         }
         for (row, action, failed) in groups {
-            if let Err(e) = self.send_report(row, action, &failed).await {
+            if let Err(e) = self.send_report(&About::row(row), action, &failed).await {
                 tracing::error!(queue_id = row.id, sender = %row.sender, error = %e, "could not send a delivery status notification");
                 continue;
             }
@@ -462,33 +575,51 @@ impl QueueManager {
         }
     }
 
+    /// Sends one report about `recipients` of the message `about`.
     async fn send_report(
         &self,
-        row: &QueuedRecipient,
+        about: &About,
         action: crate::dsn::Action,
-        failed: &[crate::dsn::Failed],
+        recipients: &[crate::dsn::Recipient],
     ) -> store::Result<()> {
         let first = self
             .store
-            .read_chunk(row.blob, 0)
+            .read_chunk(about.blob, 0)
             .await?
             .unwrap_or_default();
-        let header = crate::dsn::header_block(&first[..first.len().min(64 * 1024)]);
+        // RET=FULL (RFC 3461 §4.3) returns the message with a failure, up
+        // to a size a report may reasonably carry; past it, its header.
+        let full = about.ret_full
+            && action == crate::dsn::Action::Failed
+            && about.size <= FULL_REPORT_LIMIT;
+        let original = if full {
+            let mut whole = Vec::with_capacity(about.size as usize);
+            let mut seq = 0;
+            while let Some(piece) = self.store.read_chunk(about.blob, seq).await? {
+                whole.extend_from_slice(&piece);
+                seq += 1;
+            }
+            whole
+        } else {
+            crate::dsn::header_block(&first[..first.len().min(64 * 1024)]).to_vec()
+        };
         let t = now();
         let to = self
             .original_sender
             .as_ref()
-            .and_then(|reverse| reverse(&row.sender))
-            .unwrap_or_else(|| row.sender.clone());
+            .and_then(|reverse| reverse(&about.sender))
+            .unwrap_or_else(|| about.sender.clone());
         let report = crate::dsn::build(&crate::dsn::Report {
             action,
             reporting_mta: &self.helo,
             sender: &to,
-            arrival: row.created,
+            arrival: about.arrival,
             now: t,
-            failed,
-            original_header: header,
-            unique: ((row.id as u64) << 20) ^ (t as u64),
+            recipients,
+            envid: about.envid.as_deref(),
+            original: &original,
+            full,
+            unique: ((about.blob as u64) << 20) ^ (t as u64) ^ (recipients.len() as u64),
         });
         let (mailboxes, remote) = match self.store.load_directory().await?.resolve(&to) {
             store::Resolution::Deliver { mailboxes, remote } => (mailboxes, remote),
@@ -508,8 +639,40 @@ impl QueueManager {
                 ..Default::default()
             })
             .await?;
-        tracing::info!(sender = %row.sender, recipients = failed.len(), kind = ?action, "delivery status notification sent");
+        tracing::info!(sender = %about.sender, recipients = recipients.len(), kind = ?action, "delivery status notification sent");
         Ok(())
+    }
+
+    /// Reports a local delivery to a sender that asked for it with
+    /// NOTIFY=SUCCESS (RFC 3461 §5.2.2); `recipients` pairs each address
+    /// with its ORCPT.
+    pub async fn report_delivered(&self, delivered: Delivered) {
+        if delivered.sender.is_empty() || delivered.recipients.is_empty() {
+            return;
+        }
+        let recipients: Vec<crate::dsn::Recipient> = delivered
+            .recipients
+            .iter()
+            .map(|(recipient, orcpt)| crate::dsn::Recipient {
+                recipient: recipient.clone(),
+                orcpt: orcpt.clone(),
+                reason: "delivered to the mailbox".into(),
+            })
+            .collect();
+        let about = About {
+            blob: delivered.blob,
+            sender: delivered.sender,
+            arrival: now(),
+            envid: delivered.envid,
+            ret_full: false,
+            size: 0,
+        };
+        if let Err(e) = self
+            .send_report(&about, crate::dsn::Action::Delivered, &recipients)
+            .await
+        {
+            tracing::error!(sender = %about.sender, error = %e, "could not send a delivery status notification");
+        }
     }
 
     /// Writes outcomes durably and logs the final ones.
@@ -633,6 +796,9 @@ mod tests {
             created: 0,
             size: 10,
             warned: false,
+            dsn: store::RecipientDsn::default(),
+            envid: None,
+            ret_full: false,
         }
     }
 

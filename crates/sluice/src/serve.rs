@@ -84,6 +84,7 @@ fn start_outbound(
     store: &Arc<dyn Store>,
     srs: Option<Arc<smtp::Srs>>,
     directory: &Arc<DirectoryWatch>,
+    reporter: &Reporter,
 ) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
     use sluice_outbound::tls_policy::{self, TlsPolicies};
     if !config.outbound.enabled {
@@ -125,7 +126,35 @@ fn start_outbound(
     };
     let signer = sluice_outbound::Signer::new(Arc::clone(store), config.dkim.clone());
     let manager = manager.with_signer(Arc::new(signer), Arc::clone(directory));
+    let _ = reporter.set(Arc::clone(&manager));
     Ok(Some(tokio::spawn(manager.run())))
+}
+
+/// The queue manager, once started, for the SMTP sessions' reports of
+/// local deliveries (it starts after the listeners are bound).
+type Reporter = Arc<std::sync::OnceLock<Arc<sluice_outbound::QueueManager>>>;
+
+/// The SMTP sessions' way to send NOTIFY=SUCCESS reports of local
+/// deliveries: through the queue manager, in the background. Without an
+/// outbound queue they are not sent (and logged).
+fn delivered_report(reporter: &Reporter) -> smtp::DeliveredReport {
+    let reporter = Arc::clone(reporter);
+    Arc::new(move |delivered: smtp::Delivered| {
+        let Some(manager) = reporter.get().cloned() else {
+            tracing::info!(sender = %delivered.sender, "no outbound queue: success report not sent");
+            return;
+        };
+        tokio::spawn(async move {
+            manager
+                .report_delivered(sluice_outbound::queue::Delivered {
+                    blob: delivered.blob,
+                    sender: delivered.sender,
+                    envid: delivered.envid,
+                    recipients: delivered.recipients,
+                })
+                .await
+        });
+    })
 }
 
 async fn bind(
@@ -209,6 +238,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             .context("[dns] resolver")?,
     ));
     let spf = smtp::SpfCheck::new(Arc::clone(&authenticator), &config.auth_checks).map(Arc::new);
+    let reporter = Reporter::default();
     let message_auth =
         smtp::MessageAuth::new(authenticator, &config.auth_checks, &config.hostname).map(Arc::new);
     let smtp_ctx = Arc::new(smtp::Context {
@@ -228,6 +258,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         srs: srs.clone(),
         spf,
         message_auth,
+        delivered: Some(delivered_report(&reporter)),
     });
     // Submission: the same SMTP session with AUTH and relaying for
     // accounts; no DNSBL (clients are people, often on dynamic addresses).
@@ -278,6 +309,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         srs,
         spf: None,
         message_auth: None,
+        delivered: Some(delivered_report(&reporter)),
     });
     let pop3_ctx = Arc::new(pop3::Context {
         hostname: config.hostname.clone(),
@@ -353,7 +385,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for l in imaps_listeners {
         accept_loops.spawn(imap::serve(l, Arc::clone(&imap_ctx), true));
     }
-    let outbound = start_outbound(&config, &store, srs_for_reports, &directory)?;
+    let outbound = start_outbound(&config, &store, srs_for_reports, &directory, &reporter)?;
     // Handlers are in place before anyone is told the server is up.
     let stop = stop_signal()?;
     tracing::info!(hostname = %config.hostname, data = %config.data_dir.display(), "sluice started");

@@ -558,3 +558,137 @@ s.quit()
         "parallel connections: {parallel:?}"
     );
 }
+
+/// Sends one message per `RCPT|SUBJECT|RCPT-OPTIONS` argument from
+/// `sender` with MAIL options RET=FULL and ENVID=QQ314159; prints the
+/// reply of each (`sent SUBJECT CODE`).
+const SEND_WITH_DSN: &str = r#"
+import smtplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+sender = sys.argv[2]
+for case in sys.argv[3:]:
+    rcpt, subject, options = case.split("|")
+    s = smtplib.SMTP(h, int(p))
+    s.ehlo()
+    assert s.has_extn("dsn"), s.esmtp_features
+    try:
+        s.sendmail(sender, [rcpt], "From: %s\r\nTo: %s\r\nSubject: %s\r\n\r\nbody\r\n" % (sender, rcpt, subject),
+                   mail_options=["RET=FULL", "ENVID=QQ314159"], rcpt_options=options.split())
+        print("sent", subject, 250)
+    except smtplib.SMTPRecipientsRefused as e:
+        print("sent", subject, list(e.recipients.values())[0][0])
+    s.quit()
+"#;
+
+/// The reports in the INBOX of `user`: one line each, `SUBJECT-OF-ORIGINAL
+/// | ACTION | ORIGINAL-ENVELOPE-ID | ORIGINAL-RECIPIENT`.
+const READ_REPORTS: &str = r#"
+import email, email.policy, imaplib, re, sys
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p)); m.login(sys.argv[2], sys.argv[3]); m.select("INBOX")
+typ, data = m.fetch("1:*", "(BODY.PEEK[])")
+for d in data:
+    if not isinstance(d, tuple):
+        continue
+    r = email.message_from_bytes(d[1], policy=email.policy.default)
+    if r.get_content_type() != "multipart/report":
+        continue
+    parts = list(r.iter_parts())
+    blocks = parts[1].get_payload()
+    per_message, per_rcpt = blocks[0], blocks[1]
+    original = parts[2].as_string()
+    subject = re.search(r"Subject: (.*)", original).group(1).strip()
+    print(subject, "|", per_rcpt["Action"], "|", per_message.get("Original-Envelope-Id"),
+          "|", per_rcpt.get("Original-Recipient"), "|", parts[2].get_content_type())
+"#;
+
+#[test]
+fn dsn_requests_are_handed_on_or_answered_as_asked() {
+    let taking = SmtpSink::start(&[]);
+    let silent = SmtpSink::start(&["-N"]);
+    let refusing = SmtpSink::start(&["-f", "rcpt"]);
+    let dns = no_dns();
+    let server = server(
+        &[
+            ("dsn.test", taking.addr),
+            ("nodsn.test", silent.addr),
+            ("never.test", refusing.addr),
+        ],
+        dns.addr,
+        25,
+    );
+    let alice = server.add_user("alice");
+    let bob = server.add_user("bob");
+    for (alias, target) in [
+        ("fwd@example.org", "someone@dsn.test"),
+        ("quiet@example.org", "someone@nodsn.test"),
+        ("never@example.org", "someone@never.test"),
+    ] {
+        server.cli_ok(&["alias", "add", alias, target]);
+        assert!(wait_until(Duration::from_secs(5), || server.rcpt_accepted(alias)));
+    }
+    let sent = python(
+        SEND_WITH_DSN,
+        &[
+            &addr_arg(server.smtp),
+            &alice,
+            "fwd@example.org|handed on|NOTIFY=SUCCESS,FAILURE",
+            "quiet@example.org|relayed|NOTIFY=SUCCESS ORCPT=rfc822;Quiet@Example.org",
+            &format!("{bob}|delivered|NOTIFY=SUCCESS"),
+            "never@example.org|refused quietly|NOTIFY=NEVER",
+            "never@example.org|refused loudly|NOTIFY=FAILURE",
+            &format!("{bob}|contradiction|NOTIFY=NEVER,SUCCESS"),
+        ],
+    );
+    assert!(sent.contains("sent contradiction 501"), "{sent}");
+    assert_eq!(sent.matches(" 250").count(), 5, "{sent}");
+
+    // The server that takes DSN gets the requests and makes the reports.
+    assert!(wait_until(Duration::from_secs(20), || !taking
+        .messages()
+        .is_empty()));
+    let handed = &taking.messages()[0];
+    assert!(handed.contains("RET=FULL ENVID=QQ314159"), "{handed}");
+    assert!(
+        handed.contains("NOTIFY=SUCCESS,FAILURE ORCPT=rfc822;fwd@example.org"),
+        "{handed}"
+    );
+
+    // Three reports for alice: relayed, delivered, one failure.
+    let reports = || {
+        python(
+            READ_REPORTS,
+            &[&addr_arg(server.imap), &alice, kit::PASSWORD],
+        )
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), || reports().lines().count() >= 3),
+        "{}\n{}",
+        reports(),
+        server.log()
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let reports = reports();
+    assert_eq!(reports.lines().count(), 3, "{reports}");
+    assert!(
+        reports.contains(
+            "relayed | relayed | QQ314159 | rfc822; Quiet@Example.org | text/rfc822-headers"
+        ),
+        "{reports}"
+    );
+    assert!(
+        reports.contains("delivered | delivered | QQ314159 | None | text/rfc822-headers"),
+        "{reports}"
+    );
+    // RET=FULL: the failure report carries the message.
+    assert!(
+        reports.contains(
+            "refused loudly | failed | QQ314159 | rfc822; never@example.org | message/rfc822"
+        ),
+        "{reports}"
+    );
+    assert!(
+        !reports.contains("handed on") && !reports.contains("quietly"),
+        "{reports}"
+    );
+}

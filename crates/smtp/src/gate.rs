@@ -10,7 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use net::{Input, LineError, Stream};
-use smtp_proto::{Request, MAIL_BODY_7BIT, MAIL_BODY_8BITMIME, MAIL_SMTPUTF8};
+use smtp_proto::{
+    Request, MAIL_BODY_7BIT, MAIL_BODY_8BITMIME, MAIL_RET_FULL, MAIL_RET_HDRS, MAIL_SMTPUTF8,
+    RCPT_NOTIFY_DELAY, RCPT_NOTIFY_FAILURE, RCPT_NOTIFY_NEVER, RCPT_NOTIFY_SUCCESS,
+};
 use store::{MailboxId, MessageWriter, Resolution};
 use tokio::io::AsyncWriteExt;
 
@@ -33,6 +36,15 @@ struct Envelope {
     recipients: Vec<String>,
     mailboxes: Vec<MailboxId>,
     remote: Vec<String>,
+    /// What the sender asked of reports for each of `remote` (RFC 3461).
+    remote_dsn: Vec<store::RecipientDsn>,
+    /// Local recipients whose sender asked to hear of the delivery
+    /// (NOTIFY=SUCCESS), with their ORCPT.
+    local_notify: Vec<(String, Option<String>)>,
+    /// ENVID (RFC 3461 §4.4).
+    envid: Option<String>,
+    /// RET=FULL (RFC 3461 §4.3).
+    ret_full: bool,
     started: Instant,
 }
 
@@ -89,6 +101,44 @@ pub(crate) struct Session<'a> {
     spf_field: Option<String>,
     /// Its SPF result, for DMARC and `Authentication-Results:`.
     spf_output: Option<mail_auth::SpfOutput>,
+}
+
+impl Envelope {
+    /// Adds a remote recipient once, with the reports asked for it.
+    fn add_remote(&mut self, address: String, dsn: &store::RecipientDsn) {
+        if !self.remote.contains(&address) {
+            self.remote.push(address);
+            self.remote_dsn.push(dsn.clone());
+        }
+    }
+}
+
+/// The DSN parameters of a RCPT command (RFC 3461 §4.1, §4.2).
+fn recipient_dsn(
+    to: &smtp_proto::RcptTo<std::borrow::Cow<'_, str>>,
+) -> Result<store::RecipientDsn, Reply> {
+    let mut notify = 0;
+    for (flag, bit) in [
+        (RCPT_NOTIFY_SUCCESS, store::NOTIFY_SUCCESS),
+        (RCPT_NOTIFY_FAILURE, store::NOTIFY_FAILURE),
+        (RCPT_NOTIFY_DELAY, store::NOTIFY_DELAY),
+        (RCPT_NOTIFY_NEVER, store::NOTIFY_NEVER),
+    ] {
+        if to.flags & flag != 0 {
+            notify |= bit;
+        }
+    }
+    if notify & store::NOTIFY_NEVER != 0 && notify != store::NOTIFY_NEVER {
+        return Err(Reply::new(
+            501,
+            "5.5.4",
+            "NOTIFY=NEVER cannot be combined with other values",
+        ));
+    }
+    Ok(store::RecipientDsn {
+        notify,
+        orcpt: to.orcpt.as_ref().map(|o| o.to_string()),
+    })
 }
 
 /// The SIZE parameter of a MAIL command line, as a number however large;
@@ -260,12 +310,18 @@ impl<'a> Session<'a> {
                 }
                 self.mail(from)
             }
-            Request::Rcpt { to } if to.address.is_empty() && is_bare_postmaster(line) => {
-                // RFC 5321 §4.5.1: `<Postmaster>` without a domain must be
-                // accepted; the parser reads it as an empty address.
-                self.rcpt("postmaster").await
+            Request::Rcpt { to } => {
+                let dsn = match recipient_dsn(&to) {
+                    Ok(dsn) => dsn,
+                    Err(reply) => return self.reply(reply),
+                };
+                if to.address.is_empty() && is_bare_postmaster(line) {
+                    // RFC 5321 §4.5.1: `<Postmaster>` without a domain must
+                    // be accepted; the parser reads it as an empty address.
+                    return self.rcpt("postmaster", dsn).await;
+                }
+                self.rcpt(&to.address, dsn).await
             }
-            Request::Rcpt { to } => self.rcpt(&to.address).await,
             Request::Data => self.data().await,
             Request::Bdat {
                 chunk_size,
@@ -361,6 +417,7 @@ impl<'a> Session<'a> {
             "ENHANCEDSTATUSCODES".into(),
             format!("SIZE {}", self.ctx.config.max_message_size),
             "CHUNKING".into(),
+            "DSN".into(),
         ];
         if self.ctx.tls.is_some() && !self.tls {
             lines.push("STARTTLS".into());
@@ -381,11 +438,9 @@ impl<'a> Session<'a> {
         if self.envelope.is_some() {
             return self.reply(Reply::new(503, "5.5.1", "Nested MAIL command"));
         }
-        if from.flags & !(MAIL_BODY_7BIT | MAIL_BODY_8BITMIME | MAIL_SMTPUTF8) != 0
-            || from.trans_id.is_some()
-            || from.env_id.is_some()
-            || from.auth.is_some()
-        {
+        let known =
+            MAIL_BODY_7BIT | MAIL_BODY_8BITMIME | MAIL_SMTPUTF8 | MAIL_RET_FULL | MAIL_RET_HDRS;
+        if from.flags & !known != 0 || from.trans_id.is_some() || from.auth.is_some() {
             return self.reply(Reply::new(555, "5.5.4", "Unsupported MAIL parameter"));
         }
         let max = self.ctx.config.max_message_size;
@@ -428,6 +483,10 @@ impl<'a> Session<'a> {
             recipients: Vec::new(),
             mailboxes: Vec::new(),
             remote: Vec::new(),
+            remote_dsn: Vec::new(),
+            local_notify: Vec::new(),
+            envid: from.env_id.as_ref().map(|e| e.to_string()),
+            ret_full: from.flags & MAIL_RET_FULL != 0,
             started: Instant::now(),
         });
         self.reply(Reply::new(250, "2.1.0", "Sender OK"))
@@ -476,7 +535,7 @@ impl<'a> Session<'a> {
         }
     }
 
-    async fn rcpt(&mut self, address: &str) -> Next {
+    async fn rcpt(&mut self, address: &str, dsn: store::RecipientDsn) -> Next {
         if self.envelope.is_none() {
             return self.reply(Reply::new(503, "5.5.1", "Need MAIL before RCPT"));
         }
@@ -508,9 +567,7 @@ impl<'a> Session<'a> {
             return match srs.reverse(address, crate::srs::today()) {
                 Ok(original) => {
                     let env = self.envelope.as_mut().expect("checked above");
-                    if !env.remote.contains(&original) {
-                        env.remote.push(original);
-                    }
+                    env.add_remote(original, &dsn);
                     env.recipients.push(address.to_string());
                     self.reply(Reply::new(250, "2.1.5", "Recipient OK"))
                 }
@@ -524,15 +581,24 @@ impl<'a> Session<'a> {
         match resolution {
             Resolution::Deliver { mailboxes, remote } => {
                 let env = self.envelope.as_mut().expect("checked above");
+                let mailboxes_empty = mailboxes.is_empty();
                 for m in mailboxes {
                     if !env.mailboxes.contains(&m) {
                         env.mailboxes.push(m);
                     }
                 }
+                if !mailboxes_empty && dsn.notify & store::NOTIFY_SUCCESS != 0 {
+                    env.local_notify
+                        .push((address.to_string(), dsn.orcpt.clone()));
+                }
                 for r in remote {
-                    if !env.remote.contains(&r) {
-                        env.remote.push(r);
+                    // An alias target reports as the alias it was sent to
+                    // (RFC 3461 §4.2 allows adding ORCPT).
+                    let mut dsn = dsn.clone();
+                    if dsn.orcpt.is_none() && !r.eq_ignore_ascii_case(address) {
+                        dsn.orcpt = Some(address.to_string());
                     }
+                    env.add_remote(r, &dsn);
                 }
                 env.recipients.push(address.to_string());
                 self.reply(Reply::new(250, "2.1.5", "Recipient OK"))
@@ -551,9 +617,7 @@ impl<'a> Session<'a> {
                     return self.reply(Reply::new(553, "5.1.3", "Recipient address is not valid"));
                 };
                 let env = self.envelope.as_mut().expect("checked above");
-                if !env.remote.contains(&remote) {
-                    env.remote.push(remote);
-                }
+                env.add_remote(remote, &dsn);
                 env.recipients.push(address.to_string());
                 self.reply(Reply::new(250, "2.1.5", "Recipient OK"))
             }
@@ -895,6 +959,9 @@ impl<'a> Session<'a> {
                     sender: self.queue_sender(&env),
                     mailboxes,
                     remote: env.remote.clone(),
+                    remote_dsn: env.remote_dsn.clone(),
+                    envid: env.envid.clone(),
+                    ret_full: env.ret_full,
                     lead: auth
                         .as_ref()
                         .map(|a| a.field.clone().into_bytes())
@@ -909,7 +976,8 @@ impl<'a> Session<'a> {
                     }
                 };
                 match delivered {
-                    Ok(_) => {
+                    Ok(receipt) => {
+                        self.notify_delivered(&env, receipt.blob);
                         verdict = if quarantine {
                             "quarantined"
                         } else {
@@ -974,6 +1042,23 @@ impl<'a> Session<'a> {
         self.junk = 0;
         self.shrink_input();
         next
+    }
+
+    /// Tells the sender of local deliveries it asked to hear of
+    /// (NOTIFY=SUCCESS, RFC 3461 §5.2.2).
+    fn notify_delivered(&self, env: &Envelope, blob: store::BlobId) {
+        let Some(report) = &self.ctx.delivered else {
+            return;
+        };
+        if env.local_notify.is_empty() || env.sender.is_empty() {
+            return;
+        }
+        report(crate::server::Delivered {
+            blob,
+            sender: env.sender.clone(),
+            envid: env.envid.clone(),
+            recipients: env.local_notify.clone(),
+        });
     }
 
     /// The envelope sender the queued copies go out with: forwarded mail

@@ -26,8 +26,9 @@ pub use index::IndexedHeaders;
 pub use model::{
     AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryReceipt, DkimKey, FlagChange,
     MailboxId, MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome,
-    QueuedRecipient, Quota, SearchKey, Uid, WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED,
-    FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN,
+    QueuedRecipient, Quota, RecipientDsn, SearchKey, Uid, WebSession, WebSettings, FLAG_ANSWERED,
+    FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY, NOTIFY_FAILURE, NOTIFY_NEVER,
+    NOTIFY_SUCCESS,
 };
 pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};

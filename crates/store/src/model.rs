@@ -202,6 +202,16 @@ pub struct Delivery {
     /// Keywords the new entries start with: IMAP atoms (the delivery is
     /// refused as `Invalid` otherwise), repeats ignoring case dropped.
     pub keywords: Vec<String>,
+    /// What the sender asked of delivery status notifications for each
+    /// `remote` recipient (RFC 3461 NOTIFY and ORCPT), in the same order;
+    /// empty when nothing was asked.
+    pub remote_dsn: Vec<RecipientDsn>,
+    /// RFC 3461 ENVID: the sender's identifier of the message, returned in
+    /// reports.
+    pub envid: Option<String>,
+    /// RFC 3461 RET=FULL: reports carry the whole message, not only its
+    /// header.
+    pub ret_full: bool,
     /// Header fields to put in front of the message, known only once all
     /// of it was written (`Authentication-Results:`, whose DKIM result
     /// needs the body hash): CRLF-terminated fields, shorter than
@@ -251,6 +261,38 @@ pub struct DkimKey {
     pub signing: bool,
 }
 
+/// NOTIFY=SUCCESS (RFC 3461 §4.1): report a delivery.
+pub const NOTIFY_SUCCESS: u8 = 1;
+/// NOTIFY=FAILURE: report a failure.
+pub const NOTIFY_FAILURE: u8 = 2;
+/// NOTIFY=DELAY: report a delay.
+pub const NOTIFY_DELAY: u8 = 4;
+/// NOTIFY=NEVER: report nothing.
+pub const NOTIFY_NEVER: u8 = 8;
+
+/// What the sender asked of delivery status notifications for one
+/// recipient (RFC 3461).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecipientDsn {
+    /// `NOTIFY_*` bits; 0 when NOTIFY was not given, which means failures
+    /// and delays are reported (§4.1).
+    pub notify: u8,
+    /// ORCPT: the recipient as the sender first gave it (decoded).
+    pub orcpt: Option<String>,
+}
+
+impl RecipientDsn {
+    /// Whether a report of this kind (`NOTIFY_SUCCESS`, `NOTIFY_FAILURE`
+    /// or `NOTIFY_DELAY`) is wanted.
+    pub fn wants(&self, kind: u8) -> bool {
+        if self.notify == 0 {
+            kind != NOTIFY_SUCCESS
+        } else {
+            self.notify & kind != 0
+        }
+    }
+}
+
 /// One recipient waiting in the outbound queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedRecipient {
@@ -274,6 +316,12 @@ pub struct QueuedRecipient {
     pub size: u64,
     /// Whether the sender was already warned of a delay.
     pub warned: bool,
+    /// The reports the sender asked for.
+    pub dsn: RecipientDsn,
+    /// The message's ENVID, if given.
+    pub envid: Option<String>,
+    /// RET=FULL was given.
+    pub ret_full: bool,
 }
 
 /// What became of an attempt to deliver a queued recipient.

@@ -368,12 +368,23 @@ fn commit_delivery(
         ])?;
         entries.push((mailbox, uid));
     }
-    for recipient in &delivery.remote {
+    for (n, recipient) in delivery.remote.iter().enumerate() {
+        let dsn = delivery.remote_dsn.get(n).cloned().unwrap_or_default();
         c.prepare_cached(
-            "INSERT INTO queue (blob_id, sender, recipient, next_attempt, created)
-             VALUES (?1, ?2, ?3, ?4, ?4)",
+            "INSERT INTO queue (blob_id, sender, recipient, next_attempt, created,
+                                notify, orcpt, envid, ret_full)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8)",
         )?
-        .execute(params![blob, delivery.sender, recipient, now()])?;
+        .execute(params![
+            blob,
+            delivery.sender,
+            recipient,
+            now(),
+            dsn.notify,
+            dsn.orcpt,
+            delivery.envid,
+            delivery.ret_full
+        ])?;
     }
     Ok(DeliveryReceipt {
         blob,

@@ -10,11 +10,11 @@
 use rusqlite::{params, Connection};
 
 use crate::error::{Result, StoreError};
-use crate::model::{QueueOutcome, QueuedRecipient};
+use crate::model::{QueueOutcome, QueuedRecipient, RecipientDsn};
 
 /// Columns read into a [`QueuedRecipient`] by [`recipient_from_row`].
 const COLUMNS: &str = "q.id, q.blob_id, q.sender, q.recipient, q.attempts, q.next_attempt,
-     q.last_error, q.created, b.size, q.warned";
+     q.last_error, q.created, b.size, q.warned, q.notify, q.orcpt, q.envid, q.ret_full";
 
 fn recipient_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRecipient> {
     Ok(QueuedRecipient {
@@ -28,6 +28,12 @@ fn recipient_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRecipient
         created: r.get(7)?,
         size: r.get::<_, i64>(8)? as u64,
         warned: r.get::<_, i64>(9)? != 0,
+        dsn: RecipientDsn {
+            notify: r.get(10)?,
+            orcpt: r.get(11)?,
+        },
+        envid: r.get(12)?,
+        ret_full: r.get::<_, i64>(13)? != 0,
     })
 }
 

@@ -281,6 +281,15 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (domain, selector)
     ) STRICT;
     "#,
+    // Delivery status notification requests (RFC 3461) of queued
+    // recipients: NOTIFY bits (0: none given), ORCPT, and the message's
+    // ENVID and RET=FULL.
+    r#"
+    ALTER TABLE queue ADD COLUMN notify INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE queue ADD COLUMN orcpt TEXT;
+    ALTER TABLE queue ADD COLUMN envid TEXT;
+    ALTER TABLE queue ADD COLUMN ret_full INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// Newest schema version this build knows.
