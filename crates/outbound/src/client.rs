@@ -131,6 +131,8 @@ pub struct Extensions {
     /// DSN (RFC 3461): the server takes NOTIFY, ORCPT, RET and ENVID and
     /// makes the reports from there on.
     pub dsn: bool,
+    /// AUTH (RFC 4954): the mechanisms offered, upper case.
+    pub auth: Vec<String>,
 }
 
 impl Extensions {
@@ -148,6 +150,9 @@ impl Extensions {
                 "8BITMIME" => ext.eight_bit_mime = true,
                 "SMTPUTF8" => ext.smtputf8 = true,
                 "DSN" => ext.dsn = true,
+                "AUTH" => ext
+                    .auth
+                    .extend(words.by_ref().map(|m| m.to_ascii_uppercase())),
                 "SIZE" => ext.size = Some(words.next().and_then(|n| n.parse().ok()).unwrap_or(0)),
                 _ => {}
             }
@@ -285,18 +290,9 @@ impl Session {
         tls: &MxTls,
         timeouts: Timeouts,
     ) -> Result<Session, ClientError> {
-        let tcp = tokio::time::timeout(timeouts.connect, TcpStream::connect(addr))
-            .await
-            .map_err(|_| ClientError::Timeout("the connection"))??;
-        tcp.set_nodelay(true)?;
+        let tcp = connect(addr, timeouts).await?;
         let mut io: BufReader<Box<dyn Io>> = BufReader::new(Box::new(tcp));
-        let (greeting, _) = read_reply(&mut io, timeouts.command, "the greeting").await?;
-        if !greeting.is_positive() {
-            return Err(ClientError::Refused {
-                stage: "greeting",
-                reply: greeting,
-            });
-        }
+        greeting(&mut io, timeouts).await?;
         let extensions = ehlo(&mut io, helo, timeouts).await?;
         let mut session = Session {
             io,
@@ -325,9 +321,6 @@ impl Session {
             }
             return Ok(session);
         }
-        let name = rustls::pki_types::ServerName::try_from(mx_host.to_string())
-            .map_err(|e| ClientError::Protocol(format!("MX name {mx_host:?}: {e}")))?;
-        let connector = tokio_rustls::TlsConnector::from(Arc::clone(&tls.client_config));
         // Nothing may be buffered past the 220 (RFC 3207 §4.2 forbids it;
         // a server that pipelines there is attempting an injection).
         if !session.io.buffer().is_empty() {
@@ -336,22 +329,7 @@ impl Session {
             ));
         }
         let plain = session.io.into_inner();
-        let handshake = tokio::time::timeout(timeouts.command, connector.connect(name, plain))
-            .await
-            .map_err(|_| ClientError::Timeout("the TLS handshake"))?;
-        let stream = match handshake {
-            Ok(s) => s,
-            Err(e) => {
-                // The connection is spent: the caller retries (in clear
-                // text only if the policy allows, on a new connection).
-                let outcome = TlsOutcome::handshake_failed(tls, &e);
-                return Err(ClientError::TlsRequired {
-                    kind: tls.kind,
-                    reason: outcome.failure.unwrap_or_else(|| e.to_string()),
-                });
-            }
-        };
-        let outcome = TlsOutcome::from_handshake(tls, stream.get_ref().1);
+        let (stream, outcome) = handshake(plain, mx_host, tls, timeouts).await?;
         let mut io: BufReader<Box<dyn Io>> = BufReader::new(Box::new(stream));
         let extensions = ehlo(&mut io, helo, timeouts).await?;
         Ok(Session {
@@ -361,6 +339,73 @@ impl Session {
             tls: outcome,
             peer: addr,
         })
+    }
+
+    /// Connects to a server that speaks TLS from the first byte (a relay
+    /// on port 465, RFC 8314): the handshake, the greeting, EHLO.
+    pub async fn open_implicit(
+        addr: SocketAddr,
+        host: &str,
+        helo: &str,
+        tls: &MxTls,
+        timeouts: Timeouts,
+    ) -> Result<Session, ClientError> {
+        let tcp = connect(addr, timeouts).await?;
+        let (stream, outcome) = handshake(Box::new(tcp), host, tls, timeouts).await?;
+        let mut io: BufReader<Box<dyn Io>> = BufReader::new(Box::new(stream));
+        greeting(&mut io, timeouts).await?;
+        let extensions = ehlo(&mut io, helo, timeouts).await?;
+        Ok(Session {
+            io,
+            timeouts,
+            extensions,
+            tls: outcome,
+            peer: addr,
+        })
+    }
+
+    /// Logs in (RFC 4954) with PLAIN, or LOGIN when only that is offered.
+    /// Only over TLS: a password never goes out in clear text.
+    pub async fn auth(&mut self, username: &str, password: &str) -> Result<(), ClientError> {
+        use base64::Engine;
+        let b64 = |text: &[u8]| base64::engine::general_purpose::STANDARD.encode(text);
+        let t = self.timeouts;
+        if self.tls.version.is_none() {
+            return Err(ClientError::Protocol(
+                "no TLS: the password is not sent in clear text".into(),
+            ));
+        }
+        let offers = |m: &str| self.extensions.auth.iter().any(|a| a == m);
+        let reply = if offers("PLAIN") || !offers("LOGIN") {
+            let token = b64(format!("\0{username}\0{password}").as_bytes());
+            send_line(&mut self.io, &format!("AUTH PLAIN {token}"), t.command).await?;
+            read_reply(&mut self.io, t.command, "the reply to AUTH")
+                .await?
+                .0
+        } else {
+            send_line(&mut self.io, "AUTH LOGIN", t.command).await?;
+            let mut reply = read_reply(&mut self.io, t.command, "the reply to AUTH")
+                .await?
+                .0;
+            for answer in [username, password] {
+                if reply.code != 334 {
+                    break;
+                }
+                send_line(&mut self.io, &b64(answer.as_bytes()), t.command).await?;
+                reply = read_reply(&mut self.io, t.command, "the reply to AUTH")
+                    .await?
+                    .0;
+            }
+            reply
+        };
+        if reply.code == 235 {
+            Ok(())
+        } else {
+            Err(ClientError::Refused {
+                stage: "AUTH",
+                reply,
+            })
+        }
     }
 
     /// One transaction: MAIL FROM, RCPT TO for each recipient, then DATA
@@ -551,6 +596,55 @@ impl Session {
             .is_ok()
         {
             let _ = read_reply(&mut self.io, Duration::from_secs(5), "QUIT").await;
+        }
+    }
+}
+
+async fn connect(addr: SocketAddr, timeouts: Timeouts) -> Result<TcpStream, ClientError> {
+    let tcp = tokio::time::timeout(timeouts.connect, TcpStream::connect(addr))
+        .await
+        .map_err(|_| ClientError::Timeout("the connection"))??;
+    tcp.set_nodelay(true)?;
+    Ok(tcp)
+}
+
+async fn greeting(io: &mut BufReader<Box<dyn Io>>, timeouts: Timeouts) -> Result<(), ClientError> {
+    let (greeting, _) = read_reply(io, timeouts.command, "the greeting").await?;
+    if !greeting.is_positive() {
+        return Err(ClientError::Refused {
+            stage: "greeting",
+            reply: greeting,
+        });
+    }
+    Ok(())
+}
+
+/// The TLS handshake with `host` as `tls` says; a failure spends the
+/// connection (the caller retries, in clear text only if the policy
+/// allows, on a new one).
+async fn handshake(
+    plain: Box<dyn Io>,
+    host: &str,
+    tls: &MxTls,
+    timeouts: Timeouts,
+) -> Result<(tokio_rustls::client::TlsStream<Box<dyn Io>>, TlsOutcome), ClientError> {
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| ClientError::Protocol(format!("MX name {host:?}: {e}")))?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(&tls.client_config));
+    let handshake = tokio::time::timeout(timeouts.command, connector.connect(name, plain))
+        .await
+        .map_err(|_| ClientError::Timeout("the TLS handshake"))?;
+    match handshake {
+        Ok(stream) => {
+            let outcome = TlsOutcome::from_handshake(tls, stream.get_ref().1);
+            Ok((stream, outcome))
+        }
+        Err(e) => {
+            let outcome = TlsOutcome::handshake_failed(tls, &e);
+            Err(ClientError::TlsRequired {
+                kind: tls.kind,
+                reason: outcome.failure.unwrap_or_else(|| e.to_string()),
+            })
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use crate::tls_policy::TlsPolicyConfig;
 
@@ -40,6 +41,82 @@ pub struct OutboundConfig {
     pub command_timeout: u64,
     /// TLS policy: MTA-STS, DANE.
     pub tls: TlsPolicyConfig,
+    /// A relay (smarthost) all mail goes through, for sites that may not
+    /// send to port 25 themselves.
+    pub relay: RelayConfig,
+}
+
+/// How the connection to the relay is protected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RelayTls {
+    /// STARTTLS, required, certificate checked (port 587).
+    Starttls,
+    /// TLS from the first byte, certificate checked (port 465, RFC 8314).
+    Implicit,
+    /// Clear text allowed (a relay on a trusted network); never with a
+    /// login.
+    None,
+}
+
+/// The `[outbound.relay]` section: a relay every message goes through
+/// (static routes still win), with AUTH when it asks for a login.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RelayConfig {
+    /// Host name of the relay, which its certificate must carry; empty
+    /// (default): no relay, mail goes to each domain's MX hosts.
+    pub host: String,
+    /// Its port (default 587).
+    pub port: u16,
+    /// "starttls" (default), "implicit" or "none".
+    pub tls: RelayTls,
+    /// The account to log in with (AUTH PLAIN, or LOGIN when only that is
+    /// offered); none: no login.
+    pub username: Option<String>,
+    /// File whose first line is the password, so that the configuration
+    /// holds no secret.
+    pub password_file: Option<PathBuf>,
+    /// PEM file of CA certificates trusted for the relay's certificate in
+    /// addition to the web PKI roots (a private CA).
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        RelayConfig {
+            host: String::new(),
+            port: 587,
+            tls: RelayTls::Starttls,
+            username: None,
+            password_file: None,
+            ca_file: None,
+        }
+    }
+}
+
+impl RelayConfig {
+    /// Whether a relay is configured.
+    pub fn enabled(&self) -> bool {
+        !self.host.is_empty()
+    }
+
+    /// Reads the password; `None` without a login.
+    pub fn password(&self) -> Result<Option<String>, String> {
+        let Some(path) = &self.password_file else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("outbound.relay.password_file {}: {e}", path.display()))?;
+        let password = text.lines().next().unwrap_or_default().to_string();
+        if password.is_empty() {
+            return Err(format!(
+                "outbound.relay.password_file {}: the first line is empty",
+                path.display()
+            ));
+        }
+        Ok(Some(password))
+    }
 }
 
 impl Default for OutboundConfig {
@@ -57,6 +134,7 @@ impl Default for OutboundConfig {
             connect_timeout: 30,
             command_timeout: 300,
             tls: TlsPolicyConfig::default(),
+            relay: RelayConfig::default(),
         }
     }
 }
@@ -82,6 +160,19 @@ impl OutboundConfig {
                     .into(),
             );
         }
+        let relay = &self.relay;
+        if relay.username.is_some() != relay.password_file.is_some() {
+            return Err("outbound.relay: username and password_file go together".into());
+        }
+        if relay.username.is_some() && !relay.enabled() {
+            return Err("outbound.relay: a username needs a host".into());
+        }
+        if relay.username.is_some() && relay.tls == RelayTls::None {
+            return Err(
+                "outbound.relay: a password is never sent in clear text; use tls = \"starttls\" or \"implicit\""
+                    .into(),
+            );
+        }
         Ok(())
     }
 }
@@ -103,5 +194,22 @@ mod tests {
             ..OutboundConfig::default()
         };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn a_relay_login_needs_tls_and_both_halves() {
+        let with = |relay: &str| -> Result<(), String> {
+            let c: OutboundConfig =
+                toml::from_str(&format!("[relay]\n{relay}")).map_err(|e| e.to_string())?;
+            c.validate()
+        };
+        assert!(with("host = \"smtp.example.net\"\n").is_ok());
+        assert!(with("host = \"r\"\nusername = \"u\"\npassword_file = \"/p\"\n").is_ok());
+        assert!(with("host = \"r\"\nusername = \"u\"\n").is_err());
+        assert!(with("username = \"u\"\npassword_file = \"/p\"\n").is_err());
+        let clear =
+            with("host = \"r\"\ntls = \"none\"\nusername = \"u\"\npassword_file = \"/p\"\n");
+        assert!(clear.unwrap_err().contains("clear text"));
+        assert!(with("host = \"r\"\ntls = \"sometimes\"\n").is_err());
     }
 }

@@ -65,6 +65,8 @@ pub struct QueueManager {
     original_sender: Option<SenderReverser>,
     /// DKIM signs mail of the local domains, which the directory names.
     signer: Option<(Arc<Signer>, Arc<DirectoryWatch>)>,
+    /// How to reach the relay, when there is one: its TLS, and the login.
+    relay: Option<(crate::config::RelayTls, Option<(String, String)>)>,
 }
 
 /// Maps an envelope sender to the address reports should go to, when it
@@ -177,6 +179,7 @@ impl QueueManager {
             helo,
             original_sender: None,
             signer: None,
+            relay: None,
         })
     }
 
@@ -196,6 +199,48 @@ impl QueueManager {
         let mut me = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("configured before it runs"));
         me.signer = Some((signer, directory));
         Arc::new(me)
+    }
+
+    /// Logs in to the relay hops with `login` (username, password), over
+    /// `tls`.
+    pub fn with_relay(
+        self: Arc<Self>,
+        tls: crate::config::RelayTls,
+        login: Option<(String, String)>,
+    ) -> Arc<QueueManager> {
+        let mut me = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("configured before it runs"));
+        me.relay = Some((tls, login));
+        Arc::new(me)
+    }
+
+    /// Opens a session with `hop` at `addr`: the relay's TLS and login, or
+    /// an MX's STARTTLS as `mx` says.
+    async fn open(
+        &self,
+        hop: &crate::route::Hop,
+        addr: std::net::SocketAddr,
+        mx: &crate::tls_policy::MxTls,
+        timeouts: Timeouts,
+    ) -> Result<Session, String> {
+        use crate::config::RelayTls;
+        let relay = self.relay.as_ref().filter(|_| hop.relay);
+        let opened = match relay {
+            Some((RelayTls::Implicit, _)) => {
+                Session::open_implicit(addr, &hop.host, &self.helo, mx, timeouts).await
+            }
+            _ => Session::open(addr, &hop.host, &self.helo, mx, timeouts).await,
+        };
+        let mut session = opened.map_err(|e| format!("{} ({addr}): {e}", hop.host))?;
+        if let Some((_, Some((username, password)))) = relay {
+            if let Err(e) = session.auth(username, password).await {
+                // A refused login is the configuration's fault, not the
+                // mail's: it waits (and the log says why) until fixed.
+                tracing::error!(relay = %hop.host, %addr, username = %username, error = %e, "the relay refused our login");
+                session.quit().await;
+                return Err(format!("the relay {} refused our login: {e}", hop.host));
+            }
+        }
+        Ok(session)
     }
 
     /// The DKIM-Signature fields for a message, empty when none applies.
@@ -331,7 +376,10 @@ impl QueueManager {
         let mut last_error = format!("no mail exchanger of {domain} could be reached");
         let mut pending: Vec<&Job> = jobs.iter().collect();
         'hops: for hop in &hops {
-            let mx = if hop.routed {
+            let relay_tls = self.relay.as_ref().map(|(tls, _)| *tls);
+            let mx = if hop.relay && relay_tls != Some(crate::config::RelayTls::None) {
+                self.policies.relay()
+            } else if hop.routed {
                 self.policies.opportunistic()
             } else {
                 self.policies.for_mx(&policy, &hop.host).await
@@ -344,13 +392,11 @@ impl QueueManager {
             }
             for &addr in &hop.addrs {
                 let started = Instant::now();
-                let mut session = match Session::open(addr, &hop.host, &self.helo, &mx, timeouts)
-                    .await
-                {
+                let mut session = match self.open(hop, addr, &mx, timeouts).await {
                     Ok(s) => s,
                     Err(e) => {
                         tracing::info!(domain, mx = %hop.host, %addr, error = %e, "outbound connection failed");
-                        last_error = format!("{} ({addr}): {e}", hop.host);
+                        last_error = e;
                         continue;
                     }
                 };

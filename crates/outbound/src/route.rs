@@ -2,7 +2,8 @@
 //! configuration names one, else the domain's MX records by preference
 //! (shuffled among equal preferences), else its own A/AAAA records as an
 //! implicit MX. A null MX (RFC 7505: one MX `0 .`) means the domain takes
-//! no mail: a permanent failure at once.
+//! no mail: a permanent failure at once. With a relay (smarthost)
+//! configured, every domain without a static route goes to the relay.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -17,8 +18,11 @@ pub struct Hop {
     pub host: String,
     /// Addresses to connect to, in order.
     pub addrs: Vec<SocketAddr>,
-    /// Whether this hop came from a static route (no MX TLS policy).
+    /// Whether this hop came from a static route or is the relay (no MX
+    /// TLS policy).
     pub routed: bool,
+    /// Whether this hop is the relay (its own TLS and login).
+    pub relay: bool,
 }
 
 /// Why a domain's hops could not be found.
@@ -38,6 +42,8 @@ pub struct Router {
     resolver: TokioResolver,
     routes: HashMap<String, SocketAddr>,
     port: u16,
+    /// The relay's host name and port.
+    relay: Option<(String, u16)>,
 }
 
 impl Router {
@@ -52,7 +58,14 @@ impl Router {
             resolver,
             routes,
             port,
+            relay: None,
         }
+    }
+
+    /// Sends every domain without a static route to `host:port`.
+    pub fn with_relay(mut self, host: &str, port: u16) -> Router {
+        self.relay = Some((host.trim_end_matches('.').to_ascii_lowercase(), port));
+        self
     }
 
     /// The hops for `domain`, in the order to try them.
@@ -63,6 +76,30 @@ impl Router {
                 host: addr.ip().to_string(),
                 addrs: vec![*addr],
                 routed: true,
+                relay: false,
+            }]);
+        }
+        if let Some((host, port)) = &self.relay {
+            let addrs = match host.parse::<IpAddr>() {
+                Ok(ip) => vec![SocketAddr::new(ip, *port)],
+                Err(_) => self
+                    .addresses(host)
+                    .await
+                    .map_err(RouteError::Temporary)?
+                    .into_iter()
+                    .map(|a| SocketAddr::new(a.ip(), *port))
+                    .collect(),
+            };
+            if addrs.is_empty() {
+                return Err(RouteError::Temporary(format!(
+                    "the relay {host} has no address"
+                )));
+            }
+            return Ok(vec![Hop {
+                host: host.clone(),
+                addrs,
+                routed: true,
+                relay: true,
             }]);
         }
         let fqdn = format!("{domain}.");
@@ -113,6 +150,7 @@ impl Router {
                     host,
                     addrs,
                     routed: false,
+                    relay: false,
                 }),
                 Ok(_) => {}
                 Err(e) => last_error = Some(e),

@@ -92,10 +92,15 @@ fn start_outbound(
     }
     let nameservers = config.dns.resolver.list();
     let tls_config = config.outbound.tls.clone().with_data_dir(&config.data_dir);
-    let policies = Arc::new(
-        TlsPolicies::from_nameservers(&nameservers, tls_config)
-            .context("outbound TLS policy ([outbound.tls], [dns])")?,
-    );
+    let relay = &config.outbound.relay;
+    let mut policies = TlsPolicies::from_nameservers(&nameservers, tls_config)
+        .context("outbound TLS policy ([outbound.tls], [dns])")?;
+    if let Some(ca) = &relay.ca_file {
+        policies = policies
+            .with_relay_ca(ca)
+            .context("[outbound.relay] ca_file")?;
+    }
+    let policies = Arc::new(policies);
     // A resolver that strips DNSSEC would make DANE destinations wait:
     // said once at start rather than by every delivery.
     let check = Arc::clone(&policies);
@@ -104,11 +109,14 @@ fn start_outbound(
             tracing::warn!(error = %e, "DANE cannot validate DNSSEC through [dns] resolver");
         }
     });
-    let router = sluice_outbound::Router::new(
+    let mut router = sluice_outbound::Router::new(
         tls_policy::resolver(&nameservers).context("[dns] resolver")?,
         config.outbound.routes.clone(),
         config.outbound.mx_port,
     );
+    if relay.enabled() {
+        router = router.with_relay(&relay.host, relay.port);
+    }
     let manager = sluice_outbound::QueueManager::new(
         Arc::clone(store),
         router,
@@ -125,7 +133,13 @@ fn start_outbound(
         None => manager,
     };
     let signer = sluice_outbound::Signer::new(Arc::clone(store), config.dkim.clone());
-    let manager = manager.with_signer(Arc::new(signer), Arc::clone(directory));
+    let mut manager = manager.with_signer(Arc::new(signer), Arc::clone(directory));
+    if relay.enabled() {
+        let password = relay.password().map_err(anyhow::Error::msg)?;
+        let login = relay.username.clone().zip(password);
+        tracing::info!(relay = %relay.host, port = relay.port, login = login.is_some(), "all outbound mail goes through the relay");
+        manager = manager.with_relay(relay.tls, login);
+    }
     let _ = reporter.set(Arc::clone(&manager));
     Ok(Some(tokio::spawn(manager.run())))
 }

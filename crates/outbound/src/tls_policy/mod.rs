@@ -27,6 +27,7 @@ mod verifier;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use hickory_resolver::config::{NameServerConfig, ResolverConfig};
@@ -122,10 +123,48 @@ pub struct TlsPolicies {
     config: TlsPolicyConfig,
     provider: Arc<CryptoProvider>,
     webpki: Arc<WebPkiServerVerifier>,
+    /// Checks the relay's certificate (web PKI roots plus its CA file).
+    relay_webpki: Arc<WebPkiServerVerifier>,
     https: Arc<rustls::ClientConfig>,
     cache: PolicyCache,
     results: TlsResults,
     fetching: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// The web PKI roots, and the CA certificates of `ca_file` if given.
+fn roots_with(ca_file: Option<&Path>) -> Result<RootCertStore, TlsPolicyError> {
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let Some(path) = ca_file else {
+        return Ok(roots);
+    };
+    let ca_err = |reason: String| TlsPolicyError::CaFile {
+        path: path.display().to_string(),
+        reason,
+    };
+    let pem = std::fs::read(path).map_err(|e| ca_err(e.to_string()))?;
+    let mut n = 0;
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        let cert = cert.map_err(|e| ca_err(e.to_string()))?;
+        roots.add(cert).map_err(|e| ca_err(e.to_string()))?;
+        n += 1;
+    }
+    if n == 0 {
+        return Err(ca_err("no certificate in it".into()));
+    }
+    Ok(roots)
+}
+
+fn verifier(
+    roots: &Arc<RootCertStore>,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<WebPkiServerVerifier>, TlsPolicyError> {
+    WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone())
+        .build()
+        .map_err(|e| TlsPolicyError::CaFile {
+            path: "(roots)".into(),
+            reason: e.to_string(),
+        })
 }
 
 /// A plain (non-validating) resolver asking `nameservers` (contract 6),
@@ -199,31 +238,8 @@ impl TlsPolicies {
         config: TlsPolicyConfig,
     ) -> Result<TlsPolicies, TlsPolicyError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        if let Some(path) = &config.mta_sts_ca_file {
-            let ca_err = |reason: String| TlsPolicyError::CaFile {
-                path: path.display().to_string(),
-                reason,
-            };
-            let pem = std::fs::read(path).map_err(|e| ca_err(e.to_string()))?;
-            let mut n = 0;
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| ca_err(e.to_string()))?;
-                roots.add(cert).map_err(|e| ca_err(e.to_string()))?;
-                n += 1;
-            }
-            if n == 0 {
-                return Err(ca_err("no certificate in it".into()));
-            }
-        }
-        let roots = Arc::new(roots);
-        let webpki = WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone())
-            .build()
-            .map_err(|e| TlsPolicyError::CaFile {
-                path: "(roots)".into(),
-                reason: e.to_string(),
-            })?;
+        let roots = Arc::new(roots_with(config.mta_sts_ca_file.as_deref())?);
+        let webpki = verifier(&roots, &provider)?;
         let https = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsPolicyError::Resolver(e.to_string()))?
@@ -237,9 +253,31 @@ impl TlsPolicies {
             fetching: std::sync::Mutex::new(HashMap::new()),
             config,
             provider,
+            relay_webpki: webpki.clone(),
             webpki,
             https: Arc::new(https),
         })
+    }
+
+    /// Trusts the CAs in `ca_file` (PEM) for the relay's certificate, in
+    /// addition to the web PKI roots.
+    pub fn with_relay_ca(mut self, ca_file: &Path) -> Result<TlsPolicies, TlsPolicyError> {
+        let roots = Arc::new(roots_with(Some(ca_file))?);
+        self.relay_webpki = verifier(&roots, &self.provider)?;
+        Ok(self)
+    }
+
+    /// TLS with the relay (smarthost): required, and its certificate must
+    /// be valid for its host name.
+    pub fn relay(&self) -> MxTls {
+        self.mx_tls_with(
+            self.relay_webpki.clone(),
+            Check::WebPki { enforce: true },
+            "relay",
+            true,
+            true,
+            None,
+        )
     }
 
     /// Uses `resolver` (see [`validating_resolver`]) for the DNSSEC-checked
@@ -605,10 +643,29 @@ impl TlsPolicies {
         required: bool,
         policy_failure: Option<(FailureType, String)>,
     ) -> MxTls {
+        self.mx_tls_with(
+            self.webpki.clone(),
+            check,
+            kind,
+            allowed,
+            required,
+            policy_failure,
+        )
+    }
+
+    fn mx_tls_with(
+        &self,
+        webpki: Arc<WebPkiServerVerifier>,
+        check: Check,
+        kind: &'static str,
+        allowed: bool,
+        required: bool,
+        policy_failure: Option<(FailureType, String)>,
+    ) -> MxTls {
         let verification = Verification::default();
         let verifier = Arc::new(PolicyVerifier {
             check,
-            webpki: self.webpki.clone(),
+            webpki,
             provider: self.provider.clone(),
             found: verification.clone(),
         });
