@@ -88,7 +88,9 @@ struct LoadedKey {
     signer: DkimSigner<PrivateKey, Done>,
 }
 
-fn load(key: &DkimKey) -> Result<PrivateKey, KeyError> {
+/// The private key of a stored key, ready to sign (DKIM here, ARC seals
+/// in the SMTP server).
+pub fn load(key: &DkimKey) -> Result<PrivateKey, KeyError> {
     match key.algorithm.as_str() {
         "rsa-sha256" => rsa_from_der(&key.private_der).map(PrivateKey::Rsa),
         "ed25519-sha256" => Ed25519Key::from_pkcs8_maybe_unchecked_der(&key.private_der)

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod arc_keys;
 mod backup;
 mod config;
 mod dkim_admin;

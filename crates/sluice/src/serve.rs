@@ -253,8 +253,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     ));
     let spf = smtp::SpfCheck::new(Arc::clone(&authenticator), &config.auth_checks).map(Arc::new);
     let reporter = Reporter::default();
-    let message_auth =
-        smtp::MessageAuth::new(authenticator, &config.auth_checks, &config.hostname).map(Arc::new);
+    let message_auth = smtp::MessageAuth::new(authenticator, &config.auth_checks, &config.hostname)
+        .map(|checks| {
+            if !config.auth_checks.arc_seal {
+                return checks;
+            }
+            checks.with_sealing(Arc::new(crate::arc_keys::StoreSealingKeys {
+                store: Arc::clone(&store),
+            }))
+        })
+        .map(Arc::new);
     let smtp_ctx = Arc::new(smtp::Context {
         hostname: config.hostname.clone(),
         config: config.smtp.clone(),

@@ -334,3 +334,85 @@ fn mark_mode_records_but_applies_no_policy() {
     );
     assert!(out.contains("dkimpy tampered False"), "{out}");
 }
+
+/// Checks the ARC chain and the DKIM signature of the message in the file
+/// `argv[1]` (as `smtp-sink` wrote it), asking `nsd` on port `argv[2]`.
+/// Prints `arc CV` and `dkim True|False`.
+const ARC_VERIFY: &str = r#"
+import re, sys
+import dkim, dns.resolver
+message = open(sys.argv[1], "rb").read()
+message = re.sub(rb"\A(X-(Client-Addr|Client-Proto|Helo-Args|Mail-Args|Rcpt-Args):[^\n]*\n)+", b"", message)
+message = re.sub(rb"\r?\n", b"\r\n", message)
+r = dns.resolver.Resolver(configure=False)
+r.nameservers = ["127.0.0.1"]
+r.port = int(sys.argv[2])
+def txt(name, timeout=5):
+    name = name.decode() if isinstance(name, bytes) else name
+    for rr in r.resolve(name, "TXT"):
+        return b"".join(rr.strings)
+cv, results, reason = dkim.arc_verify(message, dnsfunc=txt)
+print("arc", cv.decode(), reason)
+print("dkim", dkim.verify(message, dnsfunc=txt))
+"#;
+
+#[test]
+fn forwarded_mail_is_sealed_with_arc_by_the_alias_domain() {
+    let mut setup = setup();
+    let sink = sluice_testkit::SmtpSink::start(&[]);
+    let server = Server::start_with(&format!(
+        "[dns]\nresolver = \"{}\"\n\
+         [auth_checks]\ndkim = \"mark\"\n\
+         [outbound]\nretry_schedule = [1]\n\
+         [outbound.routes]\n\"far.test\" = \"{}\"\n\
+         [outbound.tls]\nmta_sts = false\ndane = \"off\"\n",
+        setup.dns.addr, sink.addr
+    ));
+    let user = server.add_user("local");
+    server.cli_ok(&["dkim", "keygen", "example.org", "--selector", "arc1"]);
+    let record = server.cli_ok(&["dkim", "record", "example.org", "arc1"]);
+    setup
+        .dns
+        .set_zone(Zone::new("example.org", &[record.trim()]));
+    server.cli_ok(&["alias", "add", "fwd@example.org", "someone@far.test"]);
+    assert!(kit::wait_until(std::time::Duration::from_secs(5), || {
+        server.rcpt_accepted("fwd@example.org")
+    }));
+    let sent = send(
+        &server,
+        &setup,
+        "fwd@example.org",
+        &["sealed:a@signed.test:sign"],
+    );
+    assert!(sent.contains("sent sealed 250"), "{sent}\n{}", server.log());
+    // The sink has written a message whole once the queue is empty.
+    assert!(
+        kit::wait_until(std::time::Duration::from_secs(20), || {
+            !sink.messages().is_empty()
+                && server
+                    .cli_ok(&["queue", "list"])
+                    .contains("the queue is empty")
+        }),
+        "{}",
+        server.log()
+    );
+    let forwarded = sink.messages().remove(0);
+    assert!(
+        forwarded.contains("ARC-Seal: i=1; a=rsa-sha256;"),
+        "{forwarded}"
+    );
+    assert!(forwarded.contains("d=example.org"), "{forwarded}");
+    let file = setup._keys.path().join("forwarded.eml");
+    std::fs::write(&file, &forwarded).unwrap();
+    let verdict = debian_python(
+        ARC_VERIFY,
+        &[&file.to_string_lossy(), &setup.dns.addr.port().to_string()],
+    );
+    assert!(verdict.contains("arc pass"), "{verdict}\n{forwarded}");
+    assert!(verdict.contains("dkim True"), "{verdict}");
+    // Mail delivered here only is not sealed.
+    send(&server, &setup, &user, &["kept:a@signed.test:sign"]);
+    let out = read(&server, &setup, &user);
+    assert!(stored(&out, "kept").contains("dkim=pass"), "{out}");
+    assert!(!out.contains("ARC"), "{out}");
+}

@@ -55,6 +55,9 @@ pub struct AuthChecksConfig {
     /// §2.5); default: the server's host name. Fields with this id in
     /// arriving mail are forgeries and are removed.
     pub authserv_id: Option<String>,
+    /// Seal mail forwarded to remote alias targets with ARC (RFC 8617),
+    /// with the DKIM key of the alias's domain (default true).
+    pub arc_seal: bool,
 }
 
 impl Default for AuthChecksConfig {
@@ -64,6 +67,7 @@ impl Default for AuthChecksConfig {
             dkim: DkimMode::Mark,
             dmarc: DmarcMode::Enforce,
             authserv_id: None,
+            arc_seal: true,
         }
     }
 }

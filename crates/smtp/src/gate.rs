@@ -45,6 +45,9 @@ struct Envelope {
     envid: Option<String>,
     /// RET=FULL (RFC 3461 §4.3).
     ret_full: bool,
+    /// The local domain of the first alias that forwards this message to
+    /// a remote target (it seals the message with ARC).
+    forwarder: Option<String>,
     started: Instant,
 }
 
@@ -487,6 +490,7 @@ impl<'a> Session<'a> {
             local_notify: Vec::new(),
             envid: from.env_id.as_ref().map(|e| e.to_string()),
             ret_full: from.flags & MAIL_RET_FULL != 0,
+            forwarder: None,
             started: Instant::now(),
         });
         self.reply(Reply::new(250, "2.1.0", "Sender OK"))
@@ -582,6 +586,11 @@ impl<'a> Session<'a> {
             Resolution::Deliver { mailboxes, remote } => {
                 let env = self.envelope.as_mut().expect("checked above");
                 let mailboxes_empty = mailboxes.is_empty();
+                if !remote.is_empty() && env.forwarder.is_none() {
+                    env.forwarder = address
+                        .rsplit_once('@')
+                        .map(|(_, d)| d.to_ascii_lowercase());
+                }
                 for m in mailboxes {
                     if !env.mailboxes.contains(&m) {
                         env.mailboxes.push(m);
@@ -708,8 +717,20 @@ impl<'a> Session<'a> {
     fn taps(&self) -> Taps {
         Taps {
             scan: self.ctx.content.as_ref().map(|c| c.start()),
-            auth: (self.submission().is_none() && self.ctx.message_auth.is_some())
-                .then(Collector::default),
+            auth: match &self.ctx.message_auth {
+                Some(auth) if self.submission().is_none() => {
+                    let forwarded = self
+                        .envelope
+                        .as_ref()
+                        .is_some_and(|e| e.forwarder.is_some());
+                    Some(if forwarded && auth.seals() {
+                        Collector::for_sealing()
+                    } else {
+                        Collector::default()
+                    })
+                }
+                _ => None,
+            },
         }
     }
 
@@ -909,6 +930,7 @@ impl<'a> Session<'a> {
                     helo: self.helo.as_deref().unwrap_or_default(),
                     mail_from: &env.sender,
                     spf: self.spf_output.as_ref(),
+                    forwarder: env.forwarder.as_deref(),
                 };
                 Some(checker.check(collector, sender).await)
             }

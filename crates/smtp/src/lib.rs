@@ -29,7 +29,7 @@ pub use blocklist::{BlocklistPolicy, IpNet};
 pub use config::SmtpConfig;
 pub use content::{Action, ContentPolicy, Engine};
 pub use data::{DotUnstuffer, LineEnds};
-pub use message_auth::MessageAuth;
+pub use message_auth::{MessageAuth, SealingKey, SealingKeys};
 pub use server::{serve, serve_submission, Context, Delivered, DeliveredReport};
 pub use spf::SpfCheck;
 pub use srs::{today as srs_today, Srs, SrsError};

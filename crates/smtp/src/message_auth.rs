@@ -9,11 +9,18 @@
 //! header block with the hashes filled in), DMARC is evaluated, and the
 //! field goes in front of the stored message as its lead
 //! ([`store::Delivery::lead`]), since its content is known only now.
+//!
+//! Mail forwarded to remote alias targets is also sealed with ARC (RFC
+//! 8617) in the name of the alias's domain, when it has a DKIM key: the
+//! next hop then sees what we found, even though forwarding (SRS) breaks
+//! SPF alignment. The seal needs the body hash of the message as a whole
+//! (relaxed, SHA-256), which the collector adds for such mail.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mail_auth::arc::ArcSealer;
 use mail_auth::common::crypto::{HashAlgorithm, HashContext, HashImpl, Sha1, Sha256};
 use mail_auth::common::headers::HeaderWriter;
 use mail_auth::dkim::canonicalize::BodyHasher;
@@ -24,6 +31,39 @@ use mail_auth::{
     AuthenticatedMessage, AuthenticationResults, DkimResult, DmarcResult, MessageAuthenticator,
     SpfOutput, SpfResult,
 };
+
+/// Header fields an ARC-Message-Signature covers when present.
+const SEALED_HEADERS: [&str; 11] = [
+    "From",
+    "To",
+    "Cc",
+    "Subject",
+    "Date",
+    "Message-ID",
+    "Reply-To",
+    "In-Reply-To",
+    "References",
+    "MIME-Version",
+    "Content-Type",
+];
+
+/// A key that seals in a domain's name.
+pub struct SealingKey {
+    /// `d=`.
+    pub domain: String,
+    /// `s=`.
+    pub selector: String,
+    /// The private key (RSA or Ed25519, SHA-256).
+    pub key: mail_auth::common::crypto::DkimKey,
+}
+
+/// Where ARC sealing keys come from (the store's DKIM keys).
+#[async_trait::async_trait]
+pub trait SealingKeys: Send + Sync {
+    /// The key to seal with for mail forwarded by `domain` (or a parent),
+    /// if it has one that signs.
+    async fn sealing_key(&self, domain: &str) -> Option<SealingKey>;
+}
 
 use crate::auth_checks::{AuthChecksConfig, DmarcMode};
 use crate::header_fix::{header_end, MAX_HEADER};
@@ -85,6 +125,8 @@ pub(crate) struct Collector {
     /// The header block with the empty line that ends it, once complete.
     header: Vec<u8>,
     state: State,
+    /// Also hash the body for an ARC seal.
+    sealing: bool,
 }
 
 enum State {
@@ -101,11 +143,42 @@ impl Default for Collector {
         Collector {
             header: Vec::new(),
             state: State::Header,
+            sealing: false,
         }
     }
 }
 
 impl Collector {
+    /// A collector that also hashes what an ARC seal signs (forwarded
+    /// mail).
+    pub(crate) fn for_sealing() -> Collector {
+        Collector {
+            sealing: true,
+            ..Collector::default()
+        }
+    }
+
+    /// The body hashes to compute: those the signatures in `header` ask
+    /// for, and the seal's.
+    fn wanted(&self, header: &[u8]) -> Vec<BodyHash> {
+        let mut keys: Vec<(Canonicalization, HashAlgorithm, u64)> =
+            AuthenticatedMessage::parse(header)
+                .map(|m| {
+                    m.body_hashes
+                        .iter()
+                        .map(|&(c, a, l, _)| (c, a, l))
+                        .collect()
+                })
+                .unwrap_or_default();
+        let seal = (Canonicalization::Relaxed, HashAlgorithm::Sha256, 0);
+        if self.sealing && !keys.contains(&seal) {
+            keys.push(seal);
+        }
+        keys.into_iter()
+            .map(|(c, a, l)| BodyHash::new(c, a, l))
+            .collect()
+    }
+
     /// Feeds the next piece of the message (with CRLF line ends, as the
     /// data stage makes them).
     pub(crate) fn feed(&mut self, piece: &[u8]) {
@@ -130,14 +203,7 @@ impl Collector {
     /// The header block is complete: one hasher per body hash the
     /// signatures ask for (mail-auth lists them when it parses the block).
     fn start_body(&mut self, first: &[u8]) {
-        let mut hashes: Vec<BodyHash> = AuthenticatedMessage::parse(&self.header)
-            .map(|m| {
-                m.body_hashes
-                    .iter()
-                    .map(|&(c, a, l, _)| BodyHash::new(c, a, l))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut hashes = self.wanted(&self.header);
         hashes.iter_mut().for_each(|h| h.write(first));
         self.state = State::Body(hashes);
     }
@@ -148,14 +214,7 @@ impl Collector {
         let hashes = match self.state {
             State::TooLong => return None,
             // All header, no body: the body is empty.
-            State::Header => AuthenticatedMessage::parse(&self.header)
-                .map(|m| {
-                    m.body_hashes
-                        .iter()
-                        .map(|&(c, a, l, _)| BodyHash::new(c, a, l))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            State::Header => self.wanted(&self.header),
             State::Body(hashes) => hashes,
         };
         Some(Collected {
@@ -202,6 +261,9 @@ pub(crate) struct Sender<'a> {
     pub mail_from: &'a str,
     /// The SPF result of the transaction, when SPF ran.
     pub spf: Option<&'a SpfOutput>,
+    /// The local domain forwarding the message to remote alias targets,
+    /// which seals it with ARC.
+    pub forwarder: Option<&'a str>,
 }
 
 /// What the checks decided for one message.
@@ -222,6 +284,7 @@ pub struct MessageAuth {
     authenticator: Arc<MessageAuthenticator>,
     authserv_id: String,
     dmarc: DmarcMode,
+    sealing: Option<Arc<dyn SealingKeys>>,
 }
 
 impl MessageAuth {
@@ -239,7 +302,19 @@ impl MessageAuth {
                 .clone()
                 .unwrap_or_else(|| hostname.to_string()),
             dmarc: config.dmarc,
+            sealing: None,
         })
+    }
+
+    /// Seals forwarded mail with ARC, with keys from `keys`.
+    pub fn with_sealing(mut self, keys: Arc<dyn SealingKeys>) -> MessageAuth {
+        self.sealing = Some(keys);
+        self
+    }
+
+    /// Whether forwarded mail is sealed (its collector must hash for it).
+    pub(crate) fn seals(&self) -> bool {
+        self.sealing.is_some()
     }
 
     /// Our authserv-id: `Authentication-Results:` fields in arriving mail
@@ -279,6 +354,16 @@ impl MessageAuth {
                 .find(|h| (h.0, h.1, h.2) == (entry.0, entry.1, entry.2))
             {
                 entry.3 = found.3.clone();
+            }
+        }
+        // The seal's hash, when the signatures did not ask for it.
+        for found in &collected.hashes {
+            if !message
+                .body_hashes
+                .iter()
+                .any(|h| (h.0, h.1, h.2) == (found.0, found.1, found.2))
+            {
+                message.body_hashes.push(found.clone());
             }
         }
         let message = message;
@@ -365,7 +450,41 @@ impl MessageAuth {
         if dkim.is_empty() {
             outcome.field = with_first_result(&outcome.field, &self.authserv_id, "dkim=none");
         }
+        if let Some(domain) = sender.forwarder {
+            if let Some(seal) = self.seal(domain, &message, &results, &arc).await {
+                outcome.field.insert_str(0, &seal);
+                outcome.summary.push_str(" arc=sealed");
+            }
+        }
         outcome
+    }
+
+    /// The ARC set (RFC 8617 §4) sealing `message` as forwarded by
+    /// `domain`; `None` when the domain has no key, or the chain that came
+    /// in had already failed (§5.1.2: no seal on a failed chain).
+    async fn seal(
+        &self,
+        domain: &str,
+        message: &AuthenticatedMessage<'_>,
+        results: &AuthenticationResults<'_>,
+        arc: &mail_auth::ArcOutput<'_>,
+    ) -> Option<String> {
+        let keys = self.sealing.as_ref()?;
+        if !arc.can_be_sealed() {
+            return None;
+        }
+        let key = keys.sealing_key(domain).await?;
+        let sealer = ArcSealer::from_key(key.key)
+            .domain(key.domain.as_str())
+            .selector(key.selector.as_str())
+            .headers(SEALED_HEADERS);
+        match sealer.seal(message, results, arc) {
+            Ok(set) => Some(set.to_header()),
+            Err(e) => {
+                tracing::warn!(domain, error = %e, "ARC sealing failed; forwarded unsealed");
+                None
+            }
+        }
     }
 }
 
