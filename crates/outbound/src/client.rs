@@ -133,6 +133,9 @@ pub struct Extensions {
     pub dsn: bool,
     /// AUTH (RFC 4954): the mechanisms offered, upper case.
     pub auth: Vec<String>,
+    /// CHUNKING (RFC 3030): the message goes in BDAT chunks, as stored,
+    /// with no dot-stuffing and no end-of-data line to scan for.
+    pub chunking: bool,
 }
 
 impl Extensions {
@@ -150,6 +153,7 @@ impl Extensions {
                 "8BITMIME" => ext.eight_bit_mime = true,
                 "SMTPUTF8" => ext.smtputf8 = true,
                 "DSN" => ext.dsn = true,
+                "CHUNKING" => ext.chunking = true,
                 "AUTH" => ext
                     .auth
                     .extend(words.by_ref().map(|m| m.to_ascii_uppercase())),
@@ -460,6 +464,9 @@ impl Session {
         if results.iter().all(|r| r.is_err()) {
             return self.abandon(results).await;
         }
+        if self.extensions.chunking {
+            return self.send_chunks(results, next_piece).await;
+        }
         send_line(&mut self.io, "DATA", t.command).await?;
         let (go, _) = read_reply(
             &mut self.io,
@@ -489,7 +496,13 @@ impl Session {
             batch.push_str(rcpt);
             batch.push_str("\r\n");
         }
-        batch.push_str("DATA");
+        let chunking = self.extensions.chunking;
+        if chunking {
+            // BDAT follows once the recipients are known.
+            batch.truncate(batch.len() - 2);
+        } else {
+            batch.push_str("DATA");
+        }
         send_line(&mut self.io, &batch, t.command).await?;
         let (mail_reply, _) = read_reply(&mut self.io, t.command, "the reply to MAIL").await?;
         let mut results = Vec::with_capacity(recipients.len());
@@ -502,6 +515,18 @@ impl Session {
             } else {
                 Err(mail_reply.clone())
             });
+        }
+        if chunking {
+            if !mail_reply.is_positive() {
+                return Ok(TransactionResult {
+                    recipients: results,
+                    data: Some(mail_reply),
+                });
+            }
+            if results.iter().all(|r| r.is_err()) {
+                return self.abandon(results).await;
+            }
+            return self.send_chunks(results, next_piece).await;
         }
         let (go, _) = read_reply(
             &mut self.io,
@@ -538,6 +563,45 @@ impl Session {
         Ok(TransactionResult {
             recipients: results,
             data: None,
+        })
+    }
+
+    /// Sends the message in BDAT chunks (RFC 3030), one per stored piece,
+    /// each answered before the next, then `BDAT 0 LAST`.
+    async fn send_chunks<F, Fut>(
+        &mut self,
+        results: Vec<Result<(), Reply>>,
+        mut next_piece: F,
+    ) -> Result<TransactionResult, ClientError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = std::io::Result<Option<Vec<u8>>>>,
+    {
+        let t = self.timeouts;
+        while let Some(piece) = next_piece().await? {
+            if piece.is_empty() {
+                continue;
+            }
+            let mut block = format!("BDAT {}\r\n", piece.len()).into_bytes();
+            block.extend_from_slice(&piece);
+            self.write_block(&block).await?;
+            let (reply, _) = read_reply(&mut self.io, t.data_end, "the reply to BDAT").await?;
+            if !reply.is_positive() {
+                // The server dropped the message; the session is reset
+                // for the next one.
+                send_line(&mut self.io, "RSET", t.command).await?;
+                read_reply(&mut self.io, t.command, "the reply to RSET").await?;
+                return Ok(TransactionResult {
+                    recipients: results,
+                    data: Some(reply),
+                });
+            }
+        }
+        self.write_block(b"BDAT 0 LAST\r\n").await?;
+        let (end, _) = read_reply(&mut self.io, t.data_end, "the reply to the last BDAT").await?;
+        Ok(TransactionResult {
+            recipients: results,
+            data: Some(end),
         })
     }
 
@@ -763,12 +827,17 @@ mod tests {
             "SIZE 1000",
             "starttls",
             "8BITMIME",
+            "AUTH PLAIN login",
+            "CHUNKING",
+            "DSN",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
         let ext = Extensions::parse(&lines);
         assert!(ext.starttls && ext.pipelining && ext.eight_bit_mime && !ext.smtputf8);
+        assert!(ext.chunking && ext.dsn);
+        assert_eq!(ext.auth, ["PLAIN", "LOGIN"]);
         assert_eq!(ext.size, Some(1000));
     }
 

@@ -782,6 +782,7 @@ fn log_transaction(
         recipients = ?recipients,
         tls = session.tls.kind,
         tls_version = session.tls.version.as_deref().unwrap_or("none"),
+        data = if session.extensions.chunking { "bdat" } else { "data" },
         reply,
         ms = started.elapsed().as_millis() as u64,
         parallel,

@@ -96,6 +96,8 @@ fn mail_goes_through_the_relay_with_a_login_over_tls() {
         assert!(server
             .log()
             .contains("all outbound mail goes through the relay"));
+        // Sluice offers CHUNKING: the message went in BDAT chunks.
+        assert!(server.log().contains("data=\"bdat\""), "{}", server.log());
         assert!(wait_until(Duration::from_secs(5), || server
             .cli_ok(&["queue", "list"])
             .contains("the queue is empty")));
