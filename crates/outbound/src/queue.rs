@@ -113,6 +113,29 @@ impl About {
     }
 }
 
+/// Why a server cannot take a message as it is, from its EHLO reply: over
+/// its SIZE limit (RFC 1870), or addresses that need SMTPUTF8 when it does
+/// not offer it (RFC 6531 §3.2: no downgrade of addresses). Mail with
+/// 8-bit content goes to servers without 8BITMIME as it is, as most of
+/// them take it.
+fn unsendable(extensions: &crate::client::Extensions, host: &str, job: &Job) -> Option<String> {
+    if let Some(limit) = extensions.size.filter(|&l| l > 0) {
+        if job.size > limit {
+            return Some(format!(
+                "message too big for {host}: 5.3.4 it takes up to {limit} bytes, this one has {}",
+                job.size
+            ));
+        }
+    }
+    let international = !job.sender.is_ascii() || job.rows.iter().any(|r| !r.recipient.is_ascii());
+    if international && !extensions.smtputf8 {
+        return Some(format!(
+            "{host} cannot take these addresses: 5.6.7 it does not offer SMTPUTF8"
+        ));
+    }
+    None
+}
+
 /// The envelope of a job: DSN requests handed on when the server takes
 /// them (`dsn`), else kept for our own reports.
 fn envelope_of(job: &Job, dsn: bool) -> crate::client::Envelope {
@@ -402,6 +425,16 @@ impl QueueManager {
                 };
                 self.policies.record(domain, &hop.host, session.tls.clone());
                 while let Some(job) = pending.first() {
+                    if let Some(reason) = unsendable(&session.extensions, &hop.host, job) {
+                        // What this server cannot take, another attempt
+                        // will not change: a permanent failure, reported.
+                        self.finish_all(&[*job], |_| QueueOutcome::Failed {
+                            reason: reason.clone(),
+                        })
+                        .await;
+                        pending.remove(0);
+                        continue;
+                    }
                     let envelope = envelope_of(job, session.extensions.dsn);
                     let store = Arc::clone(&self.store);
                     let blob = job.blob;
@@ -847,6 +880,39 @@ mod tests {
             envid: None,
             ret_full: false,
         }
+    }
+
+    #[test]
+    fn what_a_server_cannot_take_is_found_before_sending() {
+        let job = |sender: &str, rcpt: &str, size: u64| Job {
+            blob: 1,
+            sender: sender.into(),
+            size,
+            rows: vec![row(1, 1, sender, rcpt)],
+        };
+        let plain = crate::client::Extensions::default();
+        let limited = crate::client::Extensions {
+            size: Some(1000),
+            smtputf8: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            unsendable(&plain, "mx", &job("a@b.test", "c@d.test", 5000)),
+            None
+        );
+        let big = unsendable(&limited, "mx", &job("a@b.test", "c@d.test", 5000)).unwrap();
+        assert!(big.contains("5.3.4"), "{big}");
+        assert_eq!(status_of_reason(&big), "5.3.4");
+        let utf8 = unsendable(&plain, "mx", &job("a@b.test", "jos\u{e9}@d.test", 10)).unwrap();
+        assert_eq!(status_of_reason(&utf8), "5.6.7");
+        assert_eq!(
+            unsendable(&limited, "mx", &job("a@b.test", "jos\u{e9}@d.test", 10)),
+            None
+        );
+    }
+
+    fn status_of_reason(reason: &str) -> String {
+        crate::dsn::status_of(reason)
     }
 
     #[test]

@@ -15,8 +15,13 @@ use sluice_testkit::{Dns, SmtpSink, Zone};
 /// The relay: takes mail from its accounts for anywhere and sends mail
 /// for `far.test` to `sink`.
 fn relay(sink: &SmtpSink, dns: &Dns) -> Server {
+    relay_with(sink, dns, "")
+}
+
+/// [`relay`] with more configuration.
+fn relay_with(sink: &SmtpSink, dns: &Dns, extra: &str) -> Server {
     let relay = Server::start_with(&format!(
-        "[dns]\nresolver = \"{}\"\n\
+        "{extra}[dns]\nresolver = \"{}\"\n\
          [submission]\nsender_check = \"off\"\n\
          [outbound]\nretry_schedule = [1]\n\
          [outbound.routes]\n\"far.test\" = \"{}\"\n\
@@ -56,16 +61,22 @@ fn sender(relay: &Server, dns: &Dns, port: u16, tls: &str, password: &str, trust
 }
 
 fn send(server: &Server, subject: &str) {
+    send_sized(server, subject, 0);
+}
+
+/// [`send`] with a body of `size` more bytes.
+fn send_sized(server: &Server, subject: &str, size: usize) {
     python(
         r#"
 import smtplib, sys
 h, p = sys.argv[1].rsplit(":", 1)
+body = ("x" * 70 + "\r\n") * (int(sys.argv[3]) // 72)
 s = smtplib.SMTP(h, int(p))
 s.sendmail("someone@origin.test", ["out@example.org"],
-    "From: someone@origin.test\r\nTo: out@example.org\r\nSubject: %s\r\n\r\nbody\r\n" % sys.argv[2])
+    "From: someone@origin.test\r\nTo: out@example.org\r\nSubject: %s\r\n\r\nbody\r\n%s" % (sys.argv[2], body))
 s.quit()
 "#,
-        &[&addr_arg(server.smtp), subject],
+        &[&addr_arg(server.smtp), subject, &size.to_string()],
     );
 }
 
@@ -97,7 +108,13 @@ fn mail_goes_through_the_relay_with_a_login_over_tls() {
             .log()
             .contains("all outbound mail goes through the relay"));
         // Sluice offers CHUNKING: the message went in BDAT chunks.
-        assert!(server.log().contains("data=\"bdat\""), "{}", server.log());
+        assert!(
+            wait_until(Duration::from_secs(5), || server
+                .log()
+                .contains("data=\"bdat\"")),
+            "{}",
+            server.log()
+        );
         assert!(wait_until(Duration::from_secs(5), || server
             .cli_ok(&["queue", "list"])
             .contains("the queue is empty")));
@@ -164,4 +181,32 @@ fn a_relay_whose_certificate_does_not_check_out_gets_nothing() {
         "{}",
         relay.log()
     );
+}
+
+#[test]
+fn a_message_over_the_relays_size_limit_fails_at_once() {
+    let sink = SmtpSink::start(&[]);
+    let dns = dns();
+    let relay = relay_with(&sink, &dns, "[smtp]\nmax_message_size = 3000\n");
+    let port = relay.addr("submission").port();
+    let server = sender(&relay, &dns, port, "starttls", PASSWORD, true);
+    send_sized(&server, "too big", 6000);
+    assert!(
+        wait_until(Duration::from_secs(20), || server
+            .log()
+            .contains("outbound delivery failed for good")),
+        "{}",
+        server.log()
+    );
+    let log = server.log();
+    assert!(log.contains("5.3.4 it takes up to 3000 bytes"), "{log}");
+    // Refused from the EHLO reply: no transaction was tried for it (the
+    // report to its sender goes through the relay too).
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("outbound transaction") && l.contains("someone@far.test")),
+        "{log}"
+    );
+    let queue = server.cli_ok(&["queue", "list"]);
+    assert!(!queue.contains("someone@far.test"), "{queue}");
 }
