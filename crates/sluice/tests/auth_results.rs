@@ -88,6 +88,9 @@ fn dns(public_key: &str) -> Dns {
             ],
         ),
         Zone::new("nodmarc.test", &["@ IN A 192.0.2.1"]),
+        // SPF results without a DMARC policy.
+        Zone::new("soft.test", &["@ IN TXT \"v=spf1 ~all\""]),
+        Zone::new("spffail.test", &["@ IN TXT \"v=spf1 -all\""]),
         // The parent: DMARC's tree walk asks `_dmarc.test` too, which must
         // be an answer (no such name), not a refusal.
         Zone::new("test", &[]),
@@ -415,4 +418,74 @@ fn forwarded_mail_is_sealed_with_arc_by_the_alias_domain() {
     let out = read(&server, &setup, &user);
     assert!(stored(&out, "kept").contains("dkim=pass"), "{out}");
     assert!(!out.contains("ARC"), "{out}");
+}
+
+/// Postfix as the sending site's MTA: messages go to it and it relays them
+/// to Sluice, whose results must be right for each SPF outcome, DKIM and
+/// DMARC.
+#[test]
+fn results_are_right_for_mail_relayed_by_postfix() {
+    let setup = setup();
+    let server = Server::start_with(&format!(
+        "[dns]\nresolver = \"{}\"\n[auth_checks]\nspf = \"mark\"\n",
+        setup.dns.addr
+    ));
+    let user = server.add_user("frompostfix");
+    let postfix = sluice_testkit::PostfixMx::relaying_to("mta.sender.test", server.smtp);
+    // The same sender as before, pointed at Postfix instead of Sluice.
+    let mut args = vec![
+        format!("127.0.0.1:{}", postfix.addr.port()),
+        user.clone(),
+        setup.key.to_string_lossy().into_owned(),
+    ];
+    for case in [
+        "pass:f@spfok.test:plain",
+        "signed:a@signed.test:sign",
+        "softfail:s@soft.test:plain",
+        "fail:x@spffail.test:plain",
+        "none:g@nodmarc.test:plain",
+    ] {
+        args.push(case.to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let sent = debian_python(SEND, &args);
+    assert_eq!(sent.matches(" 250").count(), 5, "{sent}");
+    let out = || read(&server, &setup, &user);
+    assert!(
+        kit::wait_until(std::time::Duration::from_secs(30), || out()
+            .lines()
+            .filter(|l| l.starts_with("stored"))
+            .count()
+            == 5),
+        "{}\n--- postfix:\n{}\n--- sluice:\n{}",
+        out(),
+        postfix.log(),
+        server.log()
+    );
+    let out = out();
+    for (name, want) in [
+        (
+            "pass",
+            &[
+                "spf=pass",
+                "smtp.mailfrom=f@spfok.test",
+                "dkim=none",
+                "dmarc=pass",
+            ][..],
+        ),
+        (
+            "signed",
+            &["spf=fail", "dkim=pass header.i=@signed.test", "dmarc=pass"][..],
+        ),
+        ("softfail", &["spf=softfail", "dmarc=none"][..]),
+        ("fail", &["spf=fail", "dmarc=none"][..]),
+        ("none", &["spf=none", "dmarc=none"][..]),
+    ] {
+        let line = stored(&out, name);
+        for w in want {
+            assert!(line.contains(w), "{name}: no {w} in {line}");
+        }
+    }
+    // The message Postfix relayed still verifies after our field.
+    assert!(out.contains("dkimpy signed True"), "{out}");
 }

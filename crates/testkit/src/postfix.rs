@@ -1,7 +1,9 @@
-//! A real Postfix SMTP server on loopback for tests: an MX that offers
-//! STARTTLS with the certificate the test gives, accepts mail for any
-//! recipient and discards it. Its own config and queue in a temp
-//! directory; the system's `/etc/postfix` is left as it is.
+//! A real Postfix SMTP server on loopback for tests, in one of two roles:
+//! an MX that offers STARTTLS with the certificate the test gives, accepts
+//! mail for any recipient and discards it; or a sending MTA that relays
+//! whatever loopback clients give it to the server under test. Its own
+//! config and queue in a temp directory; the system's `/etc/postfix` is
+//! left as it is.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,6 +22,38 @@ impl PostfixMx {
     /// Starts Postfix as the MX `hostname` on a free loopback port,
     /// offering STARTTLS with `cert_chain_pem` (leaf first) and `key_pem`.
     pub fn start(hostname: &str, cert_chain_pem: &str, key_pem: &str) -> PostfixMx {
+        PostfixMx::launch(
+            hostname,
+            "relay_domains = static:ALL\n\
+             relay_transport = discard\n\
+             default_transport = discard\n\
+             smtpd_tls_security_level = may\n\
+             smtpd_tls_chain_files = {d}/key.pem, {d}/cert.pem\n\
+             smtpd_tls_loglevel = 1\n",
+            Some((cert_chain_pem, key_pem)),
+        )
+    }
+
+    /// Starts Postfix as the MTA `hostname` on a free loopback port,
+    /// relaying all mail from loopback clients to `next_hop` (the server
+    /// under test) in clear text, as a sending site's MTA does.
+    pub fn relaying_to(hostname: &str, next_hop: SocketAddr) -> PostfixMx {
+        PostfixMx::launch(
+            hostname,
+            &format!(
+                "relayhost = [{}]:{}\n\
+                 smtp_tls_security_level = none\n\
+                 smtp_helo_name = {hostname}\n",
+                next_hop.ip(),
+                next_hop.port()
+            ),
+            None,
+        )
+    }
+
+    /// Writes the config (the common part, then `role` with `{d}` standing
+    /// for the directory) and starts Postfix.
+    fn launch(hostname: &str, role: &str, identity: Option<(&str, &str)>) -> PostfixMx {
         let postfix = crate::require_program("postfix", "postfix");
         let dir = tempfile::tempdir().expect("temp dir");
         let port = crate::free_port();
@@ -36,9 +70,11 @@ impl PostfixMx {
             std::fs::create_dir_all(d.join(sub)).expect("postfix dirs");
         }
         chown_postfix(&d.join("data"));
-        std::fs::write(d.join("cert.pem"), cert_chain_pem).expect("cert");
-        std::fs::write(d.join("key.pem"), key_pem).expect("key");
-        set_mode(&d.join("key.pem"), 0o600);
+        if let Some((cert_chain_pem, key_pem)) = identity {
+            std::fs::write(d.join("cert.pem"), cert_chain_pem).expect("cert");
+            std::fs::write(d.join("key.pem"), key_pem).expect("key");
+            set_mode(&d.join("key.pem"), 0o600);
+        }
         let main_cf = format!(
             "compatibility_level = 3.6\n\
              queue_directory = {d}/queue\n\
@@ -51,19 +87,15 @@ impl PostfixMx {
              mydestination =\n\
              mynetworks = 127.0.0.0/8\n\
              local_recipient_maps =\n\
-             relay_domains = static:ALL\n\
-             relay_transport = discard\n\
-             default_transport = discard\n\
              disable_dns_lookups = yes\n\
              smtpd_peername_lookup = no\n\
              smtpd_recipient_restrictions = permit\n\
-             smtpd_tls_security_level = may\n\
-             smtpd_tls_chain_files = {d}/key.pem, {d}/cert.pem\n\
-             smtpd_tls_loglevel = 1\n\
              maillog_file = {d}/maillog\n\
              maillog_file_prefixes = {d}\n\
-             biff = no\n",
-            d = d.display()
+             biff = no\n\
+             {role}",
+            d = d.display(),
+            role = role.replace("{d}", &d.display().to_string()),
         );
         std::fs::write(d.join("main.cf"), main_cf).expect("main.cf");
         // Debian's master.cf, with chroot off and smtpd on our port.
