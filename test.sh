@@ -23,6 +23,7 @@ packages=(
   postfix                                   # a real MX peer for outbound mail
   python3-dkim                              # an independent DKIM signer and verifier (dkimpy)
   openssl                                   # makes the test senders' DKIM keys
+  python3-prometheus-client                 # parses /metrics as Prometheus does
   chromium                                  # the webmail tests drive Chromium
 )
 # Node and npm run the browser driver; any install of them will do (the

@@ -53,11 +53,27 @@ impl Acceptor {
                 }
             };
             let _ = socket.set_nodelay(true);
+            let m = metrics::get();
             match self.limiter.try_acquire(peer.ip()) {
                 Ok(guard) => {
-                    self.shutdown.tracker.spawn(session(socket, peer, guard));
+                    m.connections
+                        .get_or_create(&[("listener", self.name), ("outcome", "accepted")])
+                        .inc();
+                    let open = m
+                        .connections_open
+                        .get_or_create(&[("listener", self.name)])
+                        .clone();
+                    open.inc();
+                    let running = session(socket, peer, guard);
+                    self.shutdown.tracker.spawn(async move {
+                        running.await;
+                        open.dec();
+                    });
                 }
                 Err(why) => {
+                    m.connections
+                        .get_or_create(&[("listener", self.name), ("outcome", "refused")])
+                        .inc();
                     let text = if why == Refused::Full {
                         tracing::warn!(listener = self.name, client = %peer.ip(), "connection refused: the listener is at its connection limit");
                         self.busy

@@ -757,6 +757,16 @@ impl QueueManager {
     /// Writes outcomes durably and logs the final ones.
     async fn record(&self, outcomes: Vec<(i64, QueueOutcome)>, rows: &[QueuedRecipient]) {
         self.report(&outcomes, rows).await;
+        let m = metrics::get();
+        for (_, outcome) in &outcomes {
+            let label = match outcome {
+                QueueOutcome::Delivered => "delivered",
+                QueueOutcome::Deferred { .. } => "deferred",
+                QueueOutcome::Failed { .. } => "failed",
+                QueueOutcome::Released => continue,
+            };
+            metrics::inc(&m.outbound_recipients, "outcome", label);
+        }
         for (id, outcome) in &outcomes {
             let row = rows.iter().find(|r| r.id == *id);
             let rcpt = row.map_or("", |r| r.recipient.as_str());

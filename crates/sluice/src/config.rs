@@ -105,6 +105,9 @@ pub struct Listen {
     pub http: Addresses,
     /// Webmail over HTTPS with the server's certificate (443).
     pub https: Addresses,
+    /// Prometheus metrics (`/metrics`), `/healthz` and `/readyz` over
+    /// plain HTTP, for a private address (off unless given).
+    pub metrics: Addresses,
 }
 
 /// `[tls]`.

@@ -205,6 +205,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let imaps_listeners = bind("imaps", config.listen.imaps.list()).await?;
     let http_listeners = bind("http", config.listen.http.list()).await?;
     let https_listeners = bind("https", config.listen.https.list()).await?;
+    let metrics_listeners = bind("metrics", config.listen.metrics.list()).await?;
     let bound: Vec<std::net::SocketAddr> = [
         &smtp_listeners,
         &submission_listeners,
@@ -215,6 +216,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         &imaps_listeners,
         &http_listeners,
         &https_listeners,
+        &metrics_listeners,
     ]
     .iter()
     .flat_map(|ls| ls.iter().filter_map(|l| l.local_addr().ok()))
@@ -376,6 +378,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }),
     });
     let mut accept_loops = tokio::task::JoinSet::new();
+    for l in metrics_listeners {
+        accept_loops.spawn(crate::metrics_http::serve(
+            l,
+            Arc::clone(&store),
+            shutdown.clone(),
+        ));
+    }
     for l in http_listeners {
         accept_loops.spawn(web::serve(l, Arc::clone(&web_ctx), None));
     }

@@ -116,6 +116,27 @@ impl Envelope {
     }
 }
 
+/// The transaction verdicts the log uses, as static labels for metrics.
+fn verdict_label(verdict: &str) -> &'static str {
+    const KNOWN: [&str; 10] = [
+        "accepted",
+        "quarantined",
+        "rejected-content",
+        "rejected-dmarc",
+        "rejected-sender",
+        "scan-error",
+        "store-error",
+        "too-big",
+        "timeout",
+        "connection-lost",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == verdict)
+        .copied()
+        .unwrap_or("other")
+}
+
 /// The DSN parameters of a RCPT command (RFC 3461 §4.1, §4.2).
 fn recipient_dsn(
     to: &smtp_proto::RcptTo<std::borrow::Cow<'_, str>>,
@@ -1043,6 +1064,20 @@ impl<'a> Session<'a> {
                 Next::Close
             }
         };
+        let m = metrics::get();
+        metrics::inc(&m.smtp_transactions, "verdict", verdict_label(verdict));
+        if verdict == "accepted" || verdict == "quarantined" {
+            m.smtp_accepted_bytes.inc_by(size);
+        }
+        if let Some(scanned) = &scanned {
+            let kind = match scanned {
+                Ok(scan::Verdict::Clean) => "clean",
+                Ok(scan::Verdict::Infected { .. }) => "infected",
+                Ok(_) => "unscanned",
+                Err(_) => "error",
+            };
+            metrics::inc(&m.scan_verdicts, "verdict", kind);
+        }
         tracing::info!(
             client = %self.peer.ip(),
             helo = self.helo.as_deref().unwrap_or_default(),

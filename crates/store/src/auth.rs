@@ -166,6 +166,7 @@ impl Authenticator {
             let wait = self.take_slot(&[&client, &account_key]).map_err(|()| {
                 // A fixed format an operator can feed to a firewall.
                 tracing::warn!(client = %ip, user = %address, "login throttled: too many recent failures");
+                metrics::inc(&metrics::get().auth_failures, "reason", "throttled");
                 AuthFailure::Throttled
             })?;
             if !wait.is_zero() {
@@ -203,6 +204,7 @@ impl Authenticator {
                 Ok(account)
             }
             _ => {
+                metrics::inc(&metrics::get().auth_failures, "reason", "password");
                 let delay = self.record_failure(&[&client, &account_key]);
                 tokio::time::sleep(delay).await;
                 Err(AuthFailure::BadCredentials)

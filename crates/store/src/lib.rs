@@ -125,6 +125,10 @@ pub trait Store: Send + Sync + 'static {
     async fn expunge(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<()>;
     /// Recipients waiting in the outbound queue, oldest first.
     async fn queued(&self) -> Result<Vec<QueuedRecipient>>;
+    /// How many recipients wait in the outbound queue, and when the
+    /// oldest was queued (seconds since the Unix epoch), without reading
+    /// them all (for metrics).
+    async fn queue_summary(&self) -> Result<(u64, Option<i64>)>;
     /// Leases up to `limit` due queue rows (`next_attempt <= now`, no
     /// lease running) for `lease_secs`, and returns them. A leased row is
     /// not handed out again until its lease ends or its outcome is

@@ -149,6 +149,7 @@ impl MessageWriter for SqliteMessageWriter {
             )));
         }
         let has_remote = !delivery.remote.is_empty();
+        let remote_count = delivery.remote.len() as u64;
         let mut structure = std::mem::take(&mut self.structure).finish();
         structure.prepend(lead.len() as u64);
         let structure = structure.to_bytes();
@@ -198,6 +199,13 @@ impl MessageWriter for SqliteMessageWriter {
         match &result {
             // Durable now: IDLE sessions on the target mailboxes may look.
             Ok(receipt) => {
+                let m = metrics::get();
+                m.deliveries
+                    .get_or_create(&[("kind", "local")])
+                    .inc_by(receipt.entries.len() as u64);
+                m.deliveries
+                    .get_or_create(&[("kind", "remote")])
+                    .inc_by(remote_count);
                 self.inner
                     .watchers
                     .notify(receipt.entries.iter().map(|&(mailbox, _)| mailbox));

@@ -653,6 +653,17 @@ impl Store for SqliteStore {
         self.read(queue::list).await
     }
 
+    async fn queue_summary(&self) -> Result<(u64, Option<i64>)> {
+        self.read(|c| {
+            Ok(
+                c.query_row("SELECT count(*), min(created) FROM queue", [], |r| {
+                    Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
+                })?,
+            )
+        })
+        .await
+    }
+
     async fn claim_queue(
         &self,
         now: i64,

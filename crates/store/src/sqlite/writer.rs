@@ -218,6 +218,8 @@ fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize, counters: &C
         }
         let counted = batch.iter().filter(|j| !j.housekeeping).count() as u64;
         let mut done = Vec::with_capacity(batch.len());
+        let jobs = batch.len();
+        let started = std::time::Instant::now();
         let begin = conn.execute_batch("BEGIN IMMEDIATE");
         if let Err(e) = begin {
             // Dropping the jobs tells their callers the store failed them.
@@ -233,6 +235,10 @@ fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize, counters: &C
         }
         let err = commit.as_ref().err().map(String::as_str);
         if err.is_none() && counted > 0 {
+            let m = metrics::get();
+            m.store_commit_seconds
+                .observe(started.elapsed().as_secs_f64());
+            m.store_commit_batch.observe(jobs as f64);
             counters.jobs.fetch_add(counted, Ordering::Relaxed);
             counters.transactions.fetch_add(1, Ordering::Relaxed);
             if durable {

@@ -1,0 +1,190 @@
+//! Sluice's metrics: one registry the whole process shares, fed by the
+//! protocol crates where things happen (a connection accepted, a
+//! transaction ended, a commit made) and read by the `/metrics` endpoint
+//! in the Prometheus text format (OpenMetrics 1.0, which Prometheus
+//! scrapes).
+//!
+//! Counting costs an atomic add: the families are created once, and a
+//! label set is a fixed array of static strings, so no allocation happens
+//! on the hot path after a label set's first use.
+#![forbid(unsafe_code)]
+
+use std::sync::OnceLock;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+/// One label.
+pub type Label = [(&'static str, &'static str); 1];
+/// Two labels.
+pub type Labels2 = [(&'static str, &'static str); 2];
+
+/// Every metric Sluice keeps.
+pub struct Metrics {
+    registry: Registry,
+    /// Connections taken by each listener (`listener`), and turned away
+    /// over a limit (`outcome` = accepted, refused).
+    pub connections: Family<Labels2, Counter>,
+    /// Connections open now, by listener.
+    pub connections_open: Family<Label, Gauge>,
+    /// SMTP transactions ended, by verdict (accepted, rejected-content,
+    /// rejected-dmarc, too-big, timeout...).
+    pub smtp_transactions: Family<Label, Counter>,
+    /// Bytes of messages accepted over SMTP.
+    pub smtp_accepted_bytes: Counter,
+    /// Messages stored, by kind (local entries made, remote recipients
+    /// queued).
+    pub deliveries: Family<Label, Counter>,
+    /// Content scan verdicts (clean, infected, limit, error).
+    pub scan_verdicts: Family<Label, Counter>,
+    /// Outbound recipients by outcome (delivered, deferred, failed).
+    pub outbound_recipients: Family<Label, Counter>,
+    /// Logins refused, every protocol together, by reason (`password`,
+    /// `throttled`).
+    pub auth_failures: Family<Label, Counter>,
+    /// IMAP commands run, by command name.
+    pub imap_commands: Family<Label, Counter>,
+    /// Store commits: seconds each took (group commits count once).
+    pub store_commit_seconds: Histogram,
+    /// Store commits: how many writes each carried.
+    pub store_commit_batch: Histogram,
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("sluice");
+        let m = Metrics {
+            connections: Family::default(),
+            connections_open: Family::default(),
+            smtp_transactions: Family::default(),
+            smtp_accepted_bytes: Counter::default(),
+            deliveries: Family::default(),
+            scan_verdicts: Family::default(),
+            outbound_recipients: Family::default(),
+            auth_failures: Family::default(),
+            imap_commands: Family::default(),
+            // 50 µs to about 3 s.
+            store_commit_seconds: Histogram::new(exponential_buckets(0.00005, 3.0, 11)),
+            // 1 to 1024 writes.
+            store_commit_batch: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "connections",
+            "Connections by listener and outcome",
+            m.connections.clone(),
+        );
+        registry.register(
+            "connections_open",
+            "Connections open now, by listener",
+            m.connections_open.clone(),
+        );
+        registry.register(
+            "smtp_transactions",
+            "SMTP transactions by verdict",
+            m.smtp_transactions.clone(),
+        );
+        registry.register(
+            "smtp_accepted_bytes",
+            "Bytes of messages accepted over SMTP",
+            m.smtp_accepted_bytes.clone(),
+        );
+        registry.register(
+            "deliveries",
+            "Local mailbox entries made and remote recipients queued",
+            m.deliveries.clone(),
+        );
+        registry.register(
+            "scan_verdicts",
+            "Content scan verdicts",
+            m.scan_verdicts.clone(),
+        );
+        registry.register(
+            "outbound_recipients",
+            "Outbound recipients by outcome of an attempt",
+            m.outbound_recipients.clone(),
+        );
+        registry.register(
+            "auth_failures",
+            "Logins refused by reason",
+            m.auth_failures.clone(),
+        );
+        registry.register(
+            "imap_commands",
+            "IMAP commands by name",
+            m.imap_commands.clone(),
+        );
+        registry.register(
+            "store_commit_seconds",
+            "Seconds per store commit",
+            m.store_commit_seconds.clone(),
+        );
+        registry.register(
+            "store_commit_batch",
+            "Writes per store commit",
+            m.store_commit_batch.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// Every metric in the text format, then the `gauges` measured at
+    /// scrape time (queue sizes...), each `(name, help, value)`.
+    pub fn encode(&self, gauges: &[(&str, &str, f64)]) -> String {
+        let mut out = String::new();
+        let _ = encode(&mut out, &self.registry);
+        // The registry's text ends with "# EOF": the scrape-time gauges go
+        // before it.
+        let eof = out.rfind("# EOF").unwrap_or(out.len());
+        let mut extra = String::new();
+        for (name, help, value) in gauges {
+            extra.push_str(&format!(
+                "# HELP sluice_{name} {help}.\n# TYPE sluice_{name} gauge\nsluice_{name} {value}\n"
+            ));
+        }
+        out.insert_str(eof, &extra);
+        out
+    }
+}
+
+/// The process's metrics.
+pub fn get() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
+
+/// Counts one more in a one-label family.
+pub fn inc(family: &Family<Label, Counter>, name: &'static str, value: &'static str) {
+    family.get_or_create(&[(name, value)]).inc();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_show_in_the_text_format() {
+        let m = get();
+        inc(&m.smtp_transactions, "verdict", "accepted");
+        inc(&m.smtp_transactions, "verdict", "accepted");
+        m.connections
+            .get_or_create(&[("listener", "smtp"), ("outcome", "accepted")])
+            .inc();
+        m.store_commit_seconds.observe(0.001);
+        let text = m.encode(&[("queue_recipients", "Recipients in the outbound queue", 3.0)]);
+        assert!(
+            text.contains("sluice_smtp_transactions_total{verdict=\"accepted\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("sluice_connections_total{listener=\"smtp\",outcome=\"accepted\"} 1"));
+        assert!(
+            text.contains("sluice_store_commit_seconds_count 1"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE sluice_queue_recipients gauge\nsluice_queue_recipients 3\n"));
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}

@@ -1,0 +1,115 @@
+//! The metrics listener: `/metrics` parsed with the Prometheus project's
+//! own Python client (its OpenMetrics parser, as a scraper reads it),
+//! counters that move when mail flows and logins fail, and the health
+//! endpoints.
+
+mod kit;
+
+use kit::{addr_arg, debian_python, python, Server, PASSWORD};
+
+/// Scrapes `/metrics` at `argv[1]`, parses it and prints one line per
+/// sample: `name{label=value,...} value`.
+const SCRAPE: &str = r#"
+import sys, urllib.request
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+reply = urllib.request.urlopen("http://%s/metrics" % sys.argv[1])
+assert reply.headers["Content-Type"].startswith("application/openmetrics-text"), reply.headers
+for family in text_string_to_metric_families(reply.read().decode()):
+    for s in family.samples:
+        labels = ",".join("%s=%s" % kv for kv in sorted(s.labels.items()))
+        print("%s{%s} %s" % (s.name, labels, s.value))
+"#;
+
+fn scrape(server: &Server) -> String {
+    debian_python(SCRAPE, &[&addr_arg(server.addr("metrics"))])
+}
+
+/// The value of the sample `name{labels}` (0 when absent).
+fn value(samples: &str, sample: &str) -> f64 {
+    samples
+        .lines()
+        .find_map(|l| l.strip_prefix(sample)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.parse().unwrap())
+}
+
+#[test]
+fn counters_move_when_mail_flows_and_logins_fail() {
+    let server = Server::start();
+    let user = server.add_user("counted");
+    let before = scrape(&server);
+    python(
+        r#"
+import imaplib, smtplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+for n in range(3):
+    s = smtplib.SMTP(h, int(p))
+    s.sendmail("a@sender.test", [sys.argv[2]], "Subject: %d\r\n\r\nbody\r\n" % n)
+    s.quit()
+h, p = sys.argv[3].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p))
+try:
+    m.login(sys.argv[2], "wrong")
+except imaplib.IMAP4.error:
+    pass
+m.login(sys.argv[2], sys.argv[4])
+m.select("INBOX")
+m.fetch("1:*", "(FLAGS)")
+m.logout()
+"#,
+        &[
+            &addr_arg(server.smtp),
+            &user,
+            &addr_arg(server.imap),
+            PASSWORD,
+        ],
+    );
+    let after = scrape(&server);
+    let moved = |sample: &str| value(&after, sample) - value(&before, sample);
+    assert_eq!(
+        moved("sluice_smtp_transactions_total{verdict=accepted}"),
+        3.0,
+        "{after}"
+    );
+    assert!(moved("sluice_smtp_accepted_bytes_total{}") > 0.0, "{after}");
+    assert_eq!(moved("sluice_deliveries_total{kind=local}"), 3.0, "{after}");
+    assert!(
+        moved("sluice_connections_total{listener=smtp,outcome=accepted}") >= 3.0,
+        "{after}"
+    );
+    assert_eq!(
+        moved("sluice_auth_failures_total{reason=password}"),
+        1.0,
+        "{after}"
+    );
+    assert_eq!(
+        moved("sluice_imap_commands_total{command=LOGIN}"),
+        2.0,
+        "{after}"
+    );
+    assert_eq!(
+        moved("sluice_imap_commands_total{command=FETCH}"),
+        1.0,
+        "{after}"
+    );
+    assert!(
+        moved("sluice_store_commit_seconds_count{}") >= 3.0,
+        "{after}"
+    );
+    assert_eq!(value(&after, "sluice_queue_recipients{}"), 0.0, "{after}");
+}
+
+#[test]
+fn health_and_readiness_answer() {
+    let server = Server::start();
+    let out = python(
+        r#"
+import sys, urllib.request
+for path in ("healthz", "readyz"):
+    r = urllib.request.urlopen("http://%s/%s" % (sys.argv[1], path))
+    print(path, r.status, r.read().decode().strip())
+"#,
+        &[&addr_arg(server.addr("metrics"))],
+    );
+    assert!(out.contains("healthz 200 ok"), "{out}");
+    assert!(out.contains("readyz 200 ready"), "{out}");
+}
