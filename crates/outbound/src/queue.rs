@@ -114,10 +114,9 @@ impl About {
 }
 
 /// Why a server cannot take a message as it is, from its EHLO reply: over
-/// its SIZE limit (RFC 1870), or addresses that need SMTPUTF8 when it does
-/// not offer it (RFC 6531 §3.2: no downgrade of addresses). Mail with
-/// 8-bit content goes to servers without 8BITMIME as it is, as most of
-/// them take it.
+/// its SIZE limit (RFC 1870), 8-bit content without 8BITMIME (RFC 6152
+/// §3: not converted, returned), or addresses that need SMTPUTF8 when it
+/// does not offer it (RFC 6531 §3.2: no downgrade of addresses).
 fn unsendable(extensions: &crate::client::Extensions, host: &str, job: &Job) -> Option<String> {
     if let Some(limit) = extensions.size.filter(|&l| l > 0) {
         if job.size > limit {
@@ -126,6 +125,11 @@ fn unsendable(extensions: &crate::client::Extensions, host: &str, job: &Job) -> 
                 job.size
             ));
         }
+    }
+    if job.rows.iter().any(|r| r.eight_bit) && !extensions.eight_bit_mime {
+        return Some(format!(
+            "{host} cannot take this message: 5.6.3 it has 8-bit content and {host} does not offer 8BITMIME"
+        ));
     }
     let international = !job.sender.is_ascii() || job.rows.iter().any(|r| !r.recipient.is_ascii());
     if international && !extensions.smtputf8 {
@@ -889,6 +893,7 @@ mod tests {
             dsn: store::RecipientDsn::default(),
             envid: None,
             ret_full: false,
+            eight_bit: false,
         }
     }
 
@@ -919,6 +924,15 @@ mod tests {
             unsendable(&limited, "mx", &job("a@b.test", "jos\u{e9}@d.test", 10)),
             None
         );
+        let mut eight = job("a@b.test", "c@d.test", 10);
+        eight.rows[0].eight_bit = true;
+        let refused = unsendable(&limited, "mx", &eight).unwrap();
+        assert_eq!(status_of_reason(&refused), "5.6.3");
+        let takes = crate::client::Extensions {
+            eight_bit_mime: true,
+            ..Default::default()
+        };
+        assert_eq!(unsendable(&takes, "mx", &eight), None);
     }
 
     fn status_of_reason(reason: &str) -> String {

@@ -692,3 +692,45 @@ fn dsn_requests_are_handed_on_or_answered_as_asked() {
         "{reports}"
     );
 }
+
+#[test]
+fn eight_bit_mail_is_not_sent_to_a_server_without_8bitmime() {
+    // -8: the sink does not announce 8BITMIME.
+    let seven = SmtpSink::start(&["-8"]);
+    let dns = no_dns();
+    let server = server(&[("seven.test", seven.addr)], dns.addr, 25);
+    server.cli_ok(&["alias", "add", "old@example.org", "someone@seven.test"]);
+    assert!(wait_until(Duration::from_secs(5), || server
+        .rcpt_accepted("old@example.org")));
+    python(
+        r#"
+import smtplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = smtplib.SMTP(h, int(p))
+s.sendmail("someone@origin.test", ["old@example.org"], b"Subject: ascii\r\n\r\nplain\r\n")
+s.sendmail("someone@origin.test", ["old@example.org"],
+    "Subject: eight\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\ncaf\u00e9\r\n".encode())
+s.quit()
+"#,
+        &[&addr_arg(server.smtp)],
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || server
+            .log()
+            .contains("5.6.3 it has 8-bit content")),
+        "{}",
+        server.log()
+    );
+    assert!(wait_until(Duration::from_secs(10), || seven
+        .messages()
+        .iter()
+        .any(|m| m.contains("Subject: ascii"))));
+    assert!(
+        !seven
+            .messages()
+            .iter()
+            .any(|m| m.contains("Subject: eight")),
+        "{:?}",
+        seven.messages()
+    );
+}

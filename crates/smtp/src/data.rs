@@ -84,12 +84,15 @@ pub(crate) struct Taps {
     pub scan: Option<ContentScan>,
     /// What the DKIM, ARC and DMARC checks need.
     pub auth: Option<Collector>,
+    /// A byte outside ASCII went by (the message needs 8BITMIME to go on).
+    pub eight_bit: bool,
 }
 
 impl Taps {
     /// Feeds a piece of the message to each; true once the scanner found
     /// something, after which there is no point storing more.
     fn feed(&mut self, piece: &[u8]) -> bool {
+        self.eight_bit = self.eight_bit || !piece.is_ascii();
         if let Some(auth) = &mut self.auth {
             auth.feed(piece);
         }

@@ -738,6 +738,7 @@ impl<'a> Session<'a> {
     fn taps(&self) -> Taps {
         Taps {
             scan: self.ctx.content.as_ref().map(|c| c.start()),
+            eight_bit: false,
             auth: match &self.ctx.message_auth {
                 Some(auth) if self.submission().is_none() => {
                     let forwarded = self
@@ -933,6 +934,7 @@ impl<'a> Session<'a> {
         let env = self.envelope.take().expect("trusted envelope");
         let size = writer.size();
         let verdict: &str;
+        let eight_bit = taps.eight_bit;
         let scanned = match (&end, taps.scan) {
             (DataEnd::Complete, Some(session)) => Some(session.finish()),
             _ => None,
@@ -1005,6 +1007,7 @@ impl<'a> Session<'a> {
                     remote_dsn: env.remote_dsn.clone(),
                     envid: env.envid.clone(),
                     ret_full: env.ret_full,
+                    eight_bit,
                     lead: auth
                         .as_ref()
                         .map(|a| a.field.clone().into_bytes())

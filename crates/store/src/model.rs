@@ -212,6 +212,9 @@ pub struct Delivery {
     /// RFC 3461 RET=FULL: reports carry the whole message, not only its
     /// header.
     pub ret_full: bool,
+    /// The message has bytes outside ASCII (8-bit content): it needs a next
+    /// server with 8BITMIME (RFC 6152).
+    pub eight_bit: bool,
     /// Header fields to put in front of the message, known only once all
     /// of it was written (`Authentication-Results:`, whose DKIM result
     /// needs the body hash): CRLF-terminated fields, shorter than
@@ -322,6 +325,8 @@ pub struct QueuedRecipient {
     pub envid: Option<String>,
     /// RET=FULL was given.
     pub ret_full: bool,
+    /// The message has 8-bit content.
+    pub eight_bit: bool,
 }
 
 /// What became of an attempt to deliver a queued recipient.

@@ -380,8 +380,8 @@ fn commit_delivery(
         let dsn = delivery.remote_dsn.get(n).cloned().unwrap_or_default();
         c.prepare_cached(
             "INSERT INTO queue (blob_id, sender, recipient, next_attempt, created,
-                                notify, orcpt, envid, ret_full)
-             VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8)",
+                                notify, orcpt, envid, ret_full, eight_bit)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?
         .execute(params![
             blob,
@@ -391,7 +391,8 @@ fn commit_delivery(
             dsn.notify,
             dsn.orcpt,
             delivery.envid,
-            delivery.ret_full
+            delivery.ret_full,
+            delivery.eight_bit
         ])?;
     }
     Ok(DeliveryReceipt {

@@ -14,7 +14,8 @@ use crate::model::{QueueOutcome, QueuedRecipient, RecipientDsn};
 
 /// Columns read into a [`QueuedRecipient`] by [`recipient_from_row`].
 const COLUMNS: &str = "q.id, q.blob_id, q.sender, q.recipient, q.attempts, q.next_attempt,
-     q.last_error, q.created, b.size, q.warned, q.notify, q.orcpt, q.envid, q.ret_full";
+     q.last_error, q.created, b.size, q.warned, q.notify, q.orcpt, q.envid, q.ret_full,
+     q.eight_bit";
 
 fn recipient_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRecipient> {
     Ok(QueuedRecipient {
@@ -34,6 +35,7 @@ fn recipient_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRecipient
         },
         envid: r.get(12)?,
         ret_full: r.get::<_, i64>(13)? != 0,
+        eight_bit: r.get::<_, i64>(14)? != 0,
     })
 }
 

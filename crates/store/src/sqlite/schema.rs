@@ -290,6 +290,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE queue ADD COLUMN envid TEXT;
     ALTER TABLE queue ADD COLUMN ret_full INTEGER NOT NULL DEFAULT 0;
     "#,
+    // Whether a queued message has 8-bit content: a server without
+    // 8BITMIME cannot take it (RFC 6152).
+    r#"
+    ALTER TABLE queue ADD COLUMN eight_bit INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// Newest schema version this build knows.
