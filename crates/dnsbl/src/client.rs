@@ -576,14 +576,17 @@ impl Inner {
         let mut rx = match probe {
             Probe::Hit(answer) => {
                 self.counters.hits.fetch_add(1, Relaxed);
+                metrics::inc(&metrics::get().dnsbl_lookups, "cache", "hit");
                 return Ok(answer);
             }
             Probe::Join(rx) => {
                 self.counters.merged.fetch_add(1, Relaxed);
+                metrics::inc(&metrics::get().dnsbl_lookups, "cache", "merged");
                 rx
             }
             Probe::Lead(tx, rx) => {
                 self.counters.misses.fetch_add(1, Relaxed);
+                metrics::inc(&metrics::get().dnsbl_lookups, "cache", "miss");
                 // The query runs on its own task: a check that gives up at
                 // its budget does not cancel it, and the answer still
                 // reaches the cache and the other waiters.

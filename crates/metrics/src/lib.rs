@@ -39,8 +39,15 @@ pub struct Metrics {
     /// Messages stored, by kind (local entries made, remote recipients
     /// queued).
     pub deliveries: Family<Label, Counter>,
-    /// Content scan verdicts (clean, infected, limit, error).
+    /// Content scan verdicts (clean, infected, unscanned, error).
     pub scan_verdicts: Family<Label, Counter>,
+    /// Bytes of messages the content scan went through.
+    pub scan_bytes: Counter,
+    /// DNSBL look-ups by how the cache answered them (hit, miss: a query
+    /// sent, merged: waiting on a query already in flight).
+    pub dnsbl_lookups: Family<Label, Counter>,
+    /// POP3 commands run, by command name.
+    pub pop3_commands: Family<Label, Counter>,
     /// Outbound recipients by outcome (delivered, deferred, failed).
     pub outbound_recipients: Family<Label, Counter>,
     /// Logins refused, every protocol together, by reason (`password`,
@@ -64,6 +71,9 @@ impl Metrics {
             smtp_accepted_bytes: Counter::default(),
             deliveries: Family::default(),
             scan_verdicts: Family::default(),
+            scan_bytes: Counter::default(),
+            dnsbl_lookups: Family::default(),
+            pop3_commands: Family::default(),
             outbound_recipients: Family::default(),
             auth_failures: Family::default(),
             imap_commands: Family::default(),
@@ -102,6 +112,21 @@ impl Metrics {
             "scan_verdicts",
             "Content scan verdicts",
             m.scan_verdicts.clone(),
+        );
+        registry.register(
+            "scan_bytes",
+            "Bytes of messages scanned",
+            m.scan_bytes.clone(),
+        );
+        registry.register(
+            "dnsbl_lookups",
+            "DNSBL look-ups by cache outcome",
+            m.dnsbl_lookups.clone(),
+        );
+        registry.register(
+            "pop3_commands",
+            "POP3 commands by name",
+            m.pop3_commands.clone(),
         );
         registry.register(
             "outbound_recipients",

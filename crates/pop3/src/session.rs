@@ -142,6 +142,11 @@ impl<'a> Session<'a> {
         let text = text.trim_end_matches(['\r', '\n']);
         let (verb, rest) = text.split_once(' ').unwrap_or((text, ""));
         let verb = verb.to_ascii_uppercase();
+        metrics::inc(
+            &metrics::get().pop3_commands,
+            "command",
+            command_label(&verb),
+        );
         let args: Vec<&str> = rest.split(' ').filter(|a| !a.is_empty()).collect();
         if self.maildrop.is_none() {
             self.authorization(&verb, rest, &args).await
@@ -580,6 +585,20 @@ impl TopCutter {
         }
         &chunk[..end]
     }
+}
+
+/// A POP3 command name as a static label for metrics; `other` for what
+/// RFC 1939, 2449, 5034 and 2595 do not define.
+fn command_label(verb: &str) -> &'static str {
+    const KNOWN: [&str; 16] = [
+        "USER", "PASS", "APOP", "AUTH", "CAPA", "STLS", "STAT", "LIST", "RETR", "DELE", "NOOP",
+        "RSET", "QUIT", "TOP", "UIDL", "UTF8",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == verb)
+        .copied()
+        .unwrap_or("other")
 }
 
 #[cfg(test)]

@@ -118,6 +118,16 @@ fn listed_clients_are_refused_at_rcpt_with_the_reason_and_postmaster_stays_reach
             server.log().contains("zones=bl.test"),
             "the listing is logged"
         );
+        // The look-ups show in the metrics: the first for each client was
+        // a query.
+        let metrics = python(
+            "import sys, urllib.request\nprint(urllib.request.urlopen('http://%s/metrics' % sys.argv[1]).read().decode())",
+            &[&server.addr("metrics").to_string()],
+        );
+        assert!(
+            metrics.contains("sluice_dnsbl_lookups_total{cache=\"miss\"}"),
+            "{metrics}"
+        );
     }
 }
 

@@ -55,12 +55,19 @@ m.login(sys.argv[2], sys.argv[4])
 m.select("INBOX")
 m.fetch("1:*", "(FLAGS)")
 m.logout()
+import poplib
+h, p = sys.argv[5].rsplit(":", 1)
+pop = poplib.POP3(h, int(p))
+pop.user(sys.argv[2]); pop.pass_(sys.argv[4])
+pop.stat()
+pop.quit()
 "#,
         &[
             &addr_arg(server.smtp),
             &user,
             &addr_arg(server.imap),
             PASSWORD,
+            &addr_arg(server.pop3),
         ],
     );
     let after = scrape(&server);
@@ -88,6 +95,11 @@ m.logout()
     );
     assert_eq!(
         moved("sluice_imap_commands_total{command=FETCH}"),
+        1.0,
+        "{after}"
+    );
+    assert_eq!(
+        moved("sluice_pop3_commands_total{command=STAT}"),
         1.0,
         "{after}"
     );

@@ -1080,6 +1080,7 @@ impl<'a> Session<'a> {
                 Err(_) => "error",
             };
             metrics::inc(&m.scan_verdicts, "verdict", kind);
+            m.scan_bytes.inc_by(size);
         }
         tracing::info!(
             client = %self.peer.ip(),
