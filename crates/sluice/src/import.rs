@@ -38,6 +38,9 @@ const PIECE: usize = 64 * 1024;
 pub enum Format {
     Mbox,
     Maildir,
+    /// A live IMAP server: PATH is `imap://user@host[:port]` (loopback
+    /// only) or `imaps://user@host[:port]`.
+    Imap,
 }
 
 /// Arguments of `sluice import`.
@@ -46,7 +49,7 @@ pub struct ImportArgs {
     /// The account the mail goes to.
     pub address: String,
     pub format: Format,
-    /// The mbox file or the Maildir directory.
+    /// The mbox file, the Maildir directory, or the IMAP URL.
     pub path: PathBuf,
     /// For mbox: the mailbox to fill (default INBOX; created if missing).
     #[arg(long)]
@@ -54,6 +57,14 @@ pub struct ImportArgs {
     /// Import everything again, forgetting what an earlier run delivered.
     #[arg(long)]
     pub again: bool,
+    /// For IMAP: a file whose first line is the password (else it is read
+    /// from the SLUICE_IMPORT_PASSWORD environment variable).
+    #[arg(long)]
+    pub password_file: Option<PathBuf>,
+    /// For imaps://: CA certificates (PEM) trusted besides the web PKI
+    /// roots, for a server with a private CA.
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Arguments of `sluice export`.
@@ -71,7 +82,7 @@ pub struct ExportArgs {
 }
 
 /// Counts and shows progress on standard error.
-struct Progress {
+pub(crate) struct Progress {
     messages: u64,
     bytes: u64,
     started: Instant,
@@ -90,7 +101,7 @@ impl Progress {
         }
     }
 
-    fn add(&mut self, bytes: u64) {
+    pub(crate) fn add(&mut self, bytes: u64) {
         self.messages += 1;
         self.bytes += bytes;
         if self.shown.elapsed().as_secs() >= 2 {
@@ -120,14 +131,17 @@ impl Progress {
 /// What an earlier run of the same import delivered, kept in the data
 /// directory: for mbox the offset after the last delivered message, for a
 /// Maildir the names of the files delivered.
-struct Journal {
+pub(crate) struct Journal {
     path: PathBuf,
 }
 
 impl Journal {
     fn new(config: &Config, args: &ImportArgs) -> anyhow::Result<Journal> {
-        let source = std::fs::canonicalize(&args.path)
-            .with_context(|| format!("cannot read {}", args.path.display()))?;
+        let source = match args.format {
+            Format::Imap => args.path.clone(),
+            _ => std::fs::canonicalize(&args.path)
+                .with_context(|| format!("cannot read {}", args.path.display()))?,
+        };
         let key = format!(
             "{}\n{}\n{}",
             args.address.to_lowercase(),
@@ -146,7 +160,7 @@ impl Journal {
         Ok(Journal { path })
     }
 
-    fn read(&self) -> String {
+    pub(crate) fn read(&self) -> String {
         std::fs::read_to_string(&self.path).unwrap_or_default()
     }
 
@@ -154,7 +168,7 @@ impl Journal {
         std::fs::write(&self.path, offset.to_string())
     }
 
-    fn add_name(&self, name: &str) -> std::io::Result<()> {
+    pub(crate) fn add_name(&self, name: &str) -> std::io::Result<()> {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -171,8 +185,8 @@ async fn account_of(store: &impl Store, address: &str) -> anyhow::Result<Account
     }
 }
 
-async fn mailbox_named(
-    store: &impl Store,
+pub(crate) async fn mailbox_named(
+    store: &(impl Store + ?Sized),
     account: AccountId,
     name: &str,
 ) -> anyhow::Result<MailboxInfo> {
@@ -202,6 +216,36 @@ pub async fn import(config: &Config, args: ImportArgs) -> anyhow::Result<()> {
                 bail!("--mailbox is for mbox: a Maildir's folders name their mailboxes");
             }
             import_maildir(&store, account, &args.path, &journal, &mut progress).await?;
+        }
+        Format::Imap => {
+            if args.mailbox.is_some() {
+                bail!("--mailbox is for mbox: the server's mailboxes keep their names");
+            }
+            let url = args.path.to_string_lossy();
+            let source = crate::import_imap::Source::parse(&url)?;
+            let password = match &args.password_file {
+                Some(path) => std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+                None => std::env::var("SLUICE_IMPORT_PASSWORD").map_err(|_| {
+                    anyhow::anyhow!(
+                        "give the password with --password-file or SLUICE_IMPORT_PASSWORD"
+                    )
+                })?,
+            };
+            crate::import_imap::import(
+                &store,
+                account,
+                &source,
+                &password,
+                args.ca_file.as_deref(),
+                &journal,
+                &mut progress,
+            )
+            .await?;
         }
     }
     progress.print();
@@ -581,6 +625,7 @@ pub async fn export(config: &Config, args: ExportArgs) -> anyhow::Result<()> {
     let account = account_of(&store, &args.address).await?;
     let mut progress = Progress::new("exported");
     match args.format {
+        Format::Imap => bail!("export writes an mbox file or a Maildir"),
         Format::Mbox => {
             let name = args.mailbox.as_deref().unwrap_or("INBOX");
             let Some(mailbox) = store.mailbox(account, name).await? else {

@@ -10,6 +10,7 @@ mod config;
 mod dkim_admin;
 mod dnsbl_server;
 mod import;
+mod import_imap;
 mod metrics_http;
 mod privileges;
 mod scan_files;

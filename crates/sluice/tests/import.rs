@@ -258,3 +258,103 @@ fn import_peak_kb(server: &Server, user: &str, mbox: &Path) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no peak memory in {text}"))
 }
+
+/// Fills Dovecot (argv[1]) for argv[2]/argv[3]: INBOX with three
+/// messages (flags, a keyword, set dates), and "Archive.2025" with two,
+/// one of 300 KB.
+const FILL_DOVECOT: &str = r#"
+import imaplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p)); m.login(sys.argv[2], sys.argv[3])
+m.create("Archive.2025")
+def add(box, flags, date, subject, body):
+    msg = ("From: a@origin.test\r\nSubject: %s\r\n\r\n%s" % (subject, body)).encode()
+    typ, _ = m.append(box, flags, date, msg)
+    assert typ == "OK", typ
+add("INBOX", "(\\Seen)", '"01-Feb-2024 08:00:00 +0100"', "one", "first\r\n")
+add("INBOX", "(\\Flagged $Label1)", '"02-Feb-2024 09:30:00 +0000"', "two", "second\r\n")
+add("INBOX", "()", '"03-Feb-2024 10:45:00 -0500"', "three", "third\r\n")
+add("Archive.2025", "(\\Seen \\Answered)", '"04-Mar-2025 12:00:00 +0000"', "old", "archived\r\n")
+add("Archive.2025", "(\\Seen)", '"05-Mar-2025 12:00:00 +0000"', "big", ("y" * 998 + "\r\n") * 300)
+m.logout()
+"#;
+
+/// Each message of mailbox argv[4] at argv[1] as `flags|epoch|sha256`.
+const DIGEST: &str = r#"
+import datetime, hashlib, imaplib, re, sys
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p)); m.login(sys.argv[2], sys.argv[3])
+typ, _ = m.select('"%s"' % sys.argv[4], readonly=True)
+assert typ == "OK", typ
+typ, data = m.fetch("1:*", "(FLAGS INTERNALDATE BODY.PEEK[])")
+for item in data:
+    if not isinstance(item, tuple):
+        continue
+    meta, raw = item
+    flags = " ".join(sorted(f for f in re.search(rb"FLAGS \(([^)]*)\)", meta).group(1).decode().split() if f != "\\Recent"))
+    date = re.search(rb'INTERNALDATE "([^"]+)"', meta).group(1).decode()
+    epoch = int(datetime.datetime.strptime(date.strip(), "%d-%b-%Y %H:%M:%S %z").timestamp())
+    print("%s|%d|%s" % (flags, epoch, hashlib.sha256(raw).hexdigest()))
+"#;
+
+#[test]
+fn an_account_moves_off_dovecot_over_imap_with_flags_and_dates() {
+    let dovecot = sluice_testkit::Dovecot::start(&[("alice@example.org", "secret")]);
+    let dovecot_addr = dovecot.imap.to_string();
+    python(
+        FILL_DOVECOT,
+        &[&dovecot_addr, "alice@example.org", "secret"],
+    );
+    let server = Server::start();
+    let user = server.add_user("moved");
+    let secret = server.dir.path().join("imap-password");
+    std::fs::write(&secret, "secret\n").unwrap();
+    let url = format!("imap://alice%40example.org@{dovecot_addr}");
+    let import = || {
+        server.cli(
+            &[
+                "import",
+                &user,
+                "imap",
+                &url,
+                "--password-file",
+                &path_arg(&secret),
+            ],
+            "",
+        )
+    };
+    let out = import();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("imported 5 messages"));
+    let digest = |addr: &str, user: &str, password: &str, mailbox: &str| {
+        python(DIGEST, &[addr, user, password, mailbox])
+    };
+    for (theirs, ours) in [("INBOX", "INBOX"), ("Archive.2025", "Archive/2025")] {
+        let there = digest(&dovecot_addr, "alice@example.org", "secret", theirs);
+        let here = digest(&server.imap.to_string(), &user, PASSWORD, ours);
+        assert_eq!(here, there, "{ours}");
+        assert!(!here.is_empty());
+    }
+    // Again: everything was delivered, nothing comes twice.
+    let again = import();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains("resuming: 5 messages already imported"),
+        "{stderr}"
+    );
+    let inbox = digest(&server.imap.to_string(), &user, PASSWORD, "INBOX");
+    assert_eq!(inbox.lines().count(), 3, "{inbox}");
+    // A wrong password is said so, and nothing is imported.
+    std::fs::write(&secret, "wrong\n").unwrap();
+    let refused = import();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("refused the login"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}

@@ -10,10 +10,12 @@
 #![forbid(unsafe_code)]
 
 mod dns;
+mod dovecot;
 mod postfix;
 mod sink;
 
 pub use dns::{Dns, Zone};
+pub use dovecot::Dovecot;
 pub use postfix::PostfixMx;
 pub use sink::SmtpSink;
 

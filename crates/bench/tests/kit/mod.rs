@@ -159,85 +159,19 @@ impl Drop for Sluice {
     }
 }
 
-/// A Dovecot (IMAP only) from its own config file in a temp directory,
-/// with plain-text passwords, Maildir under the temp directory, mail
-/// owned by the `mail` user.
-pub struct Dovecot {
-    pub dir: tempfile::TempDir,
-    child: Child,
-    pub imap: SocketAddr,
-}
+/// Dovecot (IMAP only) with accounts user1..userN@example.org, from the
+/// shared test kit. `Some` always: a missing Dovecot fails the test there.
+pub struct Dovecot;
 
 impl Dovecot {
-    /// None (with a message) when Dovecot is not installed.
-    pub fn start(users: usize) -> Option<Dovecot> {
-        if Command::new("dovecot").arg("--version").output().is_err() {
-            eprintln!(
-                "SKIP: dovecot is not installed (apt-get install dovecot-core dovecot-imapd)"
-            );
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let mail = d.join("mail");
-        std::fs::create_dir_all(&mail).unwrap();
-        let ok = Command::new("chown")
-            .arg("mail:mail")
-            .arg(&mail)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "chown mail: the test must run as root");
-        // Dovecot's processes must reach the directory.
-        let ok = Command::new("chmod").arg("755").arg(d).status().unwrap();
-        assert!(ok.success());
-        let passwd: String = (1..=users)
-            .map(|i| format!("user{i}@{DOMAIN}:{{PLAIN}}{PASSWORD}\n"))
-            .collect();
-        std::fs::write(d.join("passwd"), passwd).unwrap();
-        let port = free_port();
-        let conf = format!(
-            "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {d}/dovecot.log\nprotocols = imap\nlisten = 127.0.0.1\nssl = no\ndisable_plaintext_auth = no\nauth_mechanisms = plain login\nmail_location = maildir:{d}/mail/%u\nmail_uid = mail\nmail_gid = mail\nfirst_valid_uid = 8\nfirst_valid_gid = 8\npassdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {d}/passwd\n}}\nuserdb {{\n  driver = static\n  args = home={d}/mail/%u\n}}\nservice imap-login {{\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n  inet_listener imaps {{\n    port = 0\n  }}\n}}\n",
-            d = d.display()
-        );
-        std::fs::write(d.join("dovecot.conf"), conf).unwrap();
-        let child = Command::new("dovecot")
-            .arg("-F")
-            .arg("-c")
-            .arg(d.join("dovecot.conf"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let imap: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(s) = std::net::TcpStream::connect(imap) {
-                let mut line = String::new();
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                let _ = BufReader::new(s).read_line(&mut line);
-                if line.starts_with("* OK") {
-                    break;
-                }
-            }
-            assert!(Instant::now() < deadline, "dovecot did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Some(Dovecot { dir, child, imap })
+    #[allow(clippy::new_ret_no_self)]
+    pub fn start(users: usize) -> Option<sluice_testkit::Dovecot> {
+        let addresses: Vec<String> = (1..=users).map(|i| format!("user{i}@{DOMAIN}")).collect();
+        let accounts: Vec<(&str, &str)> =
+            addresses.iter().map(|a| (a.as_str(), PASSWORD)).collect();
+        Some(sluice_testkit::Dovecot::start(&accounts))
     }
 }
-
-impl Drop for Dovecot {
-    fn drop(&mut self) {
-        // SIGTERM lets the master stop its children.
-        let _ = Command::new("kill")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
-pub use sluice_testkit::free_port;
 
 /// The number at `path` (`a.b.c`) of a JSON report.
 pub fn at(v: &serde_json::Value, path: &str) -> f64 {
