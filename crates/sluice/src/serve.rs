@@ -241,7 +241,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     let store: Arc<dyn Store> = Arc::new(sqlite.clone());
     let directory = DirectoryWatch::start(Arc::clone(&store), DIRECTORY_POLL).await?;
-    let tls = crate::tls::acceptor(&config)?;
+    let (tls, identity) = crate::tls::acceptor(&config)?;
+    reload_on_hangup(identity)?;
     let shutdown = Shutdown::default();
 
     let content = content_policy(&config)?.map(Arc::new);
@@ -526,6 +527,24 @@ fn blocklist_policy(config: &Config) -> anyhow::Result<Option<smtp::BlocklistPol
 }
 
 /// Resolves at SIGTERM or SIGINT; the handlers are installed at the call.
+/// `SIGHUP` reads the certificate and key files again (a renewed
+/// certificate from certbot or the like), without a restart.
+fn reload_on_hangup(identity: Arc<crate::tls::Identity>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangup = signal(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            match identity.reload() {
+                Ok(()) => tracing::info!("certificate reloaded"),
+                Err(e) => {
+                    tracing::error!(error = %e, "certificate not reloaded; the one in use stays")
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
 fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;

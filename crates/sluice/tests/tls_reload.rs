@@ -1,0 +1,108 @@
+//! A renewed certificate is taken without a restart: the files are
+//! replaced, `SIGHUP` is sent, and the next STARTTLS (SMTP) and implicit
+//! TLS (IMAPS) handshakes present the new one, read by Python's `ssl`. A
+//! broken file on a later `SIGHUP` is refused and the certificate in use
+//! stays.
+
+mod kit;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use kit::{addr_arg, python, signal, wait_until, Server};
+
+/// Writes a fresh self-signed certificate and key for mx.example.org.
+fn make_certificate(dir: &Path) {
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=mx.example.org",
+            "-keyout",
+        ])
+        .arg(dir.join("key.pem"))
+        .arg("-out")
+        .arg(dir.join("cert.pem"))
+        .output()
+        .expect("openssl (test.sh installs it)");
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// SHA-256 of the certificate in `dir`, as the handshakes will show it.
+fn fingerprint(dir: &Path) -> String {
+    python(
+        "import hashlib, ssl, sys\nder = ssl.PEM_cert_to_DER_cert(open(sys.argv[1]).read())\nprint(hashlib.sha256(der).hexdigest())",
+        &[&dir.join("cert.pem").to_string_lossy()],
+    )
+    .trim()
+    .to_string()
+}
+
+/// The certificates the server presents now: `smtp FP` and `imaps FP`.
+fn presented(server: &Server) -> String {
+    python(
+        r#"
+import hashlib, imaplib, smtplib, ssl, sys
+ctx = ssl._create_unverified_context()
+h, p = sys.argv[1].rsplit(":", 1)
+s = smtplib.SMTP(h, int(p)); s.starttls(context=ctx)
+print("smtp", hashlib.sha256(s.sock.getpeercert(binary_form=True)).hexdigest())
+s.quit()
+h, p = sys.argv[2].rsplit(":", 1)
+m = imaplib.IMAP4_SSL(h, int(p), ssl_context=ctx)
+print("imaps", hashlib.sha256(m.sock.getpeercert(binary_form=True)).hexdigest())
+m.logout()
+"#,
+        &[&addr_arg(server.smtp), &addr_arg(server.imaps)],
+    )
+}
+
+#[test]
+fn sighup_takes_a_renewed_certificate_without_a_restart() {
+    let certs = tempfile::tempdir().unwrap();
+    make_certificate(certs.path());
+    let first = fingerprint(certs.path());
+    let server = Server::start_with(&format!(
+        "[tls]\ncert = {:?}\nkey = {:?}\n",
+        certs.path().join("cert.pem"),
+        certs.path().join("key.pem")
+    ));
+    let before = presented(&server);
+    assert!(before.contains(&format!("smtp {first}")), "{before}");
+    assert!(before.contains(&format!("imaps {first}")), "{before}");
+
+    make_certificate(certs.path());
+    let second = fingerprint(certs.path());
+    assert_ne!(first, second);
+    signal(server.pid(), "HUP");
+    assert!(
+        wait_until(Duration::from_secs(5), || server
+            .log()
+            .contains("certificate reloaded")),
+        "{}",
+        server.log()
+    );
+    let after = presented(&server);
+    assert!(after.contains(&format!("smtp {second}")), "{after}");
+    assert!(after.contains(&format!("imaps {second}")), "{after}");
+
+    // A broken file is refused; the certificate in use stays.
+    std::fs::write(certs.path().join("cert.pem"), "not a certificate\n").unwrap();
+    signal(server.pid(), "HUP");
+    assert!(
+        wait_until(Duration::from_secs(5), || server
+            .log()
+            .contains("certificate not reloaded")),
+        "{}",
+        server.log()
+    );
+    let kept = presented(&server);
+    assert!(kept.contains(&format!("smtp {second}")), "{kept}");
+}
