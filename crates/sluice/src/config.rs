@@ -118,6 +118,21 @@ pub struct TlsConfig {
     pub cert: Option<PathBuf>,
     /// PEM private key.
     pub key: Option<PathBuf>,
+    /// Oldest TLS version the listeners take: "1.2" (default) or "1.3".
+    /// TLS 1.0 and 1.1 are never offered.
+    pub min_version: TlsVersion,
+}
+
+/// A TLS protocol version the listeners may be held to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum TlsVersion {
+    /// TLS 1.2 and 1.3.
+    #[default]
+    #[serde(rename = "1.2")]
+    Tls12,
+    /// TLS 1.3 only.
+    #[serde(rename = "1.3")]
+    Tls13,
 }
 
 /// `[store]`.

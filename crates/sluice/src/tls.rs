@@ -111,10 +111,14 @@ pub fn acceptor(config: &Config) -> anyhow::Result<(TlsAcceptor, Arc<Identity>)>
         cert_path,
         key_path,
     });
+    let versions: &[&rustls::SupportedProtocolVersion] = match config.tls.min_version {
+        crate::config::TlsVersion::Tls12 => rustls::DEFAULT_VERSIONS,
+        crate::config::TlsVersion::Tls13 => &[&rustls::version::TLS13],
+    };
     let server = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
-    .with_safe_default_protocol_versions()?
+    .with_protocol_versions(versions)?
     .with_no_client_auth()
     .with_cert_resolver(identity.clone());
     Ok((TlsAcceptor::from(Arc::new(server)), identity))

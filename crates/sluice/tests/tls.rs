@@ -1,8 +1,8 @@
-//! A renewed certificate is taken without a restart: the files are
-//! replaced, `SIGHUP` is sent, and the next STARTTLS (SMTP) and implicit
-//! TLS (IMAPS) handshakes present the new one, read by Python's `ssl`. A
-//! broken file on a later `SIGHUP` is refused and the certificate in use
-//! stays.
+//! The listeners' TLS, seen by Python's `ssl`: a renewed certificate is
+//! taken without a restart (the files are replaced, `SIGHUP` is sent, and
+//! the next STARTTLS (SMTP) and implicit TLS (IMAPS) handshakes present
+//! the new one; a broken file is refused and the certificate in use
+//! stays), and `[tls] min_version` holds clients to TLS 1.3.
 
 mod kit;
 
@@ -105,4 +105,31 @@ fn sighup_takes_a_renewed_certificate_without_a_restart() {
     );
     let kept = presented(&server);
     assert!(kept.contains(&format!("smtp {second}")), "{kept}");
+}
+
+/// The TLS version an IMAPS handshake gets with the client held to at
+/// most `argv[2]` ("1.2" or "1.3"), or `refused`.
+const VERSION: &str = r#"
+import imaplib, ssl, sys
+ctx = ssl._create_unverified_context()
+ctx.maximum_version = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}[sys.argv[2]]
+h, p = sys.argv[1].rsplit(":", 1)
+try:
+    m = imaplib.IMAP4_SSL(h, int(p), ssl_context=ctx)
+    print(m.sock.version())
+    m.logout()
+except (ssl.SSLError, ConnectionError):
+    print("refused")
+"#;
+
+#[test]
+fn the_oldest_tls_version_is_configurable() {
+    let default = Server::start();
+    let imaps = addr_arg(default.imaps);
+    assert_eq!(python(VERSION, &[&imaps, "1.2"]).trim(), "TLSv1.2");
+    assert_eq!(python(VERSION, &[&imaps, "1.3"]).trim(), "TLSv1.3");
+    let strict = Server::start_with("[tls]\nmin_version = \"1.3\"\n");
+    let imaps = addr_arg(strict.imaps);
+    assert_eq!(python(VERSION, &[&imaps, "1.2"]).trim(), "refused");
+    assert_eq!(python(VERSION, &[&imaps, "1.3"]).trim(), "TLSv1.3");
 }
