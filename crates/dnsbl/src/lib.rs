@@ -39,6 +39,8 @@ mod client;
 mod clock;
 mod error;
 mod exchange;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ip4set;
 mod qname;
 mod server;
