@@ -258,9 +258,15 @@ fn mx_records_are_followed_a_null_mx_fails_at_once_and_a_dead_destination_delays
 /// connection) twice.
 #[test]
 fn a_crash_in_the_middle_of_a_burst_loses_nothing() {
-    let sink = SmtpSink::start(&[]);
+    // The destination comes up only once all 1,000 are queued, so that
+    // the burst is still going when the kill comes.
+    let port = sluice_testkit::free_port();
     let dns = no_dns();
-    let mut server = server(&[("burst.test", sink.addr)], dns.addr, 25);
+    let mut server = server(
+        &[("burst.test", format!("127.0.0.1:{port}").parse().unwrap())],
+        dns.addr,
+        25,
+    );
     server.cli_ok(&["alias", "add", "burst@example.org", "all@burst.test"]);
     assert!(wait_until(Duration::from_secs(5), || server
         .rcpt_accepted("burst@example.org")));
@@ -275,6 +281,7 @@ s.quit()
 "#,
         &[&addr_arg(server.smtp)],
     );
+    let sink = SmtpSink::start_on(port, &[]);
     let subjects = |sink: &SmtpSink| -> Vec<String> {
         sink.messages()
             .iter()
