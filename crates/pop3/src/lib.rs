@@ -3,6 +3,8 @@
 #![forbid(unsafe_code)]
 
 mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 mod lock;
 mod server;
 mod session;

@@ -242,25 +242,7 @@ impl<'a> Session<'a> {
             self.err("Authentication cancelled");
             return Next::Continue;
         }
-        let decoded = if response == "=" {
-            Some(Vec::new())
-        } else {
-            base64::engine::general_purpose::STANDARD
-                .decode(response.as_bytes())
-                .ok()
-        };
-        // RFC 4616: authzid NUL authcid NUL passwd.
-        let parts: Option<(String, String)> = decoded.and_then(|d| {
-            let mut it = d.split(|&b| b == 0);
-            let authz = it.next()?;
-            let user = std::str::from_utf8(it.next()?).ok()?.to_string();
-            let pass = std::str::from_utf8(it.next()?).ok()?.to_string();
-            if it.next().is_some() || (!authz.is_empty() && authz != user.as_bytes()) {
-                return None;
-            }
-            Some((user, pass))
-        });
-        match parts {
+        match plain_credentials(&response) {
             Some((user, pass)) => self.login(&user, &pass).await,
             None => {
                 self.err("[AUTH] Invalid AUTH PLAIN response");
@@ -587,6 +569,27 @@ impl TopCutter {
     }
 }
 
+/// The user and password of a SASL PLAIN response (RFC 4616: base64 of
+/// authzid NUL authcid NUL passwd; `=` is the empty response). An authzid
+/// other than the user is refused.
+pub(crate) fn plain_credentials(response: &str) -> Option<(String, String)> {
+    let decoded = if response == "=" {
+        Vec::new()
+    } else {
+        base64::engine::general_purpose::STANDARD
+            .decode(response.as_bytes())
+            .ok()?
+    };
+    let mut it = decoded.split(|&b| b == 0);
+    let authz = it.next()?;
+    let user = std::str::from_utf8(it.next()?).ok()?.to_string();
+    let pass = std::str::from_utf8(it.next()?).ok()?.to_string();
+    if it.next().is_some() || (!authz.is_empty() && authz != user.as_bytes()) {
+        return None;
+    }
+    Some((user, pass))
+}
+
 /// A POP3 command name as a static label for metrics; `other` for what
 /// RFC 1939, 2449, 5034 and 2595 do not define.
 fn command_label(verb: &str) -> &'static str {
@@ -604,6 +607,26 @@ fn command_label(verb: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_responses_are_read_as_rfc_4616_says() {
+        let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+        assert_eq!(
+            plain_credentials(&b64("\0alice@example.org\0pw")),
+            Some(("alice@example.org".into(), "pw".into()))
+        );
+        assert_eq!(
+            plain_credentials(&b64("alice@example.org\0alice@example.org\0pw")),
+            Some(("alice@example.org".into(), "pw".into()))
+        );
+        // Another authorization identity, a missing part, too many parts,
+        // not base64, the empty response.
+        assert_eq!(plain_credentials(&b64("bob\0alice\0pw")), None);
+        assert_eq!(plain_credentials(&b64("\0alice")), None);
+        assert_eq!(plain_credentials(&b64("\0a\0b\0c")), None);
+        assert_eq!(plain_credentials("not base64!"), None);
+        assert_eq!(plain_credentials("="), None);
+    }
 
     #[test]
     fn top_keeps_header_and_n_lines_across_pieces() {
