@@ -77,19 +77,6 @@ pub type SenderReverser = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// larger one comes back as its header.
 const FULL_REPORT_LIMIT: u64 = 256 * 1024;
 
-/// A local delivery a sender asked to hear of (NOTIFY=SUCCESS).
-#[derive(Debug, Clone)]
-pub struct Delivered {
-    /// The stored message.
-    pub blob: store::BlobId,
-    /// The envelope sender, to whom the report goes.
-    pub sender: String,
-    /// The message's ENVID, if given.
-    pub envid: Option<String>,
-    /// Each recipient delivered to, with its ORCPT.
-    pub recipients: Vec<(String, Option<String>)>,
-}
-
 /// The message a report is about.
 struct About {
     blob: store::BlobId,
@@ -729,7 +716,7 @@ impl QueueManager {
     /// Reports a local delivery to a sender that asked for it with
     /// NOTIFY=SUCCESS (RFC 3461 §5.2.2); `recipients` pairs each address
     /// with its ORCPT.
-    pub async fn report_delivered(&self, delivered: Delivered) {
+    pub async fn report_delivered(&self, delivered: store::DeliveryNotice) {
         if delivered.sender.is_empty() || delivered.recipients.is_empty() {
             return;
         }

@@ -164,6 +164,19 @@ impl Journal {
         std::fs::read_to_string(&self.path).unwrap_or_default()
     }
 
+    /// The names an earlier run delivered, said on standard error when
+    /// there are some.
+    pub(crate) fn done_names(&self) -> HashSet<String> {
+        let done: HashSet<String> = self.read().lines().map(String::from).collect();
+        if !done.is_empty() {
+            eprintln!(
+                "sluice: resuming: {} messages already imported (--again starts over)",
+                done.len()
+            );
+        }
+        done
+    }
+
     fn set_offset(&self, offset: u64) -> std::io::Result<()> {
         std::fs::write(&self.path, offset.to_string())
     }
@@ -534,13 +547,7 @@ async fn import_maildir(
     journal: &Journal,
     progress: &mut Progress,
 ) -> anyhow::Result<()> {
-    let done: HashSet<String> = journal.read().lines().map(String::from).collect();
-    if !done.is_empty() {
-        eprintln!(
-            "sluice: resuming: {} messages already imported (--again starts over)",
-            done.len()
-        );
-    }
+    let done = journal.done_names();
     for (name, dir) in maildir_folders(root)? {
         let mailbox = mailbox_named(store, account, &name).await?;
         let mut files: Vec<(String, PathBuf)> = Vec::new();

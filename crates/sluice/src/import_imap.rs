@@ -9,7 +9,6 @@
 //! stops resumes where it was. `imap://` (clear text) is taken only from
 //! a loopback address; elsewhere `imaps://` (TLS, certificate checked).
 
-use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -298,13 +297,7 @@ pub async fn import(
     journal: &crate::import::Journal,
     progress: &mut crate::import::Progress,
 ) -> anyhow::Result<()> {
-    let done: HashSet<String> = journal.read().lines().map(String::from).collect();
-    if !done.is_empty() {
-        eprintln!(
-            "sluice: resuming: {} messages already imported (--again starts over)",
-            done.len()
-        );
-    }
+    let done = journal.done_names();
     let mut client = Client::connect(source, ca_file).await?;
     client
         .simple(&format!(

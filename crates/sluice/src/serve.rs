@@ -153,21 +153,12 @@ type Reporter = Arc<std::sync::OnceLock<Arc<sluice_outbound::QueueManager>>>;
 /// outbound queue they are not sent (and logged).
 fn delivered_report(reporter: &Reporter) -> smtp::DeliveredReport {
     let reporter = Arc::clone(reporter);
-    Arc::new(move |delivered: smtp::Delivered| {
+    Arc::new(move |notice: store::DeliveryNotice| {
         let Some(manager) = reporter.get().cloned() else {
-            tracing::info!(sender = %delivered.sender, "no outbound queue: success report not sent");
+            tracing::info!(sender = %notice.sender, "no outbound queue: success report not sent");
             return;
         };
-        tokio::spawn(async move {
-            manager
-                .report_delivered(sluice_outbound::queue::Delivered {
-                    blob: delivered.blob,
-                    sender: delivered.sender,
-                    envid: delivered.envid,
-                    recipients: delivered.recipients,
-                })
-                .await
-        });
+        tokio::spawn(async move { manager.report_delivered(notice).await });
     })
 }
 

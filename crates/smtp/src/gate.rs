@@ -1114,7 +1114,7 @@ impl<'a> Session<'a> {
         if env.local_notify.is_empty() || env.sender.is_empty() {
             return;
         }
-        report(crate::server::Delivered {
+        report(store::DeliveryNotice {
             blob,
             sender: env.sender.clone(),
             envid: env.envid.clone(),

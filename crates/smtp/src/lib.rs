@@ -30,7 +30,7 @@ pub use config::SmtpConfig;
 pub use content::{Action, ContentPolicy, Engine};
 pub use data::{DotUnstuffer, LineEnds};
 pub use message_auth::{MessageAuth, SealingKey, SealingKeys};
-pub use server::{serve, serve_submission, Context, Delivered, DeliveredReport};
+pub use server::{serve, serve_submission, Context, DeliveredReport};
 pub use spf::SpfCheck;
 pub use srs::{today as srs_today, Srs, SrsError};
 pub use submission::{SenderCheck, Submission, SubmissionConfig};

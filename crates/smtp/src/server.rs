@@ -47,21 +47,9 @@ pub struct Context {
     pub delivered: Option<DeliveredReport>,
 }
 
-/// A local delivery whose sender asked to hear of it (RFC 3461).
-#[derive(Debug, Clone)]
-pub struct Delivered {
-    /// The stored message.
-    pub blob: store::BlobId,
-    /// The envelope sender.
-    pub sender: String,
-    /// The message's ENVID, if given.
-    pub envid: Option<String>,
-    /// Each local recipient (as given at RCPT) with its ORCPT.
-    pub recipients: Vec<(String, Option<String>)>,
-}
-
-/// Takes a [`Delivered`] and sends its report in the background.
-pub type DeliveredReport = Arc<dyn Fn(Delivered) + Send + Sync>;
+/// Takes a [`store::DeliveryNotice`] and sends its report in the
+/// background.
+pub type DeliveredReport = Arc<dyn Fn(store::DeliveryNotice) + Send + Sync>;
 
 /// Accepts connections on `listener` until shutdown.
 pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {

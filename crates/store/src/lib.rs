@@ -24,8 +24,8 @@ pub use directory::{normalize_address, AccountEntry, Directory, Resolution};
 pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
-    AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryReceipt, DkimKey, FlagChange,
-    MailboxId, MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome,
+    AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryNotice, DeliveryReceipt, DkimKey,
+    FlagChange, MailboxId, MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome,
     QueuedRecipient, Quota, RecipientDsn, SearchKey, Uid, WebSession, WebSettings, FLAG_ANSWERED,
     FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY, NOTIFY_FAILURE, NOTIFY_NEVER,
     NOTIFY_SUCCESS,

@@ -264,6 +264,21 @@ pub struct DkimKey {
     pub signing: bool,
 }
 
+/// A local delivery whose sender asked to hear of it (RFC 3461
+/// NOTIFY=SUCCESS): what the SMTP server hands to the outbound queue,
+/// which makes and sends the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryNotice {
+    /// The stored message.
+    pub blob: BlobId,
+    /// The envelope sender, to whom the report goes.
+    pub sender: String,
+    /// The message's ENVID, if given.
+    pub envid: Option<String>,
+    /// Each local recipient (as given at RCPT) with its ORCPT.
+    pub recipients: Vec<(String, Option<String>)>,
+}
+
 /// NOTIFY=SUCCESS (RFC 3461 §4.1): report a delivery.
 pub const NOTIFY_SUCCESS: u8 = 1;
 /// NOTIFY=FAILURE: report a failure.
