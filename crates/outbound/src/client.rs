@@ -516,25 +516,21 @@ impl Session {
                 Err(mail_reply.clone())
             });
         }
-        if chunking {
-            if !mail_reply.is_positive() {
-                return Ok(TransactionResult {
-                    recipients: results,
-                    data: Some(mail_reply),
-                });
-            }
-            if results.iter().all(|r| r.is_err()) {
-                return self.abandon(results).await;
-            }
-            return self.send_chunks(results, next_piece).await;
-        }
-        let (go, _) = read_reply(
-            &mut self.io,
-            Duration::from_secs(120).min(t.command),
-            "DATA",
-        )
-        .await?;
-        if go.code == 354 && results.iter().all(|r| r.is_err()) {
+        // With CHUNKING no DATA was sent: there is no reply to read.
+        let go = if chunking {
+            None
+        } else {
+            Some(
+                read_reply(
+                    &mut self.io,
+                    Duration::from_secs(120).min(t.command),
+                    "DATA",
+                )
+                .await?
+                .0,
+            )
+        };
+        if go.as_ref().is_some_and(|g| g.code == 354) && results.iter().all(|r| r.is_err()) {
             // A server that took DATA without a recipient: end the empty
             // message at once and forget it.
             send_line(&mut self.io, ".", t.command).await?;
@@ -549,7 +545,10 @@ impl Session {
         if results.iter().all(|r| r.is_err()) {
             return self.abandon(results).await;
         }
-        self.send_data(go, results, next_piece).await
+        match go {
+            Some(go) => self.send_data(go, results, next_piece).await,
+            None => self.send_chunks(results, next_piece).await,
+        }
     }
 
     /// Ends a transaction no recipient was accepted for.
