@@ -2,6 +2,7 @@
 //! memory, so the SMTP gate checks a recipient without a database round trip.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::model::{AccountId, MailboxId};
 
@@ -25,7 +26,25 @@ pub struct Directory {
     domains: HashSet<String>,
     accounts: HashMap<String, AccountEntry>,
     aliases: HashMap<String, Vec<String>>,
+    /// Accounts by their INBOX (delivery knows mailboxes, filters need
+    /// the account).
+    by_inbox: HashMap<MailboxId, String>,
+    /// Each account's active Sieve script.
+    active_scripts: HashMap<AccountId, SieveSource>,
+    /// The global Sieve scripts (`include :global`), by name.
+    global_scripts: HashMap<String, SieveSource>,
     serial: i64,
+}
+
+/// A Sieve script's name and text as the directory holds them; delivery
+/// compiles it once per change (the text is shared, so comparing
+/// pointers tells a change).
+#[derive(Debug, Clone)]
+pub struct SieveSource {
+    /// The script's name.
+    pub name: String,
+    /// Its source text.
+    pub source: Arc<str>,
 }
 
 /// Where mail for one address goes.
@@ -77,15 +96,77 @@ impl Directory {
         for (address, target) in aliases {
             map.entry(address).or_default().push(target);
         }
+        let accounts: HashMap<String, AccountEntry> = accounts
+            .into_iter()
+            .map(|a| (a.address.clone(), a))
+            .collect();
         Directory {
             domains: domains.into_iter().collect(),
-            accounts: accounts
-                .into_iter()
-                .map(|a| (a.address.clone(), a))
+            by_inbox: accounts
+                .values()
+                .map(|a| (a.inbox, a.address.clone()))
                 .collect(),
+            accounts,
             aliases: map,
+            active_scripts: HashMap::new(),
+            global_scripts: HashMap::new(),
             serial,
         }
+    }
+
+    /// Adds the Sieve scripts delivery runs: rows of (account, name,
+    /// source, active), account 0 being the global scripts.
+    pub fn with_sieve(
+        mut self,
+        scripts: impl IntoIterator<Item = (AccountId, String, String, bool)>,
+    ) -> Self {
+        for (account, name, source, active) in scripts {
+            let entry = SieveSource {
+                name: name.clone(),
+                source: source.into(),
+            };
+            if account == 0 {
+                self.global_scripts.insert(name, entry);
+            } else if active {
+                self.active_scripts.insert(account, entry);
+            }
+        }
+        self
+    }
+
+    /// The account whose INBOX this is.
+    pub fn account_by_inbox(&self, inbox: MailboxId) -> Option<&AccountEntry> {
+        self.accounts.get(self.by_inbox.get(&inbox)?)
+    }
+
+    /// The account's active Sieve script, if it has one.
+    pub fn active_script(&self, account: AccountId) -> Option<&SieveSource> {
+        self.active_scripts.get(&account)
+    }
+
+    /// A global Sieve script by name.
+    pub fn global_script(&self, name: &str) -> Option<&SieveSource> {
+        self.global_scripts.get(name)
+    }
+
+    /// Whether any account has an active Sieve script (delivery keeps the
+    /// head of each message only then).
+    pub fn has_scripts(&self) -> bool {
+        !self.active_scripts.is_empty()
+    }
+
+    /// The addresses that lead to an account: its own and the aliases
+    /// that point straight at it (Sieve's vacation answers mail sent to
+    /// any of them, RFC 5230 §4.5).
+    pub fn addresses_of(&self, account: &AccountEntry) -> Vec<String> {
+        let mut out = vec![account.address.clone()];
+        for (alias, targets) in &self.aliases {
+            if targets.iter().any(|t| t == &account.address) {
+                out.push(alias.clone());
+            }
+        }
+        out.sort();
+        out
     }
 
     /// The directory serial this snapshot was taken at.

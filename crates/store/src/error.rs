@@ -20,6 +20,9 @@ pub enum StoreError {
     /// The thing to create already exists.
     #[error("{0} already exists")]
     Exists(String),
+    /// The thing is in use and cannot go (the active Sieve script).
+    #[error("{0}")]
+    InUse(String),
     /// The input is not acceptable (bad address, empty password, ...).
     #[error("{0}")]
     Invalid(String),

@@ -20,15 +20,15 @@ mod sqlite;
 mod watch;
 
 pub use auth::{AuthFailure, Authenticator};
-pub use directory::{normalize_address, AccountEntry, Directory, Resolution};
+pub use directory::{normalize_address, AccountEntry, Directory, Resolution, SieveSource};
 pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use model::{
     AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryNotice, DeliveryReceipt, DkimKey,
     FlagChange, MailboxId, MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome,
-    QueuedRecipient, Quota, RecipientDsn, SearchKey, Uid, WebSession, WebSettings, FLAG_ANSWERED,
-    FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY, NOTIFY_FAILURE, NOTIFY_NEVER,
-    NOTIFY_SUCCESS,
+    QueuedRecipient, Quota, RecipientDsn, ScriptOwner, SearchKey, SieveScriptInfo, Uid, WebSession,
+    WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY,
+    NOTIFY_FAILURE, NOTIFY_NEVER, NOTIFY_SUCCESS,
 };
 pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};
@@ -98,6 +98,31 @@ pub trait Store: Send + Sync + 'static {
     async fn set_dkim_signing(&self, domain: &str, selector: &str, signing: bool) -> Result<()>;
     /// Removes a DKIM key. `NotFound` for an unknown key.
     async fn remove_dkim_key(&self, domain: &str, selector: &str) -> Result<()>;
+
+    /// The Sieve scripts of an account, or the global ones, by name.
+    async fn sieve_scripts(&self, owner: ScriptOwner) -> Result<Vec<SieveScriptInfo>>;
+    /// A Sieve script's source, `None` if there is no such script.
+    async fn sieve_script(&self, owner: ScriptOwner, name: &str) -> Result<Option<String>>;
+    /// Stores a Sieve script (replacing one of the same name). The caller
+    /// has compiled it: the store keeps text. `Invalid` for a bad name.
+    async fn put_sieve_script(&self, owner: ScriptOwner, name: &str, source: &str) -> Result<()>;
+    /// Makes `name` the account's active script (the one delivery runs),
+    /// or none with `None`. `NotFound` for an unknown script.
+    async fn activate_sieve_script(&self, account: AccountId, name: Option<&str>) -> Result<()>;
+    /// Deletes a script: `NotFound` if unknown, `InUse` if active.
+    async fn delete_sieve_script(&self, owner: ScriptOwner, name: &str) -> Result<()>;
+    /// Renames a script: `NotFound`, or `Exists` if `to` is taken.
+    async fn rename_sieve_script(&self, owner: ScriptOwner, from: &str, to: &str) -> Result<()>;
+    /// Whether the Sieve memory of an account holds `key` unexpired (a
+    /// vacation answer already sent, a message id `duplicate` has seen).
+    async fn sieve_memory_holds(&self, account: AccountId, key: &str) -> Result<bool>;
+    /// Puts keys in an account's Sieve memory until their expiry
+    /// (seconds since the Unix epoch).
+    async fn remember_in_sieve_memory(
+        &self,
+        account: AccountId,
+        keys: Vec<(String, i64)>,
+    ) -> Result<()>;
 
     /// Starts writing a new message. Bytes are streamed in with
     /// [`MessageWriter::write`]; nothing is visible until

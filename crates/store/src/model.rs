@@ -202,6 +202,10 @@ pub struct Delivery {
     /// Keywords the new entries start with: IMAP atoms (the delivery is
     /// refused as `Invalid` otherwise), repeats ignoring case dropped.
     pub keywords: Vec<String>,
+    /// Flag bits and keywords for each of `mailboxes` in order, where a
+    /// filter set its own (Sieve's `:flags`, RFC 5232); a mailbox past the
+    /// end of this list starts with `flags` and `keywords`.
+    pub mailbox_flags: Vec<(u32, Vec<String>)>,
     /// What the sender asked of delivery status notifications for each
     /// `remote` recipient (RFC 3461 NOTIFY and ORCPT), in the same order;
     /// empty when nothing was asked.
@@ -422,4 +426,25 @@ impl Default for WebSettings {
             remote_ok: Vec::new(),
         }
     }
+}
+
+/// A stored Sieve script as ManageSieve lists it (RFC 5804 §2.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SieveScriptInfo {
+    /// The script's name, unique per account.
+    pub name: String,
+    /// Whether it is the account's active script (the one delivery runs).
+    pub active: bool,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// Whose Sieve scripts: an account's own, or the site's global ones that
+/// `include :global` reaches (RFC 6609 §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScriptOwner {
+    /// The account's personal scripts.
+    Account(AccountId),
+    /// The global scripts.
+    Global,
 }

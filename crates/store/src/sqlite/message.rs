@@ -141,6 +141,11 @@ impl MessageWriter for SqliteMessageWriter {
             ));
         }
         let keywords = keyword::normalize(&delivery.keywords)?.join(" ");
+        let mailbox_flags = delivery
+            .mailbox_flags
+            .iter()
+            .map(|(flags, words)| Ok((*flags, keyword::normalize(words)?.join(" "))))
+            .collect::<Result<Vec<_>>>()?;
         let lead = delivery.lead.clone();
         if lead.len() >= CHUNK_SIZE {
             return Err(StoreError::Invalid(format!(
@@ -188,6 +193,7 @@ impl MessageWriter for SqliteMessageWriter {
             structure,
             header,
             keywords,
+            mailbox_flags,
         };
         let result = self
             .inner
@@ -272,6 +278,8 @@ struct Stored {
     header: Vec<u8>,
     /// Keywords of the new entries, space-separated.
     keywords: String,
+    /// Per-mailbox flags and normalised keywords (`Delivery::mailbox_flags`).
+    mailbox_flags: Vec<(u32, String)>,
 }
 
 fn commit_delivery(
@@ -289,6 +297,7 @@ fn commit_delivery(
         structure,
         header,
         keywords,
+        mailbox_flags,
     } = stored;
     let size = *size;
     let blob = match blob {
@@ -347,7 +356,11 @@ fn commit_delivery(
         .execute(params![blob, h.subject, addresses, index.body_text])?;
     let date = delivery.internal_date.unwrap_or_else(now);
     let mut entries = Vec::with_capacity(delivery.mailboxes.len());
-    for &mailbox in &delivery.mailboxes {
+    for (n, &mailbox) in delivery.mailboxes.iter().enumerate() {
+        let (flags, keywords) = match mailbox_flags.get(n) {
+            Some((flags, words)) => (*flags, words.as_str()),
+            None => (delivery.flags, keywords.as_str()),
+        };
         let (uid, modseq): (u32, i64) = c
             .prepare_cached(
                 "UPDATE mailboxes SET uid_next = uid_next + 1, highest_modseq = highest_modseq + 1
@@ -369,7 +382,7 @@ fn commit_delivery(
             uid,
             blob,
             size as i64,
-            delivery.flags,
+            flags,
             keywords,
             date,
             modseq

@@ -15,6 +15,7 @@ mod pool;
 mod queue;
 mod schema;
 mod search;
+mod sieve;
 mod stats;
 mod sweep;
 mod web;
@@ -32,8 +33,8 @@ use crate::index::IndexedHeaders;
 use crate::keyword;
 use crate::model::{
     AccountId, AliasEntry, BlobId, Changes, DkimKey, FlagChange, MailboxId, MailboxInfo,
-    MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, SearchKey, Uid,
-    FLAG_DELETED, FLAG_SEEN,
+    MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, ScriptOwner,
+    SearchKey, SieveScriptInfo, Uid, FLAG_DELETED, FLAG_SEEN,
 };
 use crate::password::hash_password;
 use crate::{MessageWriter, Store, CHUNK_SIZE};
@@ -320,7 +321,8 @@ impl Store for SqliteStore {
                 .prepare("SELECT address, target FROM aliases")?
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(Directory::new(serial, domains, accounts, aliases))
+            let scripts = sieve::for_directory(c)?;
+            Ok(Directory::new(serial, domains, accounts, aliases).with_sieve(scripts))
         })
         .await
     }
@@ -442,6 +444,8 @@ impl Store for SqliteStore {
             )?;
             c.execute("DELETE FROM mailboxes WHERE account_id = ?1", [id])?;
             c.execute("DELETE FROM lost_subscriptions WHERE account_id = ?1", [id])?;
+            c.execute("DELETE FROM sieve_scripts WHERE account_id = ?1", [id])?;
+            c.execute("DELETE FROM sieve_memory WHERE account_id = ?1", [id])?;
             c.execute("DELETE FROM accounts WHERE id = ?1", [id])?;
             web::forget_account(c, id)?;
             bump_serial(c)?;
@@ -529,6 +533,66 @@ impl Store for SqliteStore {
             bump_serial(c)
         })
         .await
+    }
+
+    async fn sieve_scripts(&self, owner: ScriptOwner) -> Result<Vec<SieveScriptInfo>> {
+        self.read(move |c| sieve::list(c, owner)).await
+    }
+
+    async fn sieve_script(&self, owner: ScriptOwner, name: &str) -> Result<Option<String>> {
+        let name = name.to_string();
+        self.read(move |c| sieve::get(c, owner, &name)).await
+    }
+
+    async fn put_sieve_script(&self, owner: ScriptOwner, name: &str, source: &str) -> Result<()> {
+        let (name, source) = (name.to_string(), source.to_string());
+        self.write(move |c| {
+            sieve::put(c, owner, &name, &source, now())?;
+            bump_serial(c)
+        })
+        .await
+    }
+
+    async fn activate_sieve_script(&self, account: AccountId, name: Option<&str>) -> Result<()> {
+        let name = name.map(str::to_string);
+        self.write(move |c| {
+            sieve::activate(c, account, name.as_deref())?;
+            bump_serial(c)
+        })
+        .await
+    }
+
+    async fn delete_sieve_script(&self, owner: ScriptOwner, name: &str) -> Result<()> {
+        let name = name.to_string();
+        self.write(move |c| {
+            sieve::delete(c, owner, &name)?;
+            bump_serial(c)
+        })
+        .await
+    }
+
+    async fn rename_sieve_script(&self, owner: ScriptOwner, from: &str, to: &str) -> Result<()> {
+        let (from, to) = (from.to_string(), to.to_string());
+        self.write(move |c| {
+            sieve::rename(c, owner, &from, &to)?;
+            bump_serial(c)
+        })
+        .await
+    }
+
+    async fn sieve_memory_holds(&self, account: AccountId, key: &str) -> Result<bool> {
+        let key = key.to_string();
+        self.read(move |c| sieve::seen(c, account, &key, now()))
+            .await
+    }
+
+    async fn remember_in_sieve_memory(
+        &self,
+        account: AccountId,
+        keys: Vec<(String, i64)>,
+    ) -> Result<()> {
+        self.write(move |c| sieve::remember(c, account, &keys, now()))
+            .await
     }
 
     async fn dkim_keys(&self) -> Result<Vec<DkimKey>> {

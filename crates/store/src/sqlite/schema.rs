@@ -295,6 +295,27 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE queue ADD COLUMN eight_bit INTEGER NOT NULL DEFAULT 0;
     "#,
+    // Sieve scripts (RFC 5228), per account; account 0 holds the global
+    // scripts `include :global` reaches (RFC 6609). At most one active
+    // script per account (RFC 5804 §1.5). The memory keeps vacation
+    // answers sent (RFC 5230 §4.2) and message ids seen by `duplicate`
+    // (RFC 7352) until they expire.
+    r#"
+    CREATE TABLE sieve_scripts (
+        account_id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        source TEXT NOT NULL,
+        active INTEGER NOT NULL DEFAULT 0,
+        updated INTEGER NOT NULL,
+        PRIMARY KEY (account_id, name)
+    ) STRICT;
+    CREATE TABLE sieve_memory (
+        account_id INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        expires INTEGER NOT NULL,
+        PRIMARY KEY (account_id, key)
+    ) STRICT, WITHOUT ROWID;
+    "#,
 ];
 
 /// Newest schema version this build knows.
