@@ -26,9 +26,9 @@ pub use index::IndexedHeaders;
 pub use model::{
     AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryNotice, DeliveryReceipt, DkimKey,
     FlagChange, MailboxId, MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome,
-    QueuedRecipient, Quota, RecipientDsn, ScriptOwner, SearchKey, SieveScriptInfo, Uid, WebSession,
-    WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY,
-    NOTIFY_FAILURE, NOTIFY_NEVER, NOTIFY_SUCCESS,
+    QueuedRecipient, Quota, RecipientDsn, ScriptOwner, SearchKey, SieveScriptInfo, SpamModel,
+    SpamTraining, Uid, WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT,
+    FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY, NOTIFY_FAILURE, NOTIFY_NEVER, NOTIFY_SUCCESS,
 };
 pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};
@@ -122,6 +122,45 @@ pub trait Store: Send + Sync + 'static {
         &self,
         account: AccountId,
         keys: Vec<(String, i64)>,
+    ) -> Result<()>;
+
+    /// Messages moved into or out of Junk that wait to train their
+    /// account's spam model (the moves queue them), oldest first.
+    async fn spam_training_batch(&self, limit: usize) -> Result<Vec<SpamTraining>>;
+    /// Trains a spam model (an account's, or the global one with `None`)
+    /// with a message's tokens as spam or ham. With a blob, a message
+    /// trained as the other class before is untrained first, and one
+    /// already trained as this class counts nothing; returns whether the
+    /// model changed. `done` is the queue item this settles.
+    async fn train_spam(
+        &self,
+        account: Option<AccountId>,
+        blob: Option<BlobId>,
+        tokens: Vec<String>,
+        spam: bool,
+        done: Option<i64>,
+    ) -> Result<bool>;
+    /// Drops a queued training item (its message is gone).
+    async fn drop_spam_training(&self, id: i64) -> Result<()>;
+    /// A spam model's totals and its counts of these tokens.
+    async fn spam_model(
+        &self,
+        account: Option<AccountId>,
+        tokens: Vec<String>,
+    ) -> Result<SpamModel>;
+    /// How many tokens a spam model holds.
+    async fn spam_token_count(&self, account: Option<AccountId>) -> Result<u64>;
+    /// Every token of a spam model: (token, spam, ham, last trained), for
+    /// pruning.
+    async fn spam_token_rows(
+        &self,
+        account: Option<AccountId>,
+    ) -> Result<Vec<(String, u32, u32, i64)>>;
+    /// Removes tokens from a spam model (pruning).
+    async fn forget_spam_tokens(
+        &self,
+        account: Option<AccountId>,
+        tokens: Vec<String>,
     ) -> Result<()>;
 
     /// Starts writing a new message. Bytes are streamed in with

@@ -448,3 +448,30 @@ pub enum ScriptOwner {
     /// The global scripts.
     Global,
 }
+
+/// What the spam classifier needs of one model for one message: how many
+/// messages trained each class, and the counts of the message's tokens
+/// the model knows, as (spam, ham).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpamModel {
+    /// Messages trained as spam.
+    pub spam_messages: u32,
+    /// Messages trained as ham.
+    pub ham_messages: u32,
+    /// Known tokens of the message: (spam, ham) counts.
+    pub counts: std::collections::HashMap<String, (u32, u32)>,
+}
+
+/// A message moved into or out of Junk, waiting to train its account's
+/// model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpamTraining {
+    /// Queue row id.
+    pub id: i64,
+    /// Whose model.
+    pub account: AccountId,
+    /// The message.
+    pub blob: BlobId,
+    /// Spam (moved into Junk) or ham (moved out of it).
+    pub spam: bool,
+}

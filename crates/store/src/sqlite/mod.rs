@@ -16,6 +16,7 @@ mod queue;
 mod schema;
 mod search;
 mod sieve;
+mod spam;
 mod stats;
 mod sweep;
 mod web;
@@ -34,7 +35,7 @@ use crate::keyword;
 use crate::model::{
     AccountId, AliasEntry, BlobId, Changes, DkimKey, FlagChange, MailboxId, MailboxInfo,
     MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, ScriptOwner,
-    SearchKey, SieveScriptInfo, Uid, FLAG_DELETED, FLAG_SEEN,
+    SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid, FLAG_DELETED, FLAG_SEEN,
 };
 use crate::password::hash_password;
 use crate::{MessageWriter, Store, CHUNK_SIZE};
@@ -595,6 +596,58 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn spam_training_batch(&self, limit: usize) -> Result<Vec<SpamTraining>> {
+        self.read(move |c| spam::training_batch(c, limit)).await
+    }
+
+    async fn train_spam(
+        &self,
+        account: Option<AccountId>,
+        blob: Option<BlobId>,
+        tokens: Vec<String>,
+        spam: bool,
+        done: Option<i64>,
+    ) -> Result<bool> {
+        self.write(move |c| spam::train(c, account, blob, &tokens, spam, done, now()))
+            .await
+    }
+
+    async fn drop_spam_training(&self, id: i64) -> Result<()> {
+        self.write(move |c| {
+            c.execute("DELETE FROM spam_training WHERE id = ?1", [id])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn spam_model(
+        &self,
+        account: Option<AccountId>,
+        tokens: Vec<String>,
+    ) -> Result<SpamModel> {
+        self.read(move |c| spam::model(c, account, &tokens)).await
+    }
+
+    async fn spam_token_count(&self, account: Option<AccountId>) -> Result<u64> {
+        self.read(move |c| spam::token_count(c, account)).await
+    }
+
+    async fn spam_token_rows(
+        &self,
+        account: Option<AccountId>,
+    ) -> Result<Vec<(String, u32, u32, i64)>> {
+        self.read(move |c| spam::token_rows(c, account)).await
+    }
+
+    async fn forget_spam_tokens(
+        &self,
+        account: Option<AccountId>,
+        tokens: Vec<String>,
+    ) -> Result<()> {
+        self.write(move |c| spam::forget_tokens(c, account, &tokens))
+            .await
+    }
+
     async fn dkim_keys(&self) -> Result<Vec<DkimKey>> {
         self.read(dkim::list).await
     }
@@ -831,6 +884,7 @@ impl Store for SqliteStore {
         let uids = uids.to_vec();
         self.write_notify(move |c| {
             let map = entries::copy_rows(c, from, &uids, to)?;
+            spam::note_moves(c, from, to, &map)?;
             let touched = touched_if(&map, &[to]);
             Ok((map, touched))
         })
@@ -856,6 +910,7 @@ impl Store for SqliteStore {
         let uids = uids.to_vec();
         self.write_release(move |c| {
             let map = entries::move_rows(c, from, &uids, to)?;
+            spam::note_moves(c, from, to, &map)?;
             let touched = touched_if(&map, &[from, to]);
             Ok((map, touched))
         })

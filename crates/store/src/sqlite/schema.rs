@@ -316,6 +316,44 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (account_id, key)
     ) STRICT, WITHOUT ROWID;
     "#,
+    // The spam classifier's models: token counts per account (account 0
+    // is the global model), how many messages trained each class, what
+    // each message was trained as (so moving it back and forth counts
+    // once), and the moves into and out of Junk waiting to train.
+    r#"
+    CREATE TABLE spam_tokens (
+        account_id INTEGER NOT NULL,
+        token TEXT NOT NULL,
+        spam INTEGER NOT NULL DEFAULT 0,
+        ham INTEGER NOT NULL DEFAULT 0,
+        seen INTEGER NOT NULL,
+        PRIMARY KEY (account_id, token)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE spam_totals (
+        account_id INTEGER PRIMARY KEY,
+        spam INTEGER NOT NULL DEFAULT 0,
+        ham INTEGER NOT NULL DEFAULT 0
+    ) STRICT;
+    CREATE TABLE spam_trained (
+        account_id INTEGER NOT NULL,
+        blob_id INTEGER NOT NULL,
+        spam INTEGER NOT NULL,
+        PRIMARY KEY (account_id, blob_id)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE spam_training (
+        id INTEGER PRIMARY KEY,
+        account_id INTEGER NOT NULL,
+        blob_id INTEGER NOT NULL,
+        spam INTEGER NOT NULL
+    ) STRICT;
+    -- Blob ids can be used again once freed: what was known of a freed
+    -- blob goes with it.
+    CREATE INDEX spam_trained_blob ON spam_trained (blob_id);
+    CREATE TRIGGER spam_blob_gone AFTER DELETE ON blobs BEGIN
+        DELETE FROM spam_trained WHERE blob_id = OLD.id;
+        DELETE FROM spam_training WHERE blob_id = OLD.id;
+    END;
+    "#,
 ];
 
 /// Newest schema version this build knows.
