@@ -244,7 +244,9 @@ fn url_hosts(lower: &str, c: &mut Collector) {
             .filter(|&i| i == 0 || !bytes[i - 1].is_ascii_alphanumeric() && bytes[i - 1] != b'.'),
     );
     for start in starts {
-        let rest = &lower[start..];
+        // A host name has at most 253 characters; the bound also keeps
+        // overlapping candidates from making this quadratic.
+        let rest = &lower[start..floor_boundary(lower, start + 300)];
         // Skip "user:password@" in front of the host.
         let end = rest
             .find(|ch: char| !(ch.is_alphanumeric() || matches!(ch, '.' | '-' | '@' | ':')))
@@ -297,13 +299,16 @@ fn ignored_header(name: &str) -> bool {
 fn header_tokens(message: &Message<'_>, c: &mut Collector) {
     let mut names: Vec<String> = Vec::new();
     for h in message.headers() {
+        if names.len() >= 64 {
+            break;
+        }
         let name = h.name().to_ascii_lowercase();
         if name.len() <= 40 && field_name(&name) && !ignored_header(&name) && !names.contains(&name)
         {
             names.push(name);
         }
     }
-    for name in names.iter().take(64) {
+    for name in &names {
         c.add(format!("hn:{name}"));
     }
     if names
@@ -529,12 +534,7 @@ fn html_text(html: &str, c: &mut Collector) -> HtmlText {
             "img" => c.add("html:img".to_string()),
             "form" => c.add("html:form".to_string()),
             "script" | "style" if !lower.starts_with('/') => {
-                let close = format!("</{name}");
-                let lower_rest = rest.to_ascii_lowercase();
-                rest = match lower_rest.find(&close) {
-                    Some(at) => &rest[at..],
-                    None => "",
-                };
+                rest = skip_to_close(rest, &name);
                 continue;
             }
             _ => {}
@@ -550,6 +550,19 @@ fn html_text(html: &str, c: &mut Collector) -> HtmlText {
         }
     }
     HtmlText { text, links }
+}
+
+/// `rest` from the closing tag `</name` on (case-insensitive), or "" when
+/// there is none. Linear in what it skips.
+fn skip_to_close<'h>(rest: &'h str, name: &str) -> &'h str {
+    let bytes = rest.as_bytes();
+    for at in memchr::memmem::find_iter(bytes, b"</") {
+        let after = &bytes[at + 2..];
+        if after.len() >= name.len() && after[..name.len()].eq_ignore_ascii_case(name.as_bytes()) {
+            return &rest[at..];
+        }
+    }
+    ""
 }
 
 /// The largest character boundary of `s` at or below `at`.
@@ -715,6 +728,24 @@ JVBERi0=\r\n--XX--\r\n";
         let t = tokenize(&raw);
         assert!(t.len() <= MAX_TOKENS);
         assert!(t.len() > 1000);
+    }
+
+    #[test]
+    fn pathological_inputs_stay_linear() {
+        // Each of these was quadratic in an earlier draft.
+        let mut raw = b"Content-Type: text/html\r\n\r\n".to_vec();
+        raw.extend(b"<script>".repeat(20_000));
+        raw.extend(b"-www.".repeat(20_000));
+        raw.extend(b"http://".repeat(20_000));
+        let t = tokenize(&raw);
+        assert!(t.len() <= MAX_TOKENS);
+        let mut raw = Vec::new();
+        for i in 0..50_000 {
+            raw.extend(format!("X-H{i}: v\r\n").as_bytes());
+        }
+        raw.extend(b"\r\nbody text\r\n");
+        let t = tokenize(&raw);
+        assert!(t.iter().filter(|x| x.starts_with("hn:")).count() <= 64);
     }
 
     proptest! {
