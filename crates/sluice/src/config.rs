@@ -43,6 +43,10 @@ pub struct Config {
     pub dkim: sluice_outbound::DkimConfig,
     /// Checks of who may send for a domain (SPF), on incoming mail.
     pub auth_checks: smtp::AuthChecksConfig,
+    /// Sieve scripts run at delivery.
+    pub sieve: smtp::FilterConfig,
+    /// The spam classifier.
+    pub spam: smtp::SpamConfig,
     /// The DNS servers used for outbound mail (MX, TLSA, MTA-STS).
     pub dns: DnsConfig,
     /// Logging.
@@ -380,6 +384,8 @@ impl Default for Config {
             outbound: sluice_outbound::OutboundConfig::default(),
             dkim: sluice_outbound::DkimConfig::default(),
             auth_checks: smtp::AuthChecksConfig::default(),
+            sieve: smtp::FilterConfig::default(),
+            spam: smtp::SpamConfig::default(),
             dns: DnsConfig::default(),
             log: LogConfig::default(),
         }

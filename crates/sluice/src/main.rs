@@ -15,6 +15,8 @@ mod metrics_http;
 mod privileges;
 mod scan_files;
 mod serve;
+mod spam_admin;
+mod spam_trainer;
 mod tls;
 
 use std::path::PathBuf;
@@ -73,6 +75,11 @@ enum Command {
     Dkim {
         #[command(subcommand)]
         action: dkim_admin::DkimAction,
+    },
+    /// The spam classifier: train a model from files, show what it knows.
+    Spam {
+        #[command(subcommand)]
+        action: spam_admin::SpamAction,
     },
     /// Bring mail into an account from an mbox file or a Maildir (streamed,
     /// resumable, flags and dates kept).
@@ -147,6 +154,7 @@ fn main() -> ExitCode {
                 Command::Alias { action } => admin::alias(&config, action).await,
                 Command::Queue { action } => admin::queue(&config, action).await,
                 Command::Dkim { action } => dkim_admin::dkim(&config, action).await,
+                Command::Spam { action } => spam_admin::spam(&config, action).await,
                 Command::Import(args) => import::import(&config, args).await,
                 Command::Export(args) => import::export(&config, args).await,
                 Command::Dnsbl { command } => dnsbl_server::run(command).await,

@@ -257,6 +257,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             }))
         })
         .map(Arc::new);
+    // Sieve at delivery, for mail from other servers and from accounts.
+    let filters = smtp::Filters::new(config.sieve.clone(), config.spam.clone()).map(Arc::new);
+    if config.spam.enabled {
+        tokio::spawn(crate::spam_trainer::run(
+            Arc::clone(&store),
+            config.spam.max_tokens,
+        ));
+    }
     let smtp_ctx = Arc::new(smtp::Context {
         hostname: config.hostname.clone(),
         config: config.smtp.clone(),
@@ -275,6 +283,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         spf,
         message_auth,
         delivered: Some(delivered_report(&reporter)),
+        filters: filters.clone(),
     });
     // Submission: the same SMTP session with AUTH and relaying for
     // accounts; no DNSBL (clients are people, often on dynamic addresses).
@@ -326,6 +335,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         spf: None,
         message_auth: None,
         delivered: Some(delivered_report(&reporter)),
+        filters: filters.clone(),
     });
     let pop3_ctx = Arc::new(pop3::Context {
         hostname: config.hostname.clone(),

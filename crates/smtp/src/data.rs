@@ -86,6 +86,8 @@ pub(crate) struct Taps {
     pub auth: Option<Collector>,
     /// A byte outside ASCII went by (the message needs 8BITMIME to go on).
     pub eight_bit: bool,
+    /// The head of the message, for the recipients' Sieve scripts.
+    pub head: Option<crate::filter::Head>,
 }
 
 impl Taps {
@@ -95,6 +97,9 @@ impl Taps {
         self.eight_bit = self.eight_bit || !piece.is_ascii();
         if let Some(auth) = &mut self.auth {
             auth.feed(piece);
+        }
+        if let Some(head) = &mut self.head {
+            head.feed(piece);
         }
         match &mut self.scan {
             Some(session) => {

@@ -18,11 +18,13 @@ use store::{MailboxId, MessageWriter, Resolution};
 use tokio::io::AsyncWriteExt;
 
 use crate::data::{self, DataEnd, Taps};
+use crate::filter::{Filters, Head, Input as FilterInput, Plan, Recipient};
 use crate::header_fix::{Fixes, HeaderFix, Seen};
 use crate::message_auth::{Collector, Sender};
 use crate::received::{queue_id, Trace};
 use crate::reply::{write_multiline, Reply};
 use crate::server::Context;
+use crate::spam_check::Known;
 use crate::submission::{self, SenderCheck, Submission};
 
 /// Input buffer of a trusted session in the data stage.
@@ -35,6 +37,8 @@ struct Envelope {
     /// Accepted recipients as given (for logs and the trace field).
     recipients: Vec<String>,
     mailboxes: Vec<MailboxId>,
+    /// The address given at RCPT that led to each of `mailboxes`.
+    mailbox_rcpts: Vec<String>,
     remote: Vec<String>,
     /// What the sender asked of reports for each of `remote` (RFC 3461).
     remote_dsn: Vec<store::RecipientDsn>,
@@ -118,9 +122,11 @@ impl Envelope {
 
 /// The transaction verdicts the log uses, as static labels for metrics.
 fn verdict_label(verdict: &str) -> &'static str {
-    const KNOWN: [&str; 10] = [
+    const KNOWN: [&str; 12] = [
         "accepted",
         "quarantined",
+        "discarded",
+        "rejected-sieve",
         "rejected-content",
         "rejected-dmarc",
         "rejected-sender",
@@ -506,6 +512,7 @@ impl<'a> Session<'a> {
             utf8,
             recipients: Vec::new(),
             mailboxes: Vec::new(),
+            mailbox_rcpts: Vec::new(),
             remote: Vec::new(),
             remote_dsn: Vec::new(),
             local_notify: Vec::new(),
@@ -615,6 +622,7 @@ impl<'a> Session<'a> {
                 for m in mailboxes {
                     if !env.mailboxes.contains(&m) {
                         env.mailboxes.push(m);
+                        env.mailbox_rcpts.push(address.to_string());
                     }
                 }
                 if !mailboxes_empty && dsn.notify & store::NOTIFY_SUCCESS != 0 {
@@ -739,6 +747,14 @@ impl<'a> Session<'a> {
         Taps {
             scan: self.ctx.content.as_ref().map(|c| c.start()),
             eight_bit: false,
+            head: match (&self.ctx.filters, &self.envelope) {
+                (Some(filters), Some(env)) => filters.head(
+                    &self.ctx.directory.get(),
+                    &env.mailboxes,
+                    self.submission().is_none(),
+                ),
+                _ => None,
+            },
             auth: match &self.ctx.message_auth {
                 Some(auth) if self.submission().is_none() => {
                     let forwarded = self
@@ -935,6 +951,8 @@ impl<'a> Session<'a> {
         let size = writer.size();
         let verdict: &str;
         let eight_bit = taps.eight_bit;
+        let head = taps.head;
+        let mut filter_log = String::new();
         let scanned = match (&end, taps.scan) {
             (DataEnd::Complete, Some(session)) => Some(session.finish()),
             _ => None,
@@ -992,46 +1010,25 @@ impl<'a> Session<'a> {
             }
             DataEnd::Complete => {
                 let quarantine = auth.as_ref().is_some_and(|a| a.quarantine);
-                let mailboxes = if quarantine {
-                    self.ctx
-                        .store
-                        .special_use_of(&env.mailboxes, "\\Junk")
-                        .await
-                } else {
-                    Ok(env.mailboxes.clone())
-                };
-                let delivery = mailboxes.map(|mailboxes| store::Delivery {
-                    sender: self.queue_sender(&env),
-                    mailboxes,
-                    remote: env.remote.clone(),
-                    remote_dsn: env.remote_dsn.clone(),
-                    envid: env.envid.clone(),
-                    ret_full: env.ret_full,
-                    eight_bit,
-                    lead: auth
-                        .as_ref()
-                        .map(|a| a.field.clone().into_bytes())
-                        .unwrap_or_default(),
-                    ..Default::default()
-                });
-                let delivered = match delivery {
-                    Ok(delivery) => writer.deliver(delivery).await,
+                let auth_field = auth.as_ref().map(|a| a.field.clone());
+                let plan = self
+                    .filter(
+                        &env,
+                        head,
+                        size,
+                        quarantine,
+                        scanned.is_some(),
+                        auth_field.clone(),
+                    )
+                    .await;
+                let mut lead = auth_field.unwrap_or_default();
+                if let Ok(Some(fields)) = plan.as_ref().map(|p| p.spam_fields.as_ref()) {
+                    lead.push_str(fields);
+                }
+                let lead = lead.into_bytes();
+                match plan {
                     Err(e) => {
                         writer.abort().await;
-                        Err(e)
-                    }
-                };
-                match delivered {
-                    Ok(receipt) => {
-                        self.notify_delivered(&env, receipt.blob);
-                        verdict = if quarantine {
-                            "quarantined"
-                        } else {
-                            "accepted"
-                        };
-                        self.reply(Reply::new(250, "2.0.0", format!("OK queued as {id}")))
-                    }
-                    Err(e) => {
                         verdict = "store-error";
                         tracing::error!(queue_id = %id, error = %e, "delivery failed");
                         self.reply(Reply::new(
@@ -1039,6 +1036,70 @@ impl<'a> Session<'a> {
                             "4.3.0",
                             "Local error in processing, try again later",
                         ))
+                    }
+                    Ok(plan)
+                        if plan.mailboxes.is_empty()
+                            && plan.remote.is_empty()
+                            && env.remote.is_empty() =>
+                    {
+                        writer.abort().await;
+                        filter_log = plan.summary.join(" ");
+                        if let Some((_, reason)) = plan.rejected.first() {
+                            // RFC 5429 §2.1: refused in the protocol when
+                            // every recipient's script rejected it.
+                            verdict = "rejected-sieve";
+                            self.reply(Reply::new(550, "5.7.1", reason.replace(['\r', '\n'], " ")))
+                        } else {
+                            verdict = "discarded";
+                            let directory = self.ctx.directory.get();
+                            Filters::after_delivery(&self.ctx.store, &directory, plan).await;
+                            self.reply(Reply::new(250, "2.0.0", format!("OK queued as {id}")))
+                        }
+                    }
+                    Ok(plan) => {
+                        filter_log = plan.summary.join(" ");
+                        let redirected = !plan.remote.is_empty();
+                        let mut remote = env.remote.clone();
+                        remote.extend(
+                            plan.remote
+                                .iter()
+                                .filter(|r| !env.remote.contains(r))
+                                .cloned(),
+                        );
+                        let delivery = store::Delivery {
+                            sender: self.queue_sender(&env, redirected),
+                            mailboxes: plan.mailboxes.clone(),
+                            mailbox_flags: plan.mailbox_flags.clone(),
+                            remote,
+                            remote_dsn: env.remote_dsn.clone(),
+                            envid: env.envid.clone(),
+                            ret_full: env.ret_full,
+                            eight_bit,
+                            lead,
+                            ..Default::default()
+                        };
+                        match writer.deliver(delivery).await {
+                            Ok(receipt) => {
+                                self.notify_delivered(&env, receipt.blob);
+                                let directory = self.ctx.directory.get();
+                                Filters::after_delivery(&self.ctx.store, &directory, plan).await;
+                                verdict = if quarantine {
+                                    "quarantined"
+                                } else {
+                                    "accepted"
+                                };
+                                self.reply(Reply::new(250, "2.0.0", format!("OK queued as {id}")))
+                            }
+                            Err(e) => {
+                                verdict = "store-error";
+                                tracing::error!(queue_id = %id, error = %e, "delivery failed");
+                                self.reply(Reply::new(
+                                    451,
+                                    "4.3.0",
+                                    "Local error in processing, try again later",
+                                ))
+                            }
+                        }
                     }
                 }
             }
@@ -1097,6 +1158,7 @@ impl<'a> Session<'a> {
                 Some(Ok(v)) => v.to_string(),
                 Some(Err(e)) => format!("error: {e}"),
             },
+            filter = %if filter_log.is_empty() { "-" } else { filter_log.as_str() },
             ms = env.started.elapsed().as_millis() as u64,
             "smtp transaction"
         );
@@ -1122,14 +1184,67 @@ impl<'a> Session<'a> {
         });
     }
 
+    /// Where the message goes: the recipients' INBOXes (Junk when
+    /// quarantined), or wherever their Sieve scripts say.
+    async fn filter(
+        &mut self,
+        env: &Envelope,
+        head: Option<Head>,
+        size: u64,
+        quarantine: bool,
+        scanned: bool,
+        auth_results: Option<String>,
+    ) -> store::Result<Plan> {
+        let defaults = if quarantine {
+            self.ctx
+                .store
+                .special_use_of(&env.mailboxes, "\\Junk")
+                .await?
+        } else {
+            env.mailboxes.clone()
+        };
+        let (Some(filters), Some(head)) = (&self.ctx.filters, head) else {
+            return Ok(Plan::unfiltered(defaults));
+        };
+        let recipients = env
+            .mailboxes
+            .iter()
+            .zip(defaults)
+            .zip(&env.mailbox_rcpts)
+            .map(|((&inbox, default), address)| Recipient {
+                inbox,
+                default,
+                address: address.clone(),
+            })
+            .collect();
+        let input = FilterInput {
+            sender: &env.sender,
+            recipients,
+            size,
+            virus: scanned.then_some(1),
+            auth: self.account.as_ref().map(|a| a.address.clone()),
+            known: self.submission().is_none().then(|| Known {
+                dnsbl: match &self.blocklist {
+                    Blocklist::Decided(Some(reason)) => vec![reason.clone()],
+                    _ => Vec::new(),
+                },
+                auth_results,
+            }),
+        };
+        let directory = self.ctx.directory.get();
+        Ok(filters
+            .plan(&self.ctx.store, directory, &self.ctx.hostname, head, input)
+            .await)
+    }
+
     /// The envelope sender the queued copies go out with: forwarded mail
     /// from another domain is rewritten with SRS, so the next hop's SPF
     /// check looks at our domain (RFC 7208 §10.1.3).
-    fn queue_sender(&self, env: &Envelope) -> String {
+    fn queue_sender(&self, env: &Envelope, redirected: bool) -> String {
         let Some(srs) = &self.ctx.srs else {
             return env.sender.clone();
         };
-        let forwarded = self.submission().is_none() && !env.remote.is_empty();
+        let forwarded = self.submission().is_none() && (redirected || !env.remote.is_empty());
         let foreign = env.sender.rsplit_once('@').is_some_and(|(_, domain)| {
             !self.ctx.directory.get().is_local_domain(domain) && !srs.is_srs(&env.sender)
         });

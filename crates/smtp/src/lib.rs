@@ -8,10 +8,12 @@
 #![forbid(unsafe_code)]
 
 mod auth_checks;
+mod auto_reply;
 mod blocklist;
 mod config;
 mod content;
 mod data;
+mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gate;
@@ -20,6 +22,7 @@ mod message_auth;
 mod received;
 mod reply;
 mod server;
+mod spam_check;
 mod spf;
 mod srs;
 mod submission;
@@ -29,8 +32,10 @@ pub use blocklist::{BlocklistPolicy, IpNet};
 pub use config::SmtpConfig;
 pub use content::{Action, ContentPolicy, Engine};
 pub use data::{DotUnstuffer, LineEnds};
+pub use filter::{FilterConfig, Filters};
 pub use message_auth::{MessageAuth, SealingKey, SealingKeys};
 pub use server::{serve, serve_submission, Context, DeliveredReport};
+pub use spam_check::SpamConfig;
 pub use spf::SpfCheck;
 pub use srs::{today as srs_today, Srs, SrsError};
 pub use submission::{SenderCheck, Submission, SubmissionConfig};

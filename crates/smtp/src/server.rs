@@ -45,6 +45,8 @@ pub struct Context {
     /// Sends the reports of local deliveries senders asked for
     /// (NOTIFY=SUCCESS); the outbound queue makes and sends them.
     pub delivered: Option<DeliveredReport>,
+    /// The recipients' Sieve scripts, run at delivery, when on.
+    pub filters: Option<Arc<crate::filter::Filters>>,
 }
 
 /// Takes a [`store::DeliveryNotice`] and sends its report in the
