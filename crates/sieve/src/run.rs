@@ -538,13 +538,17 @@ impl Run<'_> {
                         _ => v,
                     })
                     .filter_map(date::parse_datetime)
-                    .map(|d| date::format_part(zone.map_or(d, |z| d.to_offset(z)), *part))
+                    .map(|d| {
+                        // Near the ends of the calendar a zone change may not fit: keep the date as written.
+                        let shown = zone.and_then(|z| d.checked_to_offset(z)).unwrap_or(d);
+                        date::format_part(shown, *part)
+                    })
                     .collect();
                 self.matches(f, m, &values)
             }
             Test::CurrentDate { zone, part, m } => {
                 let now = match self.zone(f, zone) {
-                    Some(z) => ctx.now.to_offset(z),
+                    Some(z) => ctx.now.checked_to_offset(z).unwrap_or(ctx.now),
                     None => ctx.now,
                 };
                 let values = vec![date::format_part(now, *part)];
