@@ -289,10 +289,14 @@ fn spamassassin(
     }
     let train_time = start.elapsed();
 
-    // One mbox (mboxrd quoting) so one process scores all messages.
+    // One mbox (mboxrd quoting) so one process scores all messages. The
+    // separator line carries the message's index: spamassassin writes the
+    // messages out sorted by date, not in the order they came in.
     let mut mbox = Vec::new();
-    for m in held_out {
-        mbox.extend_from_slice(b"From corpus@example.invalid Thu Jan  1 00:00:00 2004\n");
+    for (i, m) in held_out.iter().enumerate() {
+        mbox.extend_from_slice(
+            format!("From corpus-{i}@example.invalid Thu Jan  1 00:00:00 2004\n").as_bytes(),
+        );
         for line in m.raw.split_inclusive(|b| *b == b'\n') {
             let stripped: &[u8] = {
                 let mut l = line;
@@ -322,19 +326,32 @@ fn spamassassin(
         .stderr(Stdio::null())
         .output()?;
     let classify_time = start.elapsed();
-    let probabilities: Vec<f64> = out
-        .stdout
-        .split(|b| *b == b'\n')
-        .filter_map(|line| line.strip_prefix(b"X-Spam-Bayes: "))
-        .map(|v| String::from_utf8_lossy(v).trim().parse().unwrap_or(0.5))
-        .collect();
+    let mut probabilities: Vec<Option<f64>> = vec![None; held_out.len()];
+    let mut current = None;
+    for line in out.stdout.split(|b| *b == b'\n') {
+        if let Some(rest) = line.strip_prefix(b"From corpus-") {
+            let end = rest.iter().position(|b| *b == b'@').unwrap_or(0);
+            current = std::str::from_utf8(&rest[..end])
+                .ok()
+                .and_then(|n| n.parse::<usize>().ok());
+        } else if let (Some(i), Some(v)) = (current, line.strip_prefix(b"X-Spam-Bayes: ")) {
+            if let Some(slot) = probabilities.get_mut(i) {
+                *slot = String::from_utf8_lossy(v).trim().parse().ok();
+            }
+            current = None;
+        }
+    }
     let _ = fs::remove_dir_all(&dir);
-    if probabilities.len() != held_out.len() {
+    let scored = probabilities.iter().flatten().count();
+    if scored != held_out.len() {
         return Err(io::Error::other(format!(
-            "spamassassin scored {} messages of {}",
-            probabilities.len(),
+            "spamassassin scored {scored} messages of {}",
             held_out.len()
         )));
     }
-    Ok((probabilities, train_time, classify_time))
+    Ok((
+        probabilities.into_iter().flatten().collect(),
+        train_time,
+        classify_time,
+    ))
 }
