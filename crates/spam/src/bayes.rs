@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::header::{fold, quoted};
 use crate::tokens::Tokens;
 
 /// Neither class may have fewer trained messages than this for
@@ -77,6 +78,28 @@ pub struct Bayes {
     /// 0.5) first, each with its f(w); at most 150. Take the first few for
     /// a header.
     pub significant: Vec<(String, f64)>,
+}
+
+impl Bayes {
+    /// A header value that explains the verdict (for `X-Spam-Bayes:`, say):
+    /// the probability with four decimals, then up to `max` of the most
+    /// significant tokens with their f(w), e.g.
+    /// `0.9987; "viagra"=0.994, "click here"=0.941`. Tokens are quoted
+    /// strings in printable ASCII (other characters as `\u{hex}`); the
+    /// value is folded like [`Score::status_header`](crate::Score::status_header).
+    pub fn breakdown(&self, max: usize) -> String {
+        let head = format!("{:.4};", self.probability);
+        let items: Vec<String> = self
+            .significant
+            .iter()
+            .take(max)
+            .map(|(t, f)| format!("{}={f:.3}", quoted(t)))
+            .collect();
+        if items.is_empty() {
+            return head.trim_end_matches(';').to_string();
+        }
+        fold("X-Spam-Bayes", &format!("{head} "), &items, ", ")
+    }
 }
 
 /// Trains (or untrains) one message: each of its tokens' count of `class`
@@ -302,6 +325,31 @@ mod tests {
         // Most significant first.
         let d: Vec<f64> = s.significant.iter().map(|(_, f)| (f - 0.5).abs()).collect();
         assert!(d.windows(2).all(|w| w[0] >= w[1]));
+    }
+
+    #[test]
+    fn breakdown_header() {
+        let b = Bayes {
+            probability: 0.99871,
+            significant: vec![
+                ("viagra".into(), 0.9941),
+                ("click here".into(), 0.94),
+                ("今日".into(), 0.1),
+            ],
+        };
+        assert_eq!(
+            b.breakdown(2),
+            "0.9987; \"viagra\"=0.994, \"click here\"=0.940"
+        );
+        assert_eq!(
+            b.breakdown(10),
+            "0.9987; \"viagra\"=0.994, \"click here\"=0.940,\r\n\t\"\\u{4eca}\\u{65e5}\"=0.100"
+        );
+        let none = Bayes {
+            probability: 0.5,
+            significant: vec![],
+        };
+        assert_eq!(none.breakdown(5), "0.5000");
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 mod bayes;
 mod error;
+mod header;
 mod prune;
 mod score;
 mod tokens;
