@@ -25,6 +25,6 @@ mod tokens;
 
 pub use bayes::{classify, train, Bayes, Class, Counts, Delta, Totals, MIN_TRAINED};
 pub use error::Error;
-pub use prune::prune;
+pub use prune::{prune, DEFAULT_MAX_TOKENS};
 pub use score::{score, AuthResult, Evidence, Reason, Score, DEFAULT_THRESHOLD};
 pub use tokens::{tokenize, Tokens, MAX_TEXT, MAX_TOKENS};
