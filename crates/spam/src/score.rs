@@ -117,6 +117,8 @@ pub struct Reason {
 /// module's table).
 fn bayes_band(p: f64) -> (&'static str, f32) {
     match p {
+        // Only a caller's own Bayes value can be NaN: no evidence.
+        p if p.is_nan() => ("BAYES_50", 0.0),
         p if p < 0.01 => ("BAYES_00", -2.5),
         p if p < 0.05 => ("BAYES_05", -1.0),
         p if p < 0.20 => ("BAYES_20", -0.5),
@@ -283,6 +285,7 @@ mod tests {
             (0.97, "BAYES_95"),
             (0.995, "BAYES_99"),
             (1.0, "BAYES_999"),
+            (f64::NAN, "BAYES_50"),
         ] {
             let s = score(&Evidence {
                 bayes: bayes(p),

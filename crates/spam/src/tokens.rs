@@ -6,7 +6,7 @@
 //!
 //! | token | from |
 //! | --- | --- |
-//! | `word`, `word word` | words of 3..=20 characters, lowercased, and adjacent pairs |
+//! | `word`, `word word` | words of 3..=20 characters, lowercased, and pairs of consecutive ones (shorter words skipped, a number or long word breaks the chain) |
 //! | `s:word` | words of the Subject (also counted as plain words) |
 //! | `num:N` | a number of N digits (the shape, not the value) |
 //! | `long:prefix` | the first 8 characters of a word longer than 20 |
