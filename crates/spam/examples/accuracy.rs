@@ -2,7 +2,7 @@
 //! optionally next to SpamAssassin's Bayes trained on the same messages.
 //!
 //! ```text
-//! accuracy CORPUS [--spamassassin] [--holdout N]
+//! accuracy CORPUS [--spamassassin] [--holdout N] [--train N] [--max-tokens N]
 //! ```
 //!
 //! CORPUS holds directories of messages, one file each: a directory whose
@@ -10,7 +10,9 @@
 //! (the SpamAssassin public corpus's layout). A leading mbox `From ` line
 //! is dropped. Within each class, sorted by path, every Nth message
 //! (default 4th) is held out and the rest train, so the split is the same
-//! on every run.
+//! on every run. `--train N` trains on only the first N messages of each
+//! class (a young model); `--max-tokens N` prunes Sluice's model to that
+//! bound with [`spam::prune`] before classifying.
 //!
 //! With `--spamassassin`, `sa-learn` trains a fresh database (in a temp
 //! directory, through a configuration that loads only the Bayes plugin and
@@ -32,7 +34,8 @@ use std::time::{Duration, Instant};
 use std::{env, fs, io};
 
 use spam::{
-    classify, score, tokenize, train, Class, Counts, Delta, Evidence, Totals, DEFAULT_THRESHOLD,
+    classify, prune, score, tokenize, train, Class, Counts, Delta, Evidence, Totals,
+    DEFAULT_THRESHOLD,
 };
 
 struct Message {
@@ -45,6 +48,8 @@ fn main() -> io::Result<()> {
     let mut corpus = None;
     let mut with_sa = false;
     let mut holdout = 4usize;
+    let mut per_class = usize::MAX;
+    let mut max_tokens = usize::MAX;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--spamassassin" => with_sa = true,
@@ -55,11 +60,27 @@ fn main() -> io::Result<()> {
                     .filter(|n| *n >= 2)
                     .expect("--holdout N, N >= 2")
             }
+            "--train" => per_class = args.next().and_then(|n| n.parse().ok()).expect("--train N"),
+            "--max-tokens" => {
+                max_tokens = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("--max-tokens N")
+            }
             _ => corpus = Some(PathBuf::from(a)),
         }
     }
-    let corpus = corpus.expect("usage: accuracy CORPUS [--spamassassin] [--holdout N]");
-    let (train_set, held_out) = load(&corpus, holdout)?;
+    let corpus = corpus.expect(
+        "usage: accuracy CORPUS [--spamassassin] [--holdout N] [--train N] [--max-tokens N]",
+    );
+    let (mut train_set, held_out) = load(&corpus, holdout)?;
+    // The first N of each class only: how a young model does.
+    let mut taken: HashMap<bool, usize> = HashMap::new();
+    train_set.retain(|m| {
+        let n = taken.entry(m.class == Class::Spam).or_default();
+        *n += 1;
+        *n <= per_class
+    });
     let count = |set: &[Message], c: Class| set.iter().filter(|m| m.class == c).count();
     println!(
         "corpus {}: training {} spam + {} ham, held out {} spam + {} ham",
@@ -84,11 +105,39 @@ fn main() -> io::Result<()> {
         );
     }
     let train_time = start.elapsed();
+    if counts.len() > max_tokens {
+        // Pruning as the store would: every token last seen "now" except
+        // that older messages' tokens are older; training order stands in
+        // for time.
+        let mut last_seen: HashMap<&str, i64> = HashMap::new();
+        let token_lists: Vec<_> = train_set.iter().map(|m| tokenize(&m.raw)).collect();
+        for (i, tokens) in token_lists.iter().enumerate() {
+            for t in tokens.iter() {
+                last_seen.insert(t, i as i64);
+            }
+        }
+        let rows: Vec<(String, Counts, i64)> = counts
+            .iter()
+            .map(|(t, c)| {
+                (
+                    t.clone(),
+                    *c,
+                    last_seen.get(t.as_str()).copied().unwrap_or(0),
+                )
+            })
+            .collect();
+        let before = counts.len();
+        for t in prune(&rows, max_tokens) {
+            counts.remove(&t);
+        }
+        println!("pruned the model from {before} to {} tokens", counts.len());
+    }
     let start = Instant::now();
     let mut sluice = Vec::with_capacity(held_out.len());
     for m in &held_out {
         let bayes = classify(&tokenize(&m.raw), totals, &counts);
-        sluice.push(bayes.map_or(0.5, |b| b.probability));
+        // Too little training: no verdict, so not spam.
+        sluice.push(bayes.map_or(0.0, |b| b.probability));
     }
     let classify_time = start.elapsed();
     println!("\nSluice ({} tokens in the model)", counts.len());
@@ -226,10 +275,12 @@ fn spamassassin(
         cf.join("init.pre"),
         "loadplugin Mail::SpamAssassin::Plugin::Check\nloadplugin Mail::SpamAssassin::Plugin::Bayes\n",
     )?;
-    // Only Bayes: no other rule is loaded. SpamAssassin's own minimums
-    // (200 of each class) are kept; the training set is far larger.
+    // Only Bayes: no other rule is loaded. SpamAssassin's minimum training
+    // (200 of each class) is lowered to 1 so that it answers for a young
+    // model too (`--train`); otherwise it would say 0.5 for everything.
     let mut config = format!(
         "use_bayes 1\nuse_bayes_rules 1\nbayes_auto_learn 0\nbayes_auto_expire 0\n\
+         bayes_min_ham_num 1\nbayes_min_spam_num 1\n\
          bayes_path {}/bayes\nreport_safe 0\nrequired_score 5\n\
          add_header all Bayes _BAYES_\n",
         db.display()
@@ -289,10 +340,14 @@ fn spamassassin(
     }
     let train_time = start.elapsed();
 
-    // One mbox (mboxrd quoting) so one process scores all messages.
+    // One mbox (mboxrd quoting) so one process scores all messages. The
+    // separator line carries the message's index: spamassassin writes the
+    // messages out sorted by date, not in the order they came in.
     let mut mbox = Vec::new();
-    for m in held_out {
-        mbox.extend_from_slice(b"From corpus@example.invalid Thu Jan  1 00:00:00 2004\n");
+    for (i, m) in held_out.iter().enumerate() {
+        mbox.extend_from_slice(
+            format!("From corpus-{i}@example.invalid Thu Jan  1 00:00:00 2004\n").as_bytes(),
+        );
         for line in m.raw.split_inclusive(|b| *b == b'\n') {
             let stripped: &[u8] = {
                 let mut l = line;
@@ -322,19 +377,32 @@ fn spamassassin(
         .stderr(Stdio::null())
         .output()?;
     let classify_time = start.elapsed();
-    let probabilities: Vec<f64> = out
-        .stdout
-        .split(|b| *b == b'\n')
-        .filter_map(|line| line.strip_prefix(b"X-Spam-Bayes: "))
-        .map(|v| String::from_utf8_lossy(v).trim().parse().unwrap_or(0.5))
-        .collect();
+    let mut probabilities: Vec<Option<f64>> = vec![None; held_out.len()];
+    let mut current = None;
+    for line in out.stdout.split(|b| *b == b'\n') {
+        if let Some(rest) = line.strip_prefix(b"From corpus-") {
+            let end = rest.iter().position(|b| *b == b'@').unwrap_or(0);
+            current = std::str::from_utf8(&rest[..end])
+                .ok()
+                .and_then(|n| n.parse::<usize>().ok());
+        } else if let (Some(i), Some(v)) = (current, line.strip_prefix(b"X-Spam-Bayes: ")) {
+            if let Some(slot) = probabilities.get_mut(i) {
+                *slot = String::from_utf8_lossy(v).trim().parse().ok();
+            }
+            current = None;
+        }
+    }
     let _ = fs::remove_dir_all(&dir);
-    if probabilities.len() != held_out.len() {
+    let scored = probabilities.iter().flatten().count();
+    if scored != held_out.len() {
         return Err(io::Error::other(format!(
-            "spamassassin scored {} messages of {}",
-            probabilities.len(),
+            "spamassassin scored {scored} messages of {}",
             held_out.len()
         )));
     }
-    Ok((probabilities, train_time, classify_time))
+    Ok((
+        probabilities.into_iter().flatten().collect(),
+        train_time,
+        classify_time,
+    ))
 }

@@ -18,12 +18,13 @@
 
 mod bayes;
 mod error;
+mod header;
 mod prune;
 mod score;
 mod tokens;
 
 pub use bayes::{classify, train, Bayes, Class, Counts, Delta, Totals, MIN_TRAINED};
 pub use error::Error;
-pub use prune::prune;
+pub use prune::{prune, DEFAULT_MAX_TOKENS};
 pub use score::{score, AuthResult, Evidence, Reason, Score, DEFAULT_THRESHOLD};
 pub use tokens::{tokenize, Tokens, MAX_TEXT, MAX_TOKENS};

@@ -24,11 +24,11 @@
 //! tests, not hundreds: a Bayes verdict of 99.9% reaches the default
 //! threshold on its own, one of 99% needs one more piece of evidence.
 
-use std::fmt::Write as _;
 use std::str::FromStr;
 
 use crate::bayes::Bayes;
 use crate::error::Error;
+use crate::header::fold;
 
 /// The score at or above which a message is spam unless the user chose
 /// another threshold (SpamAssassin's `required_score` default).
@@ -38,9 +38,6 @@ pub const DEFAULT_THRESHOLD: f32 = 5.0;
 /// together can add.
 const DNSBL_POINTS: f32 = 2.5;
 const DNSBL_CAP: f32 = 5.0;
-
-/// Headers are folded to lines of about this many characters.
-const FOLD_AT: usize = 76;
 
 /// The result of an SPF, DKIM or DMARC check (RFC 8601 §2.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -120,6 +117,8 @@ pub struct Reason {
 /// module's table).
 fn bayes_band(p: f64) -> (&'static str, f32) {
     match p {
+        // Only a caller's own Bayes value can be NaN: no evidence.
+        p if p.is_nan() => ("BAYES_50", 0.0),
         p if p < 0.01 => ("BAYES_00", -2.5),
         p if p < 0.05 => ("BAYES_05", -1.0),
         p if p < 0.20 => ("BAYES_20", -0.5),
@@ -215,27 +214,19 @@ impl Score {
     /// characters (counting the field name).
     pub fn status_header(&self, threshold: f32) -> String {
         let verdict = if self.is_spam(threshold) { "Yes" } else { "No" };
-        let mut out = format!(
+        let head = format!(
             "{verdict}, score={:.1} required={threshold:.1} tests=",
             self.points
         );
         if self.reasons.is_empty() {
-            out.push_str("none");
-            return out;
+            return format!("{head}none");
         }
-        // The value follows "X-Spam-Status: ".
-        let mut line = "X-Spam-Status: ".len() + out.len();
-        for (i, r) in self.reasons.iter().enumerate() {
-            let item = format!("{}={}", r.name, points_text(r.points));
-            let sep = if i + 1 < self.reasons.len() { "," } else { "" };
-            if i > 0 && line + item.len() + sep.len() > FOLD_AT {
-                out.push_str("\r\n\t");
-                line = 8;
-            }
-            let _ = write!(out, "{item}{sep}");
-            line += item.len() + sep.len();
-        }
-        out
+        let items: Vec<String> = self
+            .reasons
+            .iter()
+            .map(|r| format!("{}={}", r.name, points_text(r.points)))
+            .collect();
+        fold("X-Spam-Status", &head, &items, ",")
     }
 
     /// `X-Spam-Score:` value: the points with one decimal, e.g. "7.3".
@@ -294,6 +285,7 @@ mod tests {
             (0.97, "BAYES_95"),
             (0.995, "BAYES_99"),
             (1.0, "BAYES_999"),
+            (f64::NAN, "BAYES_50"),
         ] {
             let s = score(&Evidence {
                 bayes: bayes(p),

@@ -6,18 +6,20 @@
 //!
 //! | token | from |
 //! | --- | --- |
-//! | `word`, `word word` | words of 3..=20 characters, lowercased, and adjacent pairs |
+//! | `word`, `word word` | words of 3..=20 characters, lowercased, and pairs of consecutive ones (shorter words skipped, a number or long word breaks the chain) |
 //! | `s:word` | words of the Subject (also counted as plain words) |
 //! | `num:N` | a number of N digits (the shape, not the value) |
 //! | `long:prefix` | the first 8 characters of a word longer than 20 |
 //! | `文字` | pairs of adjacent characters in CJK, Hangul or Thai runs |
 //! | `url:host`, `url:domain.tld` | hosts of `http(s)://` and `www.` links, in text and in HTML attributes |
 //! | `from:addr`, `from:domain` | the From address and its domain |
+//! | `fn:word` | words of the From display name |
+//! | `to:domain` | domains of the first 10 To and Cc addresses |
 //! | `mid:domain` | the domain of the Message-ID |
-//! | `rcvd:domain` | the domains of the hosts in `Received:` fields |
+//! | `rcvd:domain`, `rcvd:ip:a.b.c` | the hosts in `Received:` fields, their addresses by /24 |
 //! | `list-id:id` | the List-Id |
 //! | `hn:name` | the presence of a header field |
-//! | `h:...` | header traits: content type, charset, transfer encoding, mailer, HTML-only, no To, Reply-To elsewhere |
+//! | `h:...` | header traits: content type, charset, transfer encoding, mailer, number of recipients, HTML-only, no To, Reply-To elsewhere |
 //! | `html:...` | HTML traits: images, forms, hidden text tricks |
 //! | `att:type`, `att:ext:pdf` | attachment media types and file name extensions |
 //!
@@ -318,6 +320,9 @@ fn header_tokens(message: &Message<'_>, c: &mut Collector) {
         c.add("h:reply".to_string());
     }
 
+    if let Some(name) = message.from().and_then(|a| a.first()?.name()) {
+        header_words("fn:", name, c);
+    }
     let from_domain = match message.from().and_then(|a| a.first()?.address()) {
         Some(addr) => {
             let addr = addr.to_lowercase();
@@ -345,6 +350,26 @@ fn header_tokens(message: &Message<'_>, c: &mut Collector) {
     if message.to().is_none() {
         c.add("h:no-to".to_string());
     }
+    let recipients: Vec<&str> = message
+        .to()
+        .into_iter()
+        .chain(message.cc())
+        .flat_map(|a| a.iter())
+        .filter_map(|a| a.address())
+        .take(100)
+        .collect();
+    for r in recipients.iter().take(10) {
+        if let Some((_, domain)) = r.rsplit_once('@') {
+            host_tokens("to:", &domain.to_lowercase(), c);
+        }
+    }
+    let many = match recipients.len() {
+        0 => "0",
+        1 => "1",
+        2..=5 => "2-5",
+        _ => "6+",
+    };
+    c.add(format!("h:recipients:{many}"));
     if let Some(id) = message.message_id() {
         if let Some((_, domain)) = id.rsplit_once('@') {
             host_tokens("mid:", &domain.to_lowercase(), c);
@@ -396,6 +421,17 @@ fn header_tokens(message: &Message<'_>, c: &mut Collector) {
     }
 }
 
+/// `prefix` + each word of a header value (display names): words of 2..=20
+/// characters, lowercased, from its first 200 characters.
+fn header_words(prefix: &str, value: &str, c: &mut Collector) {
+    let value: String = value.chars().take(200).collect::<String>().to_lowercase();
+    for w in value.split(|ch: char| !ch.is_alphanumeric()) {
+        if (2..=MAX_WORD).contains(&w.chars().count()) {
+            c.add(format!("{prefix}{w}"));
+        }
+    }
+}
+
 /// `rcvd:` tokens for the host names in a `Received:` field's "from" and
 /// "by" clauses (the relays a message came through).
 fn received_tokens(value: &str, c: &mut Collector) {
@@ -409,6 +445,20 @@ fn received_tokens(value: &str, c: &mut Collector) {
                     host_tokens("rcvd:", host, c);
                 }
             }
+        }
+    }
+    // The relays' addresses, by /24: "[192.0.2.7]" gives rcvd:ip:192.0.2.
+    let mut rest = lower.as_str();
+    while let Some(open) = rest.find('[') {
+        rest = &rest[open + 1..];
+        let end = rest.find(']').unwrap_or(rest.len()).min(40);
+        let inside = &rest[..floor_boundary(rest, end)];
+        let octets: Vec<&str> = inside.split('.').collect();
+        if octets.len() == 4
+            && octets.iter().all(|o| o.parse::<u8>().is_ok())
+            && inside != "127.0.0.1"
+        {
+            c.add(format!("rcvd:ip:{}.{}.{}", octets[0], octets[1], octets[2]));
         }
     }
 }
@@ -620,7 +670,9 @@ mod tests {
 
     #[test]
     fn words_pairs_and_headers() {
-        let raw = b"From: Alice <alice@mail.example.com>\r\nTo: bob@example.net\r\n\
+        let raw = b"Received: from mx.relay.example (mx.relay.example [192.0.2.7])\r\n\
+\tby in.example.net; Mon, 1 Jan 2024 10:00:00 +0000\r\n\
+From: Alice <alice@mail.example.com>\r\nTo: bob@example.net\r\n\
 Subject: Lunch on Friday?\r\nMessage-ID: <1@mail.example.com>\r\nX-Mailer: Mutt/2.0\r\n\
 In-Reply-To: <0@example.net>\r\n\r\nShall we meet at the Noodle bar? Costs $12.\r\n";
         let t = tokenize(raw);
@@ -640,6 +692,11 @@ In-Reply-To: <0@example.net>\r\n\r\nShall we meet at the Noodle bar? Costs $12.\
             "h:mailer:mutt",
             "h:reply",
             "hn:x-mailer",
+            "fn:alice",
+            "to:example.net",
+            "h:recipients:1",
+            "rcvd:relay.example",
+            "rcvd:ip:192.0.2",
         ] {
             assert!(has(&t, token), "{token} missing from {:?}", t.list);
         }
