@@ -15,6 +15,7 @@ mod metrics_http;
 mod privileges;
 mod scan_files;
 mod serve;
+mod sieve_admin;
 mod tls;
 
 use std::path::PathBuf;
@@ -73,6 +74,12 @@ enum Command {
     Dkim {
         #[command(subcommand)]
         action: dkim_admin::DkimAction,
+    },
+    /// Sieve scripts of an account or global ones: list, get, put,
+    /// activate, deactivate, delete, rename, check.
+    Sieve {
+        #[command(subcommand)]
+        action: sieve_admin::SieveAction,
     },
     /// Bring mail into an account from an mbox file or a Maildir (streamed,
     /// resumable, flags and dates kept).
@@ -147,6 +154,7 @@ fn main() -> ExitCode {
                 Command::Alias { action } => admin::alias(&config, action).await,
                 Command::Queue { action } => admin::queue(&config, action).await,
                 Command::Dkim { action } => dkim_admin::dkim(&config, action).await,
+                Command::Sieve { action } => sieve_admin::sieve(&config, action).await,
                 Command::Import(args) => import::import(&config, args).await,
                 Command::Export(args) => import::export(&config, args).await,
                 Command::Dnsbl { command } => dnsbl_server::run(command).await,
