@@ -80,3 +80,20 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {
 pub(crate) fn plaintext_ok(config: &ManageSieveConfig, peer: SocketAddr, tls: bool) -> bool {
     tls || config.allow_plaintext_auth || peer.ip().is_loopback()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_need_tls_unless_loopback_or_allowed() {
+        let mut config = ManageSieveConfig::default();
+        let remote: SocketAddr = "192.0.2.7:50000".parse().unwrap();
+        let local: SocketAddr = "[::1]:50000".parse().unwrap();
+        assert!(!plaintext_ok(&config, remote, false));
+        assert!(plaintext_ok(&config, remote, true));
+        assert!(plaintext_ok(&config, local, false));
+        config.allow_plaintext_auth = true;
+        assert!(plaintext_ok(&config, remote, false));
+    }
+}
