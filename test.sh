@@ -18,6 +18,7 @@ packages=(
   clamav clamav-daemon clamav-testfiles     # scanner cross-check, test corpus
   rbldnsd                                   # DNSBL server cross-check
   dovecot-core dovecot-imapd                # IMAP bench workload peer
+  dovecot-sieve                             # sieve-test, the Sieve cross-check peer
   nsd dnsutils                              # the tests' DNS server, and dig
   ldnsutils                                 # signs the test zones (DANE)
   postfix                                   # a real MX peer for outbound mail

@@ -71,6 +71,15 @@ pub(crate) struct Actions {
     max_actions: usize,
     max_redirects: usize,
     redirects: usize,
+    vacations: usize,
+}
+
+/// RFC 5321 §2.4: the local part is case-sensitive, the domain is not.
+fn same_address(a: &str, b: &str) -> bool {
+    match (a.rsplit_once('@'), b.rsplit_once('@')) {
+        (Some((la, da)), Some((lb, db))) => la == lb && da.eq_ignore_ascii_case(db),
+        _ => a == b,
+    }
 }
 
 fn is_inbox(mailbox: &str) -> bool {
@@ -93,6 +102,7 @@ impl Actions {
             max_actions,
             max_redirects,
             redirects: 0,
+            vacations: 0,
         }
     }
 
@@ -177,9 +187,11 @@ impl Actions {
     /// Redirect; the same address twice is one redirect (RFC 5228 §4.2.1).
     pub(crate) fn redirect(&mut self, address: String) -> Result<(), RuntimeError> {
         self.no_reject("redirect")?;
-        if self.list.iter().any(
-            |a| matches!(a, Action::Redirect { address: b } if b.eq_ignore_ascii_case(&address)),
-        ) {
+        if self
+            .list
+            .iter()
+            .any(|a| matches!(a, Action::Redirect { address: b } if same_address(b, &address)))
+        {
             return Ok(());
         }
         if self.redirects >= self.max_redirects {
@@ -205,20 +217,21 @@ impl Actions {
         self.push(Action::Reject { reason, extended })
     }
 
-    /// RFC 5230 §4.7: at most one vacation per run, not with reject.
-    pub(crate) fn vacation(&mut self, a: Action) -> Result<(), RuntimeError> {
-        for b in &self.list {
-            match b {
-                Action::Vacation { .. } => {
-                    return Err(RuntimeError::Conflict("two vacation actions".into()))
-                }
-                Action::Reject { .. } => {
-                    return Err(RuntimeError::Conflict("reject and vacation".into()))
-                }
-                _ => {}
-            }
+    /// RFC 5230 §4.7: at most one vacation per run, not with reject. A
+    /// vacation that decided not to answer still counts (`a` is None), as
+    /// in Pigeonhole.
+    pub(crate) fn vacation(&mut self, a: Option<Action>) -> Result<(), RuntimeError> {
+        if self.vacations > 0 {
+            return Err(RuntimeError::Conflict("two vacation actions".into()));
         }
-        self.push(a)
+        self.vacations += 1;
+        if self.rejected() {
+            return Err(RuntimeError::Conflict("reject and vacation".into()));
+        }
+        match a {
+            Some(a) => self.push(a),
+            None => Ok(()),
+        }
     }
 
     /// The implicit keep (RFC 5228 §2.10.2), when nothing cancelled it.

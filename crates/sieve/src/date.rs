@@ -142,12 +142,14 @@ pub(crate) fn format_part(dt: OffsetDateTime, part: DatePart) -> String {
         DatePart::Second => format!("{s:02}"),
         DatePart::Time => format!("{h:02}:{mi:02}:{s:02}"),
         DatePart::Iso8601 => {
+            // RFC 3339 §5.6, as Pigeonhole writes it: "Z" for UTC.
             let z = zone_text(dt.offset());
-            format!(
-                "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}{}:{}",
-                &z[..3],
-                &z[3..]
-            )
+            let z = if dt.offset().is_utc() {
+                "Z".to_string()
+            } else {
+                format!("{}:{}", &z[..3], &z[3..])
+            };
+            format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}{z}")
         }
         DatePart::Std11 => {
             const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
@@ -155,7 +157,7 @@ pub(crate) fn format_part(dt: OffsetDateTime, part: DatePart) -> String {
                 "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
             ];
             format!(
-                "{}, {d} {} {y:04} {h:02}:{mi:02}:{s:02} {}",
+                "{}, {d:02} {} {y:04} {h:02}:{mi:02}:{s:02} {}",
                 DAYS[dt.weekday().number_days_from_monday() as usize],
                 MONTHS[mo as usize - 1],
                 zone_text(dt.offset())
@@ -181,7 +183,7 @@ mod tests {
         assert_eq!(format_part(d, DatePart::Julian), "52821");
         assert_eq!(
             format_part(d, DatePart::Std11),
-            "Tue, 1 Jul 2003 10:52:37 +0200"
+            "Tue, 01 Jul 2003 10:52:37 +0200"
         );
         let d = parse_datetime("21 Nov 97 09:55 -0600 (CST)").unwrap();
         assert_eq!(format_part(d, DatePart::Date), "1997-11-21");

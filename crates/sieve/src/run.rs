@@ -396,7 +396,7 @@ impl Run<'_> {
             own,
         };
         if vacation::suppressed(&req).is_some() {
-            return Ok(());
+            return self.actions.vacation(None);
         }
         let reason = self.x(f, &v.reason);
         let subject = v.subject.as_ref().map(|s| self.x(f, s));
@@ -411,7 +411,7 @@ impl Run<'_> {
             Some(Period::Days(d)) => d.max(1) * 86_400,
             Some(Period::Seconds(s)) => s,
         };
-        self.actions.vacation(Action::Vacation {
+        self.actions.vacation(Some(Action::Vacation {
             to: ctx.envelope.from.clone(),
             from,
             subject: subject.unwrap_or_else(|| vacation::default_subject(ctx.message)),
@@ -419,7 +419,7 @@ impl Run<'_> {
             mime: v.mime,
             handle,
             period_secs,
-        })
+        }))
     }
 
     fn test(&mut self, f: &mut Frame, t: &Test) -> Result<bool, RuntimeError> {
@@ -529,16 +529,26 @@ impl Run<'_> {
             } => {
                 let header = self.x(f, header);
                 let zone = self.zone(f, zone);
+                let received = header.eq_ignore_ascii_case("received");
                 let values: Vec<String> = pick(msg.values(&header), *index)
                     .into_iter()
+                    // RFC 5260 §4: in Received the date follows the last ';'.
+                    .map(|v| match v.rsplit_once(';') {
+                        Some((_, d)) if received => d,
+                        _ => v,
+                    })
                     .filter_map(date::parse_datetime)
-                    .map(|d| date::format_part(zone.map_or(d, |z| d.to_offset(z)), *part))
+                    .map(|d| {
+                        // Near the ends of the calendar a zone change may not fit: keep the date as written.
+                        let shown = zone.and_then(|z| d.checked_to_offset(z)).unwrap_or(d);
+                        date::format_part(shown, *part)
+                    })
                     .collect();
                 self.matches(f, m, &values)
             }
             Test::CurrentDate { zone, part, m } => {
                 let now = match self.zone(f, zone) {
-                    Some(z) => ctx.now.to_offset(z),
+                    Some(z) => ctx.now.checked_to_offset(z).unwrap_or(ctx.now),
                     None => ctx.now,
                 };
                 let values = vec![date::format_part(now, *part)];

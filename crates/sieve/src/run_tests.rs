@@ -568,3 +568,153 @@ fn compile_errors() {
         assert!(e.message.contains(what), "{src}: {e}");
     }
 }
+
+mod soup {
+    use super::*;
+    use proptest::prelude::*;
+
+    const REQUIRE: &str = "require [\"fileinto\", \"reject\", \"envelope\", \"encoded-character\", \
+        \"vacation-seconds\", \"imap4flags\", \"variables\", \"body\", \"relational\", \"subaddress\", \
+        \"copy\", \"regex\", \"date\", \"index\", \"mailbox\", \"include\", \"duplicate\", \
+        \"spamtestplus\", \"virustest\", \"comparator-i;ascii-numeric\"];\n";
+
+    fn token() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "if",
+            "elsif",
+            "else",
+            "stop",
+            "keep",
+            "discard",
+            "redirect",
+            "fileinto",
+            "reject",
+            "vacation",
+            "setflag",
+            "addflag",
+            "removeflag",
+            "hasflag",
+            "set",
+            "string",
+            "include",
+            "return",
+            "global",
+            "header",
+            "address",
+            "envelope",
+            "exists",
+            "size",
+            "allof",
+            "anyof",
+            "not",
+            "true",
+            "false",
+            "body",
+            "date",
+            "currentdate",
+            "mailboxexists",
+            "duplicate",
+            "spamtest",
+            "virustest",
+            "{",
+            "}",
+            "(",
+            ")",
+            "[",
+            "]",
+            ",",
+            ";",
+            ":is",
+            ":contains",
+            ":matches",
+            ":regex",
+            ":count",
+            ":value",
+            ":comparator",
+            ":index",
+            ":last",
+            ":over",
+            ":under",
+            ":days",
+            ":seconds",
+            ":flags",
+            ":copy",
+            ":create",
+            ":lower",
+            ":length",
+            ":quotewildcard",
+            ":raw",
+            ":text",
+            ":content",
+            ":zone",
+            ":originalzone",
+            ":percent",
+            ":uniqueid",
+            ":handle",
+            ":once",
+            ":optional",
+            ":global",
+            ":localpart",
+            ":domain",
+            ":detail",
+            "\"subject\"",
+            "\"to\"",
+            "\"from\"",
+            "\"*\"",
+            "\"${1}\"",
+            "\"${a}\"",
+            "\"a\"",
+            "\"gt\"",
+            "\"i;ascii-numeric\"",
+            "\"a@b.c\"",
+            "\"year\"",
+            "\"+0100\"",
+            "\"(x)*\"",
+            "\"\\\\Seen\"",
+            "1",
+            "0",
+            "10K",
+            "\"${hex:41}\"",
+            "text:\nx\n..y\n.\n",
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Random token soup: compile returns Ok or Err, and what compiles
+        /// runs to an outcome or an error, never a panic.
+        #[test]
+        fn token_soup(tokens in prop::collection::vec(token(), 0..48)) {
+            let src = REQUIRE.to_string() + &tokens.join(" ");
+            if let Ok(script) = compile(&src) {
+                let _ = run_with(&src, MSG, &TestHost::default());
+                let _ = script.includes();
+            }
+        }
+
+        #[test]
+        fn arbitrary_text(s in "\\PC{0,300}") {
+            let _ = compile(&s);
+        }
+    }
+}
+
+#[test]
+fn script_is_send_and_sync() {
+    fn check<T: Send + Sync + Clone>() {}
+    check::<Script>();
+    check::<Message>();
+}
+
+#[test]
+fn dates_at_the_end_of_the_calendar() {
+    let msg = b"Date: Fri, 31 Dec 9999 23:30:00 -0100\r\n\r\n";
+    let out = run_with(
+        "require [\"date\", \"fileinto\", \"variables\"]; if date :zone \"+1400\" :matches \"date\" \"date\" \"*\" { fileinto \"${1}\"; }",
+        msg,
+        &TestHost::default(),
+    )
+    .unwrap();
+    assert_eq!(out.actions, [into("9999-12-31")]);
+}

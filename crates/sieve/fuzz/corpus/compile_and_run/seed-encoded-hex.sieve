@@ -1,0 +1,2 @@
+require ["encoded-character", "fileinto"];
+fileinto "${hex:4c 69 73 74 73}";

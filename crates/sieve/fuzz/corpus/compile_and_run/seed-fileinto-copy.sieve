@@ -1,0 +1,3 @@
+require ["fileinto", "copy"];
+fileinto :copy "Archive";
+redirect :copy "backup@example.net";

@@ -1,0 +1,2 @@
+require "vacation";
+vacation :days 3 :subject "Out of office" :from "bob@example.com" "Back soon.";

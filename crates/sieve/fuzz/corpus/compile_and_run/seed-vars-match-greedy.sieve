@@ -1,0 +1,2 @@
+require ["fileinto", "variables"];
+if address :matches "from" "*@*.*" { fileinto "${2}-${3}-${1}"; }

@@ -1,0 +1,3 @@
+require ["include", "variables", "fileinto"];
+global "folder";
+fileinto "${folder}";

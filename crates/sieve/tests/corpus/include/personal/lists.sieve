@@ -1,0 +1,2 @@
+require ["fileinto"];
+if exists "list-id" { fileinto "Lists"; }

@@ -1,0 +1,1 @@
+redirect "once@example.net";

@@ -1,0 +1,3 @@
+require ["include", "fileinto"];
+if true { fileinto "inc"; return; }
+fileinto "not-reached";

@@ -1,0 +1,1 @@
+if address :is "from" "alice@example.org" { discard; }

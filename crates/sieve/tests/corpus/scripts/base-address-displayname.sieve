@@ -1,0 +1,1 @@
+if address :contains "from" "Billing" { discard; }

@@ -1,0 +1,1 @@
+if address :domain :is ["to", "cc"] "example.net" { redirect "net@example.net"; }

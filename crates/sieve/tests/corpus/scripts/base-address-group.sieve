@@ -1,0 +1,2 @@
+if address :is "to" "undisclosed-recipients" { discard; }
+if address :contains "bcc" "bob" { redirect "bcc@example.net"; }

@@ -1,0 +1,1 @@
+if address :localpart :is "from" "mailer-daemon" { discard; }

@@ -1,0 +1,3 @@
+/* a bracketed
+   comment */ if true # hash comment
+{ discard; }

@@ -1,0 +1,1 @@
+if header :contains ["subject", "x-tags"] ["report", "beta"] { discard; }

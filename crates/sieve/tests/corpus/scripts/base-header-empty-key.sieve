@@ -1,0 +1,1 @@
+if header :contains "subject" "" { discard; }

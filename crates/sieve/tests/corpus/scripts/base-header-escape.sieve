@@ -1,0 +1,1 @@
+if header :matches "subject" "*\\*green\\*" { discard; }

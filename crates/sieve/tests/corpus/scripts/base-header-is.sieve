@@ -1,0 +1,1 @@
+if header :is "subject" "Meeting tomorrow" { discard; }

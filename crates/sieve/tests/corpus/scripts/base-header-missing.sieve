@@ -1,0 +1,1 @@
+if header :matches "x-nonesuch" "*" { discard; }

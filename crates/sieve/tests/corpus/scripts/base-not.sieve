@@ -1,0 +1,1 @@
+if not exists "x-num" { discard; }

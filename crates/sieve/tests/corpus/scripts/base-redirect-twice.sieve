@@ -1,0 +1,2 @@
+redirect "archive@example.net";
+redirect "ARCHIVE@example.net";

@@ -1,0 +1,1 @@
+redirect "archive@example.net";

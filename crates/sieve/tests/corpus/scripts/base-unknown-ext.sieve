@@ -1,0 +1,2 @@
+require "x-nonesuch";
+keep;

@@ -1,0 +1,2 @@
+require ["body", "fileinto"];
+if body :content "text" :contains "42 EUR" { fileinto "Money"; }

@@ -1,0 +1,2 @@
+require "body";
+if body :content "text/plain" :contains "green" { discard; }

@@ -1,0 +1,2 @@
+require "body";
+if body :matches "*server*down*" { redirect "ops@example.net"; }

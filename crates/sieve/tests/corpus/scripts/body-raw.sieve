@@ -1,0 +1,2 @@
+require "body";
+if body :raw :contains "=20Friday" { discard; }

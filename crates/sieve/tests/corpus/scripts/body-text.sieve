@@ -1,0 +1,2 @@
+require "body";
+if body :text :contains "invoice" { discard; }

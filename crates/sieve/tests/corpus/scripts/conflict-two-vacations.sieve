@@ -1,0 +1,3 @@
+require "vacation";
+vacation "one";
+vacation "two";

@@ -1,0 +1,2 @@
+require ["date", "relational"];
+if currentdate :value "ge" "year" "2020" { discard; }

@@ -1,0 +1,2 @@
+require ["date", "fileinto", "variables"];
+if date :matches "date" "year" "*" { fileinto "Y${1}"; }

@@ -1,0 +1,2 @@
+require ["duplicate", "fileinto"];
+if duplicate { fileinto "Dup"; }

@@ -1,0 +1,2 @@
+require "fileinto";
+fileinto "${hex:41}";

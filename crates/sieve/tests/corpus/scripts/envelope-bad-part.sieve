@@ -1,0 +1,2 @@
+require "envelope";
+if envelope :is "x-part" "a" { discard; }

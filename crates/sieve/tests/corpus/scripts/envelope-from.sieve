@@ -1,0 +1,2 @@
+require "envelope";
+if envelope :domain :is "from" "example.org" { discard; }

@@ -1,0 +1,2 @@
+require "envelope";
+if envelope :localpart :contains "to" "work" { redirect "work@example.net"; }

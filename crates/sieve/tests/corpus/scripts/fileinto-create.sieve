@@ -1,0 +1,2 @@
+require ["fileinto", "mailbox"];
+fileinto :create "New/Sub";

@@ -1,0 +1,5 @@
+require "fileinto";
+fileinto "A";
+fileinto "A";
+fileinto "INBOX";
+keep;

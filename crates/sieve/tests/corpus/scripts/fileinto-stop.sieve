@@ -1,0 +1,3 @@
+require "fileinto";
+if header :contains "subject" "meeting" { fileinto "Work"; stop; }
+fileinto "Other";

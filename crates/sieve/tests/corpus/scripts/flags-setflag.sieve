@@ -1,0 +1,4 @@
+require "imap4flags";
+setflag "\\Seen";
+addflag ["\\Flagged", "$Work"];
+removeflag "\\seen";

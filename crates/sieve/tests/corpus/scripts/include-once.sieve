@@ -1,0 +1,3 @@
+require ["include"];
+include :once "redirect-once";
+include :once "redirect-once";

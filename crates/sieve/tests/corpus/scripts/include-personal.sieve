@@ -1,0 +1,3 @@
+require ["include", "fileinto"];
+include "lists";
+fileinto "after";

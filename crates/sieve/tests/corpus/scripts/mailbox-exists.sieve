@@ -1,0 +1,3 @@
+require ["mailbox", "fileinto"];
+if mailboxexists "INBOX" { fileinto "yes"; }
+if mailboxexists ["INBOX", "Nope"] { fileinto "no"; }

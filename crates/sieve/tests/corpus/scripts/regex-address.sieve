@@ -1,0 +1,2 @@
+require ["regex"];
+if address :regex :domain "from" "example\\.(org|net)$" { discard; }

@@ -1,0 +1,2 @@
+require ["regex", "fileinto"];
+if header :regex "subject" "^\\[[a-z]+\\]" { fileinto "Tagged"; }

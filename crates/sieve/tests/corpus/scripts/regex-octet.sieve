@@ -1,0 +1,2 @@
+require ["regex"];
+if header :regex :comparator "i;octet" "subject" "urgent" { discard; }

@@ -1,0 +1,2 @@
+require ["regex", "fileinto", "variables"];
+if header :regex "subject" "^([A-Z]+): (.*)$" { fileinto "${1}"; }

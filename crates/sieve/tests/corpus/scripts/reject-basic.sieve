@@ -1,0 +1,2 @@
+require "reject";
+if address :localpart :is "from" "mailer-daemon" { reject "no bounces"; }

@@ -1,0 +1,3 @@
+require ["reject", "fileinto"];
+fileinto "A";
+reject "no";

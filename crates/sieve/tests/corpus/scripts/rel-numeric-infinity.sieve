@@ -1,0 +1,2 @@
+require ["relational", "comparator-i;ascii-numeric"];
+if header :value "gt" :comparator "i;ascii-numeric" "subject" "1000" { discard; }

@@ -1,0 +1,2 @@
+require "relational";
+if header :value "lt" "subject" "N" { discard; }

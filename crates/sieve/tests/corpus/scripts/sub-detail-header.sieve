@@ -1,0 +1,2 @@
+require ["subaddress"];
+if address :detail :is "reply-to" "replies" { redirect "r@example.net"; }

@@ -1,0 +1,2 @@
+require ["subaddress", "fileinto", "variables", "envelope"];
+if envelope :detail :matches "to" "*" { fileinto "plus-${1}"; }

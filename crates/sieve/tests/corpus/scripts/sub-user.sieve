@@ -1,0 +1,2 @@
+require ["subaddress"];
+if address :user :is "reply-to" "carol" { discard; }

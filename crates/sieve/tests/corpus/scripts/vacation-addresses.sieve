@@ -1,0 +1,2 @@
+require "vacation";
+vacation :addresses ["dev@lists.example.org", "carol@example.net"] "Away.";

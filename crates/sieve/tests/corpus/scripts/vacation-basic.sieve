@@ -1,0 +1,2 @@
+require "vacation";
+vacation "I am away until Monday.";

@@ -1,0 +1,3 @@
+require "vacation";
+discard;
+vacation "Away.";

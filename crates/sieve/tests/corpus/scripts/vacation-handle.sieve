@@ -1,0 +1,2 @@
+require "vacation";
+vacation :handle "h1" :subject "Re: your mail" "Away.";

@@ -1,0 +1,2 @@
+require "vacation-seconds";
+vacation :seconds 600 "Back in ten minutes.";

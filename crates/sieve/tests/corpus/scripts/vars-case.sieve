@@ -1,0 +1,3 @@
+require ["fileinto", "variables"];
+set "Name" "value";
+fileinto "${NAME}";

@@ -1,0 +1,2 @@
+require ["fileinto", "variables", "envelope"];
+if envelope :matches "from" "*@*" { fileinto "env-${2}"; }

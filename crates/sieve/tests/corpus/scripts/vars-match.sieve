@@ -1,0 +1,2 @@
+require ["fileinto", "variables"];
+if header :matches "subject" "[*] *" { fileinto "List-${1}"; }

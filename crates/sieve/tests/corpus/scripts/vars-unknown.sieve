@@ -1,0 +1,2 @@
+require ["fileinto", "variables"];
+fileinto "box${nonesuch}";
