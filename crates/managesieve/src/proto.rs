@@ -102,7 +102,8 @@ pub fn parse_command(buf: &[u8]) -> Result<Vec<Token>, ParseError> {
                     .position(|&b| matches!(b, b' ' | b'\r' | b'\n'))
                     .unwrap_or(buf.len() - pos);
                 let word = &buf[pos..pos + len];
-                if !word.iter().all(|&b| atom_char(b)) {
+                // Empty: a leading space or a lone CR.
+                if word.is_empty() || !word.iter().all(|&b| atom_char(b)) {
                     return Err(ParseError::Syntax("invalid characters in a word"));
                 }
                 tokens.push(Token::Atom(
@@ -386,6 +387,9 @@ mod tests {
             b"NOOP \"a\"\"b\"\r\n",
             b"NOOP a(b\r\n",
             b"NOOP\r\nNOOP\r\n",
+            b" \n",
+            b" NOOP\r\n",
+            b"NOOP\r \r\n",
         ] {
             assert!(
                 matches!(parse_command(bad), Err(ParseError::Syntax(_))),
@@ -476,8 +480,11 @@ mod tests {
         }
 
         #[test]
-        fn line_like_input_never_panics(data in "[ -~\r\n{}+\"\\\\0-9]{0,80}") {
-            let _ = parse_as_session(data.as_bytes());
+        fn what_parses_writes_back_the_same(data in "[ -~\r\n{}+\"\\\\0-9]{0,80}") {
+            if let Ok(tokens) = parse_as_session(data.as_bytes()) {
+                prop_assert!(tokens.iter().all(|t| t != &Token::Atom(String::new())));
+                prop_assert_eq!(parse_command(&write_command(&tokens)), Ok(tokens));
+            }
         }
     }
 }

@@ -144,6 +144,17 @@ fn sieve_connect_sees_compile_errors_and_nothing_is_stored() {
     assert!(!out.status.success(), "{all}");
     assert!(all.contains("line 2, column 3"), "{all}");
     assert_eq!(server.count("SELECT count(*) FROM sieve_scripts"), 0);
+    // CHECKSCRIPT says the same and stores nothing either.
+    let out = sieve_connect(
+        &server,
+        &user,
+        PASSWORD,
+        &["--checkscript", "--localsieve", &local.to_string_lossy()],
+    );
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains("line 2, column 3"), "{all}");
+    assert_eq!(server.count("SELECT count(*) FROM sieve_scripts"), 0);
 }
 
 #[test]
