@@ -26,6 +26,7 @@ packages=(
   openssl                                   # makes the test senders' DKIM keys
   python3-prometheus-client                 # parses /metrics as Prometheus does
   chromium                                  # the webmail tests drive Chromium
+  sieve-connect                             # an independent ManageSieve client
 )
 # Node and npm run the browser driver; any install of them will do (the
 # one from Debian, or NodeSource's, which bundles npm and conflicts with

@@ -29,6 +29,8 @@ pub struct Config {
     pub pop3: pop3::Pop3Config,
     /// IMAP limits.
     pub imap: imap::ImapConfig,
+    /// ManageSieve limits.
+    pub managesieve: managesieve::ManageSieveConfig,
     /// Content scanning of incoming mail.
     pub scan: ScanConfig,
     /// DNS blocklists checked in the SMTP gate.
@@ -105,6 +107,8 @@ pub struct Listen {
     pub pop3: Addresses,
     /// POP3 over implicit TLS (995).
     pub pop3s: Addresses,
+    /// ManageSieve with STARTTLS (4190, RFC 5804).
+    pub managesieve: Addresses,
     /// Webmail over plain HTTP (trial: 127.0.0.1:8080).
     pub http: Addresses,
     /// Webmail over HTTPS with the server's certificate (443).
@@ -369,6 +373,7 @@ impl Default for Config {
                 pop3: Addresses::One("127.0.0.1:1110".parse().expect("literal")),
                 imap: Addresses::One("127.0.0.1:1143".parse().expect("literal")),
                 submission: Addresses::One("127.0.0.1:2587".parse().expect("literal")),
+                managesieve: Addresses::One("127.0.0.1:4190".parse().expect("literal")),
                 http: Addresses::One("127.0.0.1:8080".parse().expect("literal")),
                 ..Listen::default()
             },
@@ -377,6 +382,7 @@ impl Default for Config {
             smtp: smtp::SmtpConfig::default(),
             pop3: pop3::Pop3Config::default(),
             imap: imap::ImapConfig::default(),
+            managesieve: managesieve::ManageSieveConfig::default(),
             scan: ScanConfig::default(),
             dnsbl: DnsblConfig::default(),
             web: web::WebConfig::default(),
@@ -428,6 +434,12 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     }
     if c.imap.idle_timeout_secs < 30 * 60 {
         bail!("key `imap.idle_timeout_secs`: must be at least 1800 (RFC 3501 §5.4)");
+    }
+    if c.managesieve.max_script_size == 0 || c.managesieve.max_script_size > 16 << 20 {
+        bail!("key `managesieve.max_script_size`: must be between 1 and 16777216 bytes");
+    }
+    if c.managesieve.max_scripts == 0 {
+        bail!("key `managesieve.max_scripts`: must be at least 1");
     }
     if c.tls.cert.is_some() != c.tls.key.is_some() {
         bail!("key `tls`: set both `cert` and `key`, or neither");

@@ -17,6 +17,7 @@ mod scan_files;
 mod serve;
 mod spam_admin;
 mod spam_trainer;
+mod sieve_admin;
 mod tls;
 
 use std::path::PathBuf;
@@ -80,6 +81,12 @@ enum Command {
     Spam {
         #[command(subcommand)]
         action: spam_admin::SpamAction,
+    },
+    /// Sieve scripts of an account or global ones: list, get, put,
+    /// activate, deactivate, delete, rename, check.
+    Sieve {
+        #[command(subcommand)]
+        action: sieve_admin::SieveAction,
     },
     /// Bring mail into an account from an mbox file or a Maildir (streamed,
     /// resumable, flags and dates kept).
@@ -155,6 +162,7 @@ fn main() -> ExitCode {
                 Command::Queue { action } => admin::queue(&config, action).await,
                 Command::Dkim { action } => dkim_admin::dkim(&config, action).await,
                 Command::Spam { action } => spam_admin::spam(&config, action).await,
+                Command::Sieve { action } => sieve_admin::sieve(&config, action).await,
                 Command::Import(args) => import::import(&config, args).await,
                 Command::Export(args) => import::export(&config, args).await,
                 Command::Dnsbl { command } => dnsbl_server::run(command).await,

@@ -194,6 +194,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let pop3s_listeners = bind("pop3s", config.listen.pop3s.list()).await?;
     let imap_listeners = bind("imap", config.listen.imap.list()).await?;
     let imaps_listeners = bind("imaps", config.listen.imaps.list()).await?;
+    let managesieve_listeners = bind("managesieve", config.listen.managesieve.list()).await?;
     let http_listeners = bind("http", config.listen.http.list()).await?;
     let https_listeners = bind("https", config.listen.https.list()).await?;
     let metrics_listeners = bind("metrics", config.listen.metrics.list()).await?;
@@ -205,6 +206,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         &pop3s_listeners,
         &imap_listeners,
         &imaps_listeners,
+        &managesieve_listeners,
         &http_listeners,
         &https_listeners,
         &metrics_listeners,
@@ -362,6 +364,19 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         ),
         shutdown: shutdown.clone(),
     });
+    let managesieve_ctx = Arc::new(managesieve::Context {
+        hostname: config.hostname.clone(),
+        config: config.managesieve.clone(),
+        store: Arc::clone(&store),
+        auth: auth_with(config.managesieve.auth_failure_delay_secs),
+        tls: Some(tls.clone()),
+        limiter: ConnLimiter::with_total(
+            config.managesieve.max_connections_per_ip,
+            config.managesieve.max_connections,
+        ),
+        shutdown: shutdown.clone(),
+        language: crate::sieve_admin::language(),
+    });
     let web_ctx = Arc::new(web::Context {
         store: Arc::clone(&store),
         directory: Arc::clone(&directory),
@@ -417,6 +432,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     for l in imaps_listeners {
         accept_loops.spawn(imap::serve(l, Arc::clone(&imap_ctx), true));
+    }
+    for l in managesieve_listeners {
+        accept_loops.spawn(managesieve::serve(l, Arc::clone(&managesieve_ctx)));
     }
     let outbound = start_outbound(&config, &store, srs_for_reports, &directory, &reporter)?;
     // Handlers are in place before anyone is told the server is up.

@@ -95,7 +95,7 @@ impl Server {
             format!("{outbound}[auth_checks]\nspf = \"off\"\ndkim = \"off\"\ndmarc = \"off\"\n")
         };
         let text = format!(
-            "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\npop3s = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\nimaps = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nhttps = \"127.0.0.1:0\"\nsubmission = \"127.0.0.1:0\"\nsubmissions = \"127.0.0.1:0\"\nmetrics = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n{outbound}{}\n",
+            "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\npop3s = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\nimaps = \"127.0.0.1:0\"\nmanagesieve = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nhttps = \"127.0.0.1:0\"\nsubmission = \"127.0.0.1:0\"\nsubmissions = \"127.0.0.1:0\"\nmetrics = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n{outbound}{}\n",
             self.data_dir(),
             self.extra
         );
