@@ -459,12 +459,20 @@ async fn store_rules(
         .put_sieve_script(owner, rules::SCRIPT_NAME, &script)
         .await?;
     let active = stored.active();
-    if active != Some(rules::SCRIPT_NAME) && (activate || active.is_none()) {
+    let activated = active != Some(rules::SCRIPT_NAME) && (activate || active.is_none());
+    if activated {
         app.ctx
             .store
             .activate_sieve_script(user.account, Some(rules::SCRIPT_NAME))
             .await?;
     }
+    tracing::info!(
+        address = %user.address,
+        rules = set.rules.len(),
+        vacation = set.vacation.enabled,
+        activated,
+        "webmail filter rules saved"
+    );
     Ok(())
 }
 
@@ -639,7 +647,8 @@ pub(crate) async fn scripts_act(
     let name = field(&fields, "name").unwrap_or("");
     let owner = ScriptOwner::Account(user.account);
     let store = &app.ctx.store;
-    match field(&fields, "op").unwrap_or("") {
+    let op = field(&fields, "op").unwrap_or("");
+    match op {
         "activate" => {
             store
                 .activate_sieve_script(user.account, Some(name))
@@ -669,6 +678,7 @@ pub(crate) async fn scripts_act(
         },
         _ => return Err(WebError::BadRequest("unknown operation".into())),
     }
+    tracing::info!(address = %user.address, script = %name, op, "webmail sieve script changed");
     Ok(Redirect::to("/settings/filters/scripts").into_response())
 }
 
@@ -787,6 +797,13 @@ pub(crate) async fn script_save(
             .activate_sieve_script(user.account, Some(&name))
             .await?;
     }
+    tracing::info!(
+        address = %user.address,
+        script = %name,
+        size = source.len(),
+        activated = activate,
+        "webmail sieve script saved"
+    );
     Ok(Redirect::to(&format!(
         "/settings/filters/script?name={}&saved=1",
         pages::urlencode(&name)
