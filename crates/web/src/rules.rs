@@ -359,7 +359,8 @@ fn json_line<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// The script the rule editor stores. Lines end in CRLF (RFC 5228 §2.2).
+/// The script the rule editor stores. Lines end in CRLF, as the grammar
+/// has them (RFC 5228 §8.1).
 pub(crate) fn to_sieve(set: &RuleSet) -> String {
     let mut lines: Vec<String> = vec![
         MAGIC.into(),
