@@ -57,6 +57,22 @@
   });
   let pendingG = false;
 
+  // The rule form of the Filters page: only the fields of the chosen
+  // action (and the header name for "the header named…") are shown.
+  const ruleForm = document.querySelector("form.rule");
+  if (ruleForm) {
+    const sync = function () {
+      const action = ruleForm.elements.namedItem("action").value;
+      const field = ruleForm.elements.namedItem("field").value;
+      for (const el of ruleForm.querySelectorAll("[data-for]")) {
+        const f = el.dataset.for;
+        el.hidden = f === "header" ? field !== "header" : f !== action;
+      }
+    };
+    ruleForm.addEventListener("change", sync);
+    sync();
+  }
+
   // Live updates: the server says when the mailbox shown changed; the list
   // and the folder counts are fetched again and swapped in.
   const mailbox = document.body.dataset.mailbox;

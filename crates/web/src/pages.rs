@@ -404,6 +404,328 @@ pub(crate) fn settings(chrome: &Chrome<'_>, s: &store::WebSettings) -> Html<Stri
                 }
                 div.actions { button { "Save" } }
             }
+            h2 { "Filters" }
+            p { a href="/settings/filters" { "Rules and vacation answer" } " · " a href="/settings/filters/scripts" { "Sieve scripts" } }
+        },
+    )
+}
+
+/// The rule form's values, as strings the way the form holds them.
+#[derive(Debug, Clone)]
+pub(crate) struct RuleForm {
+    /// `from`, `to`, `subject` or `header`.
+    pub field: String,
+    /// The header's name when `field` is `header`.
+    pub header: String,
+    /// `contains`, `is`, `matches` or `not_contains`.
+    pub test: String,
+    pub value: String,
+    /// `move`, `mark_read`, `flag`, `forward`, `discard` or `reject`.
+    pub action: String,
+    /// An existing mailbox, or (`new_folder`) one to name.
+    pub folder: String,
+    pub new_folder: String,
+    pub create: bool,
+    pub address: String,
+    pub keep: bool,
+    pub reject_text: String,
+}
+
+impl Default for RuleForm {
+    fn default() -> Self {
+        RuleForm {
+            field: "subject".into(),
+            header: String::new(),
+            test: "contains".into(),
+            value: String::new(),
+            action: "move".into(),
+            folder: String::new(),
+            new_folder: String::new(),
+            create: true,
+            address: String::new(),
+            keep: true,
+            reject_text: String::new(),
+        }
+    }
+}
+
+/// The vacation form's values.
+#[derive(Debug, Clone)]
+pub(crate) struct VacationForm {
+    pub enabled: bool,
+    pub subject: String,
+    pub text: String,
+    pub days: String,
+}
+
+/// The rule editor.
+pub(crate) struct FiltersView {
+    /// The rules in words, in order.
+    pub rules: Vec<String>,
+    pub vacation: VacationForm,
+    /// The add (or edit) form.
+    pub form: RuleForm,
+    /// The rule the form edits; `None`: it adds one.
+    pub editing: Option<usize>,
+    /// The user's mailboxes, for "move to".
+    pub mailboxes: Vec<String>,
+    /// The stored script's version, sent back with every form.
+    pub revision: String,
+    /// Another script is the active one: the rules are not in effect.
+    pub other_active: Option<String>,
+    /// The rules are stored but no script is active.
+    pub none_active: bool,
+    /// The stored script was changed elsewhere: what saving will do.
+    pub edited: Option<&'static str>,
+    pub error: Option<String>,
+}
+
+/// The list of the account's Sieve scripts.
+pub(crate) struct ScriptsView {
+    pub scripts: Vec<store::SieveScriptInfo>,
+    /// Most scripts an account keeps.
+    pub max: usize,
+    pub error: Option<String>,
+}
+
+/// One script in the editor.
+pub(crate) struct ScriptView {
+    pub name: String,
+    pub source: String,
+    /// Not stored yet: the name can be chosen.
+    pub is_new: bool,
+    pub active: bool,
+    /// Just saved.
+    pub saved: bool,
+    pub error: Option<String>,
+}
+
+fn filters_nav(current: &str) -> Markup {
+    html! {
+        nav.reply aria-label="Filters" {
+            a href="/settings" { "Settings" }
+            @if current == "rules" { strong { "Rules and vacation" } } @else { a href="/settings/filters" { "Rules and vacation" } }
+            @if current == "scripts" { strong { "Sieve scripts" } } @else { a href="/settings/filters/scripts" { "Sieve scripts" } }
+        }
+    }
+}
+
+/// The rule editor: the rules with their buttons, the add/edit form and
+/// the vacation answer. Every button is a form: it works without script.
+pub(crate) fn filters(chrome: &Chrome<'_>, v: &FiltersView) -> Html<String> {
+    let f = &v.form;
+    let hidden = |op: &'static str| {
+        html! {
+            input type="hidden" name="csrf" value=(chrome.csrf);
+            input type="hidden" name="rev" value=(v.revision);
+            input type="hidden" name="op" value=(op);
+        }
+    };
+    let activate_box = html! {
+        @if let Some(other) = &v.other_active {
+            label { input type="checkbox" name="activate" value="1"; " and make these rules the active filter (instead of “" (other) "”)" }
+        }
+    };
+    let known_folder = v.mailboxes.contains(&f.folder);
+    page(
+        chrome,
+        "Filters – Sluice",
+        html! {
+            h1 { "Filters" }
+            (filters_nav("rules"))
+            @if let Some(e) = &v.error { p.notice role="alert" { (e) } }
+            @if let Some(other) = &v.other_active {
+                div.notice {
+                    "Your active filter is the Sieve script “" (other) "”, so these rules are not used. "
+                    form.inline method="post" action="/settings/filters" {
+                        (hidden("activate"))
+                        button { "Use these rules instead" }
+                    }
+                }
+            }
+            @if v.none_active { p.notice { "No filter is active: these rules are not used until you save them again." } }
+            @if let Some(e) = v.edited { p.notice { (e) } }
+            h2 { "Rules" }
+            p.muted { "Every matching rule applies, in this order; discarding or rejecting ends the filtering. Marking as read and flagging apply wherever the message goes." }
+            @if v.rules.is_empty() { p.muted { "No rules yet." } }
+            ol.rules {
+                @for (i, r) in v.rules.iter().enumerate() {
+                    li class=[(v.editing == Some(i)).then_some("current")] {
+                        span.rule { (r) }
+                        " "
+                        a href={"/settings/filters?edit=" (i) "#rule-form"} { "Edit" }
+                        form.inline method="post" action="/settings/filters" {
+                            (hidden("up"))
+                            input type="hidden" name="index" value=(i);
+                            button disabled[i == 0] aria-label={"Move rule " (i + 1) " up"} { "↑" }
+                        }
+                        form.inline method="post" action="/settings/filters" {
+                            (hidden("down"))
+                            input type="hidden" name="index" value=(i);
+                            button disabled[i + 1 == v.rules.len()] aria-label={"Move rule " (i + 1) " down"} { "↓" }
+                        }
+                        form.inline method="post" action="/settings/filters" {
+                            (hidden("delete"))
+                            input type="hidden" name="index" value=(i);
+                            button aria-label={"Delete rule " (i + 1)} { "Delete" }
+                        }
+                    }
+                }
+            }
+            h2 #rule-form { @if let Some(i) = v.editing { "Edit rule " (i + 1) } @else { "Add a rule" } }
+            form.compose.rule method="post" action="/settings/filters" {
+                @if let Some(i) = v.editing {
+                    (hidden("update"))
+                    input type="hidden" name="index" value=(i);
+                } @else {
+                    (hidden("add"))
+                }
+                fieldset {
+                    legend { "If" }
+                    select name="field" aria-label="Field" {
+                        option value="from" selected[f.field == "from"] { "From" }
+                        option value="to" selected[f.field == "to"] { "To" }
+                        option value="subject" selected[f.field == "subject"] { "Subject" }
+                        option value="header" selected[f.field == "header"] { "the header named…" }
+                    }
+                    label data-for="header" { "Header name (for “the header named…”)" input name="header" value=(f.header) placeholder="List-Id"; }
+                    select name="test" aria-label="Comparison" {
+                        option value="contains" selected[f.test == "contains"] { "contains" }
+                        option value="is" selected[f.test == "is"] { "is" }
+                        option value="matches" selected[f.test == "matches"] { "matches (* and ? as wildcards)" }
+                        option value="not_contains" selected[f.test == "not_contains"] { "does not contain" }
+                    }
+                    label { "Value" input name="value" value=(f.value) required; }
+                }
+                fieldset {
+                    legend { "Then" }
+                    select name="action" aria-label="Action" {
+                        option value="move" selected[f.action == "move"] { "move to a folder" }
+                        option value="mark_read" selected[f.action == "mark_read"] { "mark as read" }
+                        option value="flag" selected[f.action == "flag"] { "flag" }
+                        option value="forward" selected[f.action == "forward"] { "forward" }
+                        option value="discard" selected[f.action == "discard"] { "discard" }
+                        option value="reject" selected[f.action == "reject"] { "reject" }
+                    }
+                    div data-for="move" {
+                        label { "Folder"
+                            select name="folder" {
+                                @for m in &v.mailboxes { option value=(m) selected[*m == f.folder] { (m) } }
+                            }
+                        }
+                        label { "or a folder by name" input name="new_folder" value=(if known_folder { "" } else { f.folder.as_str() }) placeholder="Lists"; }
+                        label { input type="checkbox" name="create" value="1" checked[f.create]; " create the folder if it is missing" }
+                    }
+                    div data-for="forward" {
+                        label { "Forward to" input name="address" type="email" value=(f.address) placeholder="name@example.org"; }
+                        label { input type="checkbox" name="keep" value="1" checked[f.keep]; " keep a copy here" }
+                    }
+                    div data-for="reject" {
+                        label { "Rejection text" textarea name="reject_text" rows="2" { (f.reject_text) } }
+                    }
+                }
+                (activate_box)
+                div.actions {
+                    button { @if v.editing.is_some() { "Save rule" } @else { "Add rule" } }
+                    @if v.editing.is_some() { a href="/settings/filters" { "Cancel" } }
+                }
+            }
+            h2 { "Vacation answer" }
+            form.compose method="post" action="/settings/filters" {
+                (hidden("vacation"))
+                label { input type="checkbox" name="vacation_enabled" value="1" checked[v.vacation.enabled]; " Answer mail automatically" }
+                label { "Subject (empty: “Auto:” and the message's subject)" input name="vacation_subject" value=(v.vacation.subject); }
+                label { "Text" textarea name="vacation_text" rows="5" { (v.vacation.text) } }
+                label { "Answer each sender at most once every (days)" input name="vacation_days" type="number" min="1" max="365" value=(v.vacation.days); }
+                (activate_box)
+                div.actions { button { "Save vacation answer" } }
+            }
+        },
+    )
+}
+
+/// The account's Sieve scripts, with their buttons.
+pub(crate) fn scripts(chrome: &Chrome<'_>, v: &ScriptsView) -> Html<String> {
+    let hidden = |op: &'static str, name: &str| {
+        html! {
+            input type="hidden" name="csrf" value=(chrome.csrf);
+            input type="hidden" name="op" value=(op);
+            input type="hidden" name="name" value=(name);
+        }
+    };
+    page(
+        chrome,
+        "Sieve scripts – Sluice",
+        html! {
+            h1 { "Sieve scripts" }
+            (filters_nav("scripts"))
+            @if let Some(e) = &v.error { p.notice role="alert" { (e) } }
+            p.muted { "Delivery runs the active script. The rules page writes the script “webmail”." }
+            @if v.scripts.is_empty() { p.muted { "No scripts yet." } }
+            table.list.scripts {
+                tbody {
+                    @for s in &v.scripts {
+                        tr data-script=(s.name) {
+                            td { a href={"/settings/filters/script?name=" (urlencode(&s.name))} { (s.name) } }
+                            td { @if s.active { strong.active { "active" } } }
+                            td.size { (human_size(s.size)) }
+                            td {
+                                form.inline method="post" action="/settings/filters/scripts" {
+                                    @if s.active {
+                                        (hidden("deactivate", &s.name))
+                                        button { "Deactivate" }
+                                    } @else {
+                                        (hidden("activate", &s.name))
+                                        button { "Activate" }
+                                    }
+                                }
+                                " "
+                                form.inline method="post" action="/settings/filters/scripts" {
+                                    (hidden("delete", &s.name))
+                                    button { "Delete" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if v.scripts.len() < v.max {
+                p { a href="/settings/filters/script" { "New script" } }
+            } @else {
+                p.muted { "An account keeps at most " (v.max) " scripts." }
+            }
+        },
+    )
+}
+
+/// One script in a text area.
+pub(crate) fn script(chrome: &Chrome<'_>, v: &ScriptView) -> Html<String> {
+    page(
+        chrome,
+        "Sieve script – Sluice",
+        html! {
+            h1 { @if v.is_new { "New Sieve script" } @else { "Sieve script “" (v.name) "”" @if v.active { " (active)" } } }
+            (filters_nav("script"))
+            @if let Some(e) = &v.error { p.notice role="alert" { (e) } }
+            @if v.saved { p.notice { "Saved." } }
+            form.compose method="post" action="/settings/filters/script" {
+                input type="hidden" name="csrf" value=(chrome.csrf);
+                @if v.is_new {
+                    input type="hidden" name="new" value="1";
+                    label { "Name" input name="name" value=(v.name) required maxlength="100"; }
+                } @else {
+                    input type="hidden" name="name" value=(v.name);
+                }
+                // The HTML parser drops one newline after <textarea>: this
+                // one, so a script's own first line break is kept.
+                textarea.script name="source" rows="24" spellcheck="false" aria-label="Script" { "\n" (v.source) }
+                div.actions {
+                    button name="op" value="save" { "Save" }
+                    @if !v.active { button name="op" value="save_activate" { "Save and activate" } }
+                    a href="/settings/filters/scripts" { "Back to the scripts" }
+                }
+            }
+            p.muted { "Scripts are checked when saved; one with an error is not saved. See RFC 5228 for the language." }
         },
     )
 }
@@ -518,6 +840,55 @@ mod tests {
         let out = message(&chrome(&folders), &m).0;
         assert!(out.contains("&lt;/pre&gt;&lt;script&gt;"), "{out}");
         assert!(out.contains("3 remote image(s) blocked"), "{out}");
+    }
+
+    #[test]
+    fn filter_pages_escape_and_work_without_script() {
+        let folders = [];
+        let v = FiltersView {
+            rules: vec!["If Subject is “<script>x()</script>”: discard".into()],
+            vacation: VacationForm {
+                enabled: true,
+                subject: "\"><b>".into(),
+                text: "</textarea><script>".into(),
+                days: "7".into(),
+            },
+            form: RuleForm::default(),
+            editing: None,
+            mailboxes: vec!["INBOX".into(), "<i>Lists".into()],
+            revision: "abc".into(),
+            other_active: Some("<mine>".into()),
+            none_active: false,
+            edited: None,
+            error: Some("<bad>".into()),
+        };
+        let out = filters(&chrome(&folders), &v).0;
+        assert!(!out.contains("<script>"), "{out}");
+        assert!(!out.contains("<i>Lists") && !out.contains("<mine>") && !out.contains("<bad>"));
+        assert!(out.contains("&lt;/textarea&gt;&lt;script&gt;"), "{out}");
+        // Reordering and deleting are buttons in forms of their own.
+        for op in ["up", "down", "delete", "add", "vacation", "activate"] {
+            assert!(out.contains(&format!("name=\"op\" value=\"{op}\"")), "{op}");
+        }
+        assert!(out.contains("name=\"activate\" value=\"1\""), "{out}");
+
+        let s = ScriptView {
+            name: "a\"b".into(),
+            source: "\nkeep; # </textarea>".into(),
+            is_new: false,
+            active: true,
+            saved: false,
+            error: Some("line 1, column 2: <x>".into()),
+        };
+        let out = script(&chrome(&folders), &s).0;
+        // The parser drops the newline after <textarea>: the script's own
+        // first line break survives.
+        assert!(
+            out.contains("aria-label=\"Script\">\n\nkeep; # &lt;/textarea&gt;</textarea>"),
+            "{out}"
+        );
+        assert!(out.contains("line 1, column 2: &lt;x&gt;"), "{out}");
+        assert!(!out.contains("save_activate"), "already active: {out}");
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! `/part/{n}` (an attachment), `/cid/{id}` (an inline image), `/source`;
 //! `POST /mail/{mailbox}/act` (flags, move, delete to Trash, on a
 //! selection); `POST .../trust` (always show remote content from the
-//! sender); `/events/{mailbox}` (Server-Sent Events); `/static/...`.
+//! sender); `/events/{mailbox}` (Server-Sent Events); `/settings`,
+//! `/settings/filters/...` (the Filters pages, see [`crate::filters`]);
+//! `/static/...`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,6 +77,20 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route(
             "/settings",
             get(crate::settings::page).post(crate::settings::save),
+        )
+        .route(
+            "/settings/filters",
+            get(crate::filters::rules_page).post(crate::filters::rules_save),
+        )
+        .route(
+            "/settings/filters/scripts",
+            get(crate::filters::scripts_page).post(crate::filters::scripts_act),
+        )
+        .route(
+            "/settings/filters/script",
+            get(crate::filters::script_page)
+                .post(crate::filters::script_save)
+                .layer(DefaultBodyLimit::max(crate::filters::MAX_SCRIPT_FORM)),
         )
         .route(
             "/compose",
