@@ -15,9 +15,9 @@ mod metrics_http;
 mod privileges;
 mod scan_files;
 mod serve;
+mod sieve_admin;
 mod spam_admin;
 mod spam_trainer;
-mod sieve_admin;
 mod tls;
 
 use std::path::PathBuf;

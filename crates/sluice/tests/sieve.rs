@@ -58,6 +58,7 @@ for line in boxes:
         if not isinstance(item, tuple):
             continue
         flags = re.search(rb"FLAGS \(([^)]*)\)", item[0]).group(1).decode()
+        flags = " ".join(f for f in flags.split() if f != "\\Recent")
         subject = item[1].decode().strip().split(":", 1)[1].strip()
         print("%s|%s|%s" % (name, subject, flags))
 m.logout()
@@ -254,7 +255,13 @@ fn extensions_decide_where_mail_goes() {
     let bob = server.add_user("bob");
     let global = server.dir.path().join("common.sieve");
     std::fs::write(&global, GLOBAL_SCRIPT).unwrap();
-    server.cli_ok(&["sieve", "put", "--global", "common", global.to_str().unwrap()]);
+    server.cli_ok(&[
+        "sieve",
+        "put",
+        "--global",
+        "common",
+        global.to_str().unwrap(),
+    ]);
     // `addheader` needs "editheader", which the script does not require:
     // it must not compile, and the error names the line.
     let file = server.dir.path().join("bad.sieve");
