@@ -55,7 +55,7 @@ PY
     s sieve activate "$u@example.org" main >/dev/null
   done
 fi
-s serve 2>"$dir/log" & pid=$!
+"$sluice" --config "$dir/sluice.toml" serve 2>"$dir/log" & pid=$!
 for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
 start=$(date +%s.%N)
 smtp-source -s 10 -l 4096 -m "$messages" -r "$rcpts" -t u@example.org "127.0.0.1:$port"

@@ -161,6 +161,42 @@ fn a_trained_model_files_spam_to_junk_and_shows_why() {
     python(SEND, &[&smtp, &message(HAM_WORDS, 1000, "hammy")]);
     let mail = list(&server, &ann);
     assert_eq!(mail.len(), 2, "{mail:?}");
+    check_scored(&mail);
+
+    // Sieve's spamtest (RFC 5235) sees the same score: a script files
+    // what scores 6 or more (5 points and up) itself.
+    let script = dir.join("spamtest.sieve");
+    std::fs::write(
+        &script,
+        "require [\"spamtest\", \"fileinto\", \"mailbox\", \"relational\", \"comparator-i;ascii-numeric\"];\n\
+         if spamtest :value \"ge\" :comparator \"i;ascii-numeric\" \"6\" { fileinto :create \"Scored\"; }\n",
+    )
+    .unwrap();
+    server.cli_ok(&["sieve", "put", &ann, "spamtest", script.to_str().unwrap()]);
+    server.cli_ok(&["sieve", "activate", &ann, "spamtest"]);
+    let serial = server.count("SELECT value FROM meta WHERE key = 'directory_serial'");
+    assert!(wait_until(Duration::from_secs(5), || server
+        .log()
+        .contains(&format!("serial={serial} "))));
+    python(SEND, &[&smtp, &message(SPAM_WORDS, 2000, "scored")]);
+    python(SEND, &[&smtp, &message(HAM_WORDS, 2000, "unscored")]);
+    let mail = python(LIST, &[&server.imap.to_string(), &ann, PASSWORD]);
+    assert!(mail.contains("INBOX|unscored|No, score="), "{mail}");
+    let scored = python(
+        r#"
+import imaplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p))
+m.login(sys.argv[2], sys.argv[3])
+typ, data = m.select("Scored", readonly=True)
+print(typ, int(data[0]) if typ == "OK" else 0)
+"#,
+        &[&server.imap.to_string(), &ann, PASSWORD],
+    );
+    assert_eq!(scored.trim(), "OK 1", "{mail}");
+}
+
+fn check_scored(mail: &[String]) {
     assert!(mail[0].starts_with("INBOX|hammy|No, score="), "{mail:?}");
     assert!(mail[0].contains("BAYES_00"), "{mail:?}");
     assert!(mail[1].starts_with("Junk|spammy|Yes, score="), "{mail:?}");
