@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod accept;
+pub mod fuzzing;
 mod input;
 mod limit;
 mod stream;
