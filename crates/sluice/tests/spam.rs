@@ -104,7 +104,8 @@ for name in ("INBOX", "Junk"):
         if isinstance(item, tuple):
             msg = email.message_from_bytes(item[1])
             status = " ".join((msg["X-Spam-Status"] or "").split())
-            print("%s|%s|%s" % (name, msg["Subject"], status))
+            fields = len(msg.get_all("X-Spam-Status") or [])
+            print("%s|%s|%s|%d" % (name, msg["Subject"], status, fields))
 m.logout()
 "#;
 
@@ -157,7 +158,12 @@ fn a_trained_model_files_spam_to_junk_and_shows_why() {
     assert!(stats.contains("in use: yes"), "{stats}");
 
     let smtp = server.smtp.to_string();
-    python(SEND, &[&smtp, &message(SPAM_WORDS, 1000, "spammy")]);
+    // A sender's own score fields are dropped: only ours count.
+    let forged = format!(
+        "X-Spam-Status: No, score=-50\r\n{}",
+        message(SPAM_WORDS, 1000, "spammy")
+    );
+    python(SEND, &[&smtp, &forged]);
     python(SEND, &[&smtp, &message(HAM_WORDS, 1000, "hammy")]);
     let mail = list(&server, &ann);
     assert_eq!(mail.len(), 2, "{mail:?}");
@@ -201,6 +207,7 @@ fn check_scored(mail: &[String]) {
     assert!(mail[0].contains("BAYES_00"), "{mail:?}");
     assert!(mail[1].starts_with("Junk|spammy|Yes, score="), "{mail:?}");
     assert!(mail[1].contains("BAYES_99"), "{mail:?}");
+    assert!(mail.iter().all(|m| m.ends_with("|1")), "{mail:?}");
 }
 
 #[test]

@@ -174,6 +174,12 @@ impl Filters {
         })
     }
 
+    /// Whether mail from other servers gets a spam score (and so loses
+    /// any score fields it arrives with).
+    pub(crate) fn scores(&self) -> bool {
+        self.spam.enabled
+    }
+
     /// Starts keeping a message's head when a script or the classifier
     /// will look at it (`scored`: the message comes from another server).
     pub(crate) fn head(

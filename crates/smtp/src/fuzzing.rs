@@ -61,7 +61,8 @@ pub fn arriving_message(data: &[u8]) {
     let _ = fix_header(
         whole,
         &Fixes::Arriving {
-            authserv_id: "mx.example.org".into(),
+            authserv_id: Some("mx.example.org".into()),
+            spam_fields: true,
         },
     );
     let _ = fix_header(

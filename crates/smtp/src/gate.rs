@@ -724,14 +724,16 @@ impl<'a> Session<'a> {
         }
         // Our trace fields are written before the header fixer so that it
         // sees only what the client sent.
+        let scored = self.ctx.filters.as_ref().is_some_and(|f| f.scores());
         let fixes = match (self.submission(), &self.ctx.message_auth) {
             (Some(_), _) => Some(Fixes::Submission {
                 hostname: self.ctx.hostname.clone(),
             }),
-            (None, Some(auth)) => Some(Fixes::Arriving {
-                authserv_id: auth.authserv_id().to_string(),
+            (None, None) if !scored => None,
+            (None, auth) => Some(Fixes::Arriving {
+                authserv_id: auth.as_ref().map(|a| a.authserv_id().to_string()),
+                spam_fields: scored,
             }),
-            (None, None) => None,
         };
         if let Some(fixes) = fixes {
             let (fixer, seen) = HeaderFix::new(writer, fixes);

@@ -31,8 +31,13 @@ pub(crate) enum Fixes {
     /// Submission: `Bcc:` goes, `Date:` and `Message-ID:` (with this host
     /// name) come.
     Submission { hostname: String },
-    /// Arriving mail: `Authentication-Results:` with this authserv-id go.
-    Arriving { authserv_id: String },
+    /// Arriving mail: `Authentication-Results:` with our authserv-id go
+    /// (when the checks run), and with `spam_fields` the spam score
+    /// fields we add ourselves, so a sender cannot pass as scored.
+    Arriving {
+        authserv_id: Option<String>,
+        spam_fields: bool,
+    },
 }
 
 /// A [`MessageWriter`] that fixes the header on the way into `inner`.
@@ -166,11 +171,19 @@ fn fix(head: &[u8], fixes: &Fixes) -> (Vec<u8>, Vec<String>) {
         match (name.as_str(), fixes) {
             // RFC 6409 §8.1.3... RFC 5322 §3.6.3: Bcc is for the envelope.
             ("bcc", Fixes::Submission { .. }) => continue,
-            ("authentication-results", Fixes::Arriving { authserv_id })
-                if authserv_id_of(value).eq_ignore_ascii_case(authserv_id) =>
-            {
-                continue
-            }
+            (
+                "authentication-results",
+                Fixes::Arriving {
+                    authserv_id: Some(id),
+                    ..
+                },
+            ) if authserv_id_of(value).eq_ignore_ascii_case(id) => continue,
+            (
+                "x-spam-score" | "x-spam-status",
+                Fixes::Arriving {
+                    spam_fields: true, ..
+                },
+            ) => continue,
             ("date", _) => has_date = true,
             ("message-id", _) => has_id = true,
             ("from", _) => from.extend(addresses(&String::from_utf8_lossy(value))),
@@ -295,10 +308,11 @@ mod tests {
     }
 
     #[test]
-    fn our_own_results_are_removed_from_arriving_mail() {
-        let head = b"Authentication-Results: MX.example.org; dkim=pass\r\nAuthentication-Results: (forged)\r\n mx.example.org 1; spf=pass\r\nAuthentication-Results: relay.example.net;\r\n\tdkim=pass header.d=example.net\r\nFrom: a@example.net\r\nBcc: kept@example.net\r\n";
+    fn our_own_results_and_spam_fields_are_removed_from_arriving_mail() {
+        let head = b"X-Spam-Status: No, score=-9\r\nAuthentication-Results: MX.example.org; dkim=pass\r\nX-Spam-Score: -9\r\nAuthentication-Results: (forged)\r\n mx.example.org 1; spf=pass\r\nAuthentication-Results: relay.example.net;\r\n\tdkim=pass header.d=example.net\r\nFrom: a@example.net\r\nBcc: kept@example.net\r\n";
         let fixes = Fixes::Arriving {
-            authserv_id: "mx.example.org".into(),
+            authserv_id: Some("mx.example.org".into()),
+            spam_fields: true,
         };
         let (out, from) = fix(head, &fixes);
         assert_eq!(
@@ -340,7 +354,10 @@ mod tests {
         #[test]
         fn fixing_never_panics(head in proptest::collection::vec(any::<u8>(), 0..300)) {
             let _ = fix(&head, &submission("h"));
-            let _ = fix(&head, &Fixes::Arriving { authserv_id: "h".into() });
+            let _ = fix(&head, &Fixes::Arriving {
+                    authserv_id: Some("h".into()),
+                    spam_fields: true,
+                });
         }
     }
 }
