@@ -17,7 +17,7 @@ use serde::Deserialize;
 use store::{AccountEntry, AccountId, Directory, MailboxId, Resolution, ScriptOwner, Store};
 
 use crate::auto_reply::{self, Original};
-use crate::spam_check::{self, Known, SpamConfig};
+use crate::spam_check::{self, Known, MessageTokens, SpamConfig, TotalsCache};
 
 /// The `[sieve]` section: Sieve at delivery.
 #[derive(Debug, Clone, Deserialize)]
@@ -68,6 +68,7 @@ impl FilterConfig {
 pub struct Filters {
     config: FilterConfig,
     spam: SpamConfig,
+    totals: TotalsCache,
     compiled: Mutex<HashMap<AccountId, Compiled>>,
 }
 
@@ -170,6 +171,7 @@ impl Filters {
         (config.enabled || spam.enabled).then(|| Filters {
             config,
             spam,
+            totals: TotalsCache::default(),
             compiled: Mutex::new(HashMap::new()),
         })
     }
@@ -244,23 +246,24 @@ impl Filters {
         let original = Original::from_head(&head);
         let now = time::OffsetDateTime::now_utc();
         let mut plan = Plan::default();
-        let tokens = match &input.known {
-            Some(_) if self.spam.enabled => {
-                let head = Arc::clone(&head);
-                tokio::task::spawn_blocking(move || spam::tokenize(&head))
-                    .await
-                    .ok()
-            }
-            _ => None,
-        };
+        let mut tokens = MessageTokens::new(Arc::clone(&head));
         for mut rcpt in input.recipients {
             let Some(account) = directory.account_by_inbox(rcpt.inbox).cloned() else {
                 plan.target(rcpt.default, 0, Vec::new());
                 continue;
             };
-            let judgement = match (&tokens, &input.known) {
-                (Some(tokens), Some(known)) => {
-                    match spam_check::judge(store, &self.spam, account.id, tokens, known).await {
+            let judgement = match &input.known {
+                Some(known) if self.spam.enabled => {
+                    match spam_check::judge(
+                        store,
+                        &self.spam,
+                        &self.totals,
+                        account.id,
+                        &mut tokens,
+                        known,
+                    )
+                    .await
+                    {
                         Ok(j) => Some(j),
                         Err(e) => {
                             tracing::error!(account = %account.address, error = %e, "spam model unreadable; not scored");

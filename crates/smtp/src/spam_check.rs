@@ -5,7 +5,8 @@
 //! feeds Sieve's `spamtest` (RFC 5235).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use store::{AccountId, Store};
@@ -50,31 +51,97 @@ pub(crate) struct Known {
     pub auth_results: Option<String>,
 }
 
-/// Scores a message for an account, with its tokens.
-pub(crate) async fn judge(
-    store: &Arc<dyn Store>,
-    config: &SpamConfig,
-    account: AccountId,
-    tokens: &spam::Tokens,
-    known: &Known,
-) -> store::Result<Judgement> {
-    let words: Vec<String> = tokens.iter().map(str::to_string).collect();
-    let mut bayes = None;
-    for owner in [Some(account), None] {
-        let model = store.spam_model(owner, words.clone()).await?;
+/// How long a model's totals are trusted without asking the store again.
+/// Most mail is for accounts whose model has not trained enough, and
+/// asking for that with every message would cost more than scoring.
+const TOTALS_FRESH: Duration = Duration::from_secs(2);
+
+/// The models' totals, remembered for [`TOTALS_FRESH`].
+#[derive(Default)]
+pub(crate) struct TotalsCache {
+    seen: Mutex<HashMap<Option<AccountId>, (Instant, spam::Totals)>>,
+}
+
+impl TotalsCache {
+    async fn get(
+        &self,
+        store: &Arc<dyn Store>,
+        owner: Option<AccountId>,
+    ) -> store::Result<spam::Totals> {
+        if let Some((at, totals)) = self.seen.lock().expect("not poisoned").get(&owner) {
+            if at.elapsed() < TOTALS_FRESH {
+                return Ok(*totals);
+            }
+        }
+        let model = store.spam_model(owner, Vec::new()).await?;
         let totals = spam::Totals {
             spam: model.spam_messages,
             ham: model.ham_messages,
         };
+        self.seen
+            .lock()
+            .expect("not poisoned")
+            .insert(owner, (Instant::now(), totals));
+        Ok(totals)
+    }
+}
+
+/// A message's tokens, worked out the first time a model needs them.
+pub(crate) struct MessageTokens {
+    head: Arc<Vec<u8>>,
+    tokens: Option<Arc<spam::Tokens>>,
+}
+
+impl MessageTokens {
+    pub(crate) fn new(head: Arc<Vec<u8>>) -> MessageTokens {
+        MessageTokens { head, tokens: None }
+    }
+
+    async fn get(&mut self) -> Arc<spam::Tokens> {
+        if let Some(tokens) = &self.tokens {
+            return Arc::clone(tokens);
+        }
+        let head = Arc::clone(&self.head);
+        let tokens = Arc::new(
+            tokio::task::spawn_blocking(move || spam::tokenize(&head))
+                .await
+                .unwrap_or_default(),
+        );
+        self.tokens = Some(Arc::clone(&tokens));
+        tokens
+    }
+}
+
+/// Scores a message for an account: with the account's model when it
+/// has trained enough, else the global one, else without Bayes.
+pub(crate) async fn judge(
+    store: &Arc<dyn Store>,
+    config: &SpamConfig,
+    totals: &TotalsCache,
+    account: AccountId,
+    tokens: &mut MessageTokens,
+    known: &Known,
+) -> store::Result<Judgement> {
+    let mut bayes = None;
+    for owner in [Some(account), None] {
+        let t = totals.get(store, owner).await?;
+        if t.spam < spam::MIN_TRAINED || t.ham < spam::MIN_TRAINED {
+            continue;
+        }
+        let tokens = tokens.get().await;
+        let words: Vec<String> = tokens.iter().map(str::to_string).collect();
+        let model = store.spam_model(owner, words).await?;
         let counts: HashMap<String, spam::Counts> = model
             .counts
             .into_iter()
             .map(|(t, (spam, ham))| (t, spam::Counts { spam, ham }))
             .collect();
-        bayes = spam::classify(tokens, totals, &counts);
-        if bayes.is_some() {
-            break;
-        }
+        let t = spam::Totals {
+            spam: model.spam_messages,
+            ham: model.ham_messages,
+        };
+        bayes = spam::classify(&tokens, t, &counts);
+        break;
     }
     let evidence = evidence(known, bayes);
     let score = spam::score(&evidence);

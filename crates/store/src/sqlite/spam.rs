@@ -4,7 +4,9 @@
 //! tokenise: it counts what it is given.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
+use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::Result;
@@ -168,19 +170,28 @@ pub(super) fn model(
         .optional()?
         .unwrap_or((0, 0));
     let mut counts = HashMap::new();
-    if spam_messages + ham_messages > 0 {
+    if spam_messages + ham_messages > 0 && !tokens.is_empty() {
+        // One statement for all of a message's tokens (thousands of point
+        // queries would cost more than the delivery itself).
+        let list = Rc::new(
+            tokens
+                .iter()
+                .map(|t| Value::Text(t.clone()))
+                .collect::<Vec<_>>(),
+        );
         let mut get = c.prepare_cached(
-            "SELECT spam, ham FROM spam_tokens WHERE account_id = ?1 AND token = ?2",
+            "SELECT token, spam, ham FROM spam_tokens
+             WHERE account_id = ?1 AND token IN rarray(?2)",
         )?;
-        for token in tokens {
-            let found = get
-                .query_row(params![owner, token], |r| {
-                    Ok((r.get::<_, i64>(0)? as u32, r.get::<_, i64>(1)? as u32))
-                })
-                .optional()?;
-            if let Some(found) = found {
-                counts.insert(token.clone(), found);
-            }
+        let rows = get.query_map(params![owner, list], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                (r.get::<_, i64>(1)? as u32, r.get::<_, i64>(2)? as u32),
+            ))
+        })?;
+        for row in rows {
+            let (token, found) = row?;
+            counts.insert(token, found);
         }
     }
     Ok(SpamModel {
