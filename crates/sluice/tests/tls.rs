@@ -2,7 +2,8 @@
 //! taken without a restart (the files are replaced, `SIGHUP` is sent, and
 //! the next STARTTLS (SMTP) and implicit TLS (IMAPS) handshakes present
 //! the new one; a broken file is refused and the certificate in use
-//! stays), and `[tls] min_version` holds clients to TLS 1.3.
+//! stays), `[tls] min_version` holds clients to TLS 1.3, and sessions
+//! upgraded with STARTTLS are logged as TLS.
 
 mod kit;
 
@@ -132,4 +133,50 @@ fn the_oldest_tls_version_is_configurable() {
     let imaps = addr_arg(strict.imaps);
     assert_eq!(python(VERSION, &[&imaps, "1.2"]).trim(), "refused");
     assert_eq!(python(VERSION, &[&imaps, "1.3"]).trim(), "TLSv1.3");
+}
+
+#[test]
+fn starttls_shows_in_the_session_log() {
+    let server = Server::start();
+    let user = server.add_user("alice");
+    python(
+        r#"
+import imaplib, poplib, ssl, sys
+ctx = ssl._create_unverified_context()
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p))
+m.starttls(ssl_context=ctx)
+m.login(sys.argv[3], sys.argv[4])
+m.logout()
+h, p = sys.argv[2].rsplit(":", 1)
+c = poplib.POP3(h, int(p))
+c.stls(context=ctx)
+c.user(sys.argv[3]); c.pass_(sys.argv[4])
+c.quit()
+"#,
+        &[
+            &addr_arg(server.imap),
+            &addr_arg(server.pop3),
+            &user,
+            kit::PASSWORD,
+        ],
+    );
+    let line = |what: &str| {
+        let mut found = None;
+        wait_until(Duration::from_secs(5), || {
+            found = server
+                .log()
+                .lines()
+                .find(|l| l.contains(what))
+                .map(str::to_string);
+            found.is_some()
+        });
+        found.unwrap_or_else(|| panic!("no {what:?} line:\n{}", server.log()))
+    };
+    let imap = line("imap login");
+    assert!(imap.contains("tls=true"), "{imap}");
+    let imap = line("imap logout");
+    assert!(imap.contains("tls=true"), "{imap}");
+    let pop3 = line("pop3 login");
+    assert!(pop3.contains("tls=true"), "{pop3}");
 }
