@@ -19,7 +19,13 @@ const DIRECTORY_POLL: Duration = Duration::from_millis(500);
 const GRACE: Duration = Duration::from_secs(30);
 
 fn init_logging(config: &Config) {
-    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log.level.clone());
+    let mut filter = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log.level.clone());
+    // rustls warns at every handshake whose SNI is an IP address, which is
+    // what clients connecting by address send: harmless, so kept out of
+    // the log unless asked for by name (tls.rs logs it at debug).
+    if !filter.contains("rustls") {
+        filter.push_str(",rustls::msgs::handshake=error");
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
@@ -554,7 +560,11 @@ fn reload_on_hangup(identity: Arc<crate::tls::Identity>) -> anyhow::Result<()> {
     tokio::spawn(async move {
         while hangup.recv().await.is_some() {
             match identity.reload() {
-                Ok(()) => tracing::info!("certificate reloaded"),
+                Ok(info) => tracing::info!(
+                    sha256 = %info.fingerprint,
+                    expires = %info.expires(),
+                    "certificate reloaded"
+                ),
                 Err(e) => {
                     tracing::error!(error = %e, "certificate not reloaded; the one in use stays")
                 }
