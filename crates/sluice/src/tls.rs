@@ -1,9 +1,11 @@
-//! The server's TLS identity: the configured certificate, or a self-signed
-//! one generated into the data directory so STARTTLS works out of the box.
+//! The server's TLS identity: the configured certificate, the one an ACME
+//! CA issued (`acme.rs`), or a self-signed one generated into the data
+//! directory so STARTTLS works out of the box.
 
+use std::collections::HashMap;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context as _};
@@ -14,12 +16,14 @@ use rustls::sign::CertifiedKey;
 use sha2::Digest as _;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::Config;
+use crate::config::{AcmeChallenge, Config};
 
 /// How long a generated certificate is valid.
 const SELF_SIGNED_DAYS: i64 = 365;
 /// A generated certificate with fewer days left is made again at start.
 const SELF_SIGNED_RENEW_DAYS: i64 = 30;
+/// RFC 8737 §6.2: the ALPN protocol of tls-alpn-01 validation.
+pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
 
 /// The names a generated certificate carries: the host name, and what a
 /// trial setup on this machine is reached by.
@@ -44,6 +48,8 @@ pub struct CertInfo {
     pub not_before: i64,
     /// End of validity, Unix seconds.
     pub not_after: i64,
+    /// The serial number, colon-hex.
+    pub serial: String,
     /// SHA-256 of the DER, colon-hex (as mail clients and browsers show it).
     pub fingerprint: String,
 }
@@ -81,6 +87,7 @@ impl CertInfo {
             names,
             not_before: cert.validity().not_before.timestamp(),
             not_after: cert.validity().not_after.timestamp(),
+            serial: colon_hex(cert.raw_serial()),
             fingerprint: fingerprint(der),
         })
     }
@@ -211,28 +218,77 @@ pub fn write_private(path: &Path, data: &[u8]) -> anyhow::Result<()> {
 }
 
 /// The certificate every TLS listener presents. It can be swapped while
-/// they run (`SIGHUP` reads the files again): new handshakes get the new
-/// one, sessions already open keep theirs.
+/// they run (`SIGHUP` reads the files again; ACME installs a renewed
+/// one): new handshakes get the new one, sessions already open keep
+/// theirs. It also answers ACME tls-alpn-01 challenges (RFC 8737).
 #[derive(Debug)]
 pub struct Identity {
     current: ArcSwap<CertifiedKey>,
-    cert_path: PathBuf,
-    key_path: PathBuf,
+    /// Certificate and key files that `SIGHUP` reads again.
+    files: Mutex<(PathBuf, PathBuf)>,
+    /// Challenge certificates by the name being validated.
+    alpn_challenges: Mutex<HashMap<String, Arc<CertifiedKey>>>,
 }
 
 impl Identity {
+    fn new(key: CertifiedKey, cert_path: PathBuf, key_path: PathBuf) -> Identity {
+        Identity {
+            current: ArcSwap::from_pointee(key),
+            files: Mutex::new((cert_path, key_path)),
+            alpn_challenges: Mutex::default(),
+        }
+    }
+
     /// Reads the certificate and key files again; on an error the one in
     /// use stays.
     pub fn reload(&self) -> anyhow::Result<CertInfo> {
-        let loaded = load(&self.cert_path, &self.key_path)?;
+        let (cert, key) = self.files.lock().expect("not poisoned").clone();
+        let loaded = load(&cert, &key)?;
         let info = leaf_info(&loaded)?;
         self.current.store(Arc::new(loaded));
         Ok(info)
+    }
+
+    /// Presents `key` from now on, and reads it from these files at the
+    /// next `SIGHUP`.
+    pub fn install(&self, key: CertifiedKey, cert_path: PathBuf, key_path: PathBuf) {
+        *self.files.lock().expect("not poisoned") = (cert_path, key_path);
+        self.current.store(Arc::new(key));
+    }
+
+    /// Answers tls-alpn-01 handshakes for `name` with `key` until
+    /// [`Identity::clear_challenges`].
+    pub fn set_challenge(&self, name: &str, key: CertifiedKey) {
+        self.alpn_challenges
+            .lock()
+            .expect("not poisoned")
+            .insert(name.to_ascii_lowercase(), Arc::new(key));
+    }
+
+    /// Forgets every challenge certificate.
+    pub fn clear_challenges(&self) {
+        self.alpn_challenges.lock().expect("not poisoned").clear();
     }
 }
 
 impl ResolvesServerCert for Identity {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        // RFC 8737 §3: a validation handshake offers only acme-tls/1 and
+        // names the domain in SNI; it gets the challenge certificate or
+        // nothing, never the real one.
+        if let Some(mut protocols) = hello.alpn() {
+            if protocols.any(|p| p == ACME_TLS_ALPN) {
+                let name = hello.server_name()?.to_ascii_lowercase();
+                let found = self
+                    .alpn_challenges
+                    .lock()
+                    .expect("not poisoned")
+                    .get(&name)
+                    .cloned();
+                tracing::info!(name = %name, answered = found.is_some(), "ACME tls-alpn-01 validation");
+                return found;
+            }
+        }
         if hello.server_name().is_none() {
             // Clients that connect by IP address send it as SNI, which
             // TLS does not allow (RFC 6066 §3); harmless, so not a warning.
@@ -277,13 +333,40 @@ pub fn certified(
     Ok(certified)
 }
 
-/// Builds the TLS acceptor every listener shares, and the identity it
-/// presents. Logs the certificate's fingerprint and expiry.
-pub fn acceptor(config: &Config) -> anyhow::Result<(TlsAcceptor, Arc<Identity>)> {
-    let (cert_path, key_path) = match (&config.tls.cert, &config.tls.key) {
-        (Some(cert), Some(key)) => (cert.clone(), key.clone()),
-        _ => self_signed(config)?,
-    };
+/// The files the server starts with: the configured ones; else the
+/// certificate ACME issued before, if any; else the generated one.
+fn start_files(config: &Config) -> anyhow::Result<(PathBuf, PathBuf)> {
+    if let (Some(cert), Some(key)) = (&config.tls.cert, &config.tls.key) {
+        return Ok((cert.clone(), key.clone()));
+    }
+    if config.acme.enabled {
+        let (cert, key) = crate::acme::files(&config.data_dir);
+        if cert.exists() && key.exists() {
+            match load(&cert, &key) {
+                Ok(_) => return Ok((cert, key)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the ACME certificate cannot be used; a self-signed one serves until the next is issued")
+                }
+            }
+        }
+    }
+    self_signed(config)
+}
+
+/// The acceptors the listeners share, and the identity they present.
+pub struct Acceptors {
+    /// Every listener but `https`.
+    pub main: TlsAcceptor,
+    /// The `https` listener: HTTP/1.1, and ACME tls-alpn-01 when on.
+    pub https: TlsAcceptor,
+    /// The certificate they present.
+    pub identity: Arc<Identity>,
+}
+
+/// Builds the TLS acceptors every listener shares, and the identity they
+/// present. Logs the certificate's fingerprint and expiry.
+pub fn acceptors(config: &Config) -> anyhow::Result<Acceptors> {
+    let (cert_path, key_path) = start_files(config)?;
     let key = load(&cert_path, &key_path)?;
     match leaf_info(&key) {
         Ok(info) => tracing::info!(
@@ -298,11 +381,7 @@ pub fn acceptor(config: &Config) -> anyhow::Result<(TlsAcceptor, Arc<Identity>)>
             tracing::warn!(cert = %cert_path.display(), error = %e, "certificate not understood")
         }
     }
-    let identity = Arc::new(Identity {
-        current: ArcSwap::from_pointee(key),
-        cert_path,
-        key_path,
-    });
+    let identity = Arc::new(Identity::new(key, cert_path, key_path));
     let versions: &[&rustls::SupportedProtocolVersion] = match config.tls.min_version {
         crate::config::TlsVersion::Tls12 => rustls::DEFAULT_VERSIONS,
         crate::config::TlsVersion::Tls13 => &[&rustls::version::TLS13],
@@ -313,7 +392,17 @@ pub fn acceptor(config: &Config) -> anyhow::Result<(TlsAcceptor, Arc<Identity>)>
     .with_protocol_versions(versions)?
     .with_no_client_auth()
     .with_cert_resolver(identity.clone());
-    Ok((TlsAcceptor::from(Arc::new(server)), identity))
+    let mut https = server.clone();
+    if config.acme.enabled && config.acme.challenge == AcmeChallenge::TlsAlpn01 {
+        // A client offering ALPN must find one of ours: browsers offer
+        // http/1.1 (the webmail speaks it), the CA's validator acme-tls/1.
+        https.alpn_protocols = vec![b"http/1.1".to_vec(), ACME_TLS_ALPN.to_vec()];
+    }
+    Ok(Acceptors {
+        main: TlsAcceptor::from(Arc::new(server)),
+        https: TlsAcceptor::from(Arc::new(https)),
+        identity,
+    })
 }
 
 #[cfg(test)]
