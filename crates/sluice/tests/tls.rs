@@ -4,8 +4,8 @@
 //! the new one; a broken file is refused and the certificate in use
 //! stays), `[tls] min_version` holds clients to TLS 1.3, the generated
 //! certificate names the host and its fingerprint is logged, sessions
-//! upgraded with STARTTLS are logged as TLS, and clients sending an IP
-//! address as SNI cause no warnings.
+//! upgraded with STARTTLS (IMAP, POP3, ManageSieve) are logged as TLS,
+//! and clients sending an IP address as SNI cause no warnings.
 
 mod kit;
 
@@ -207,12 +207,34 @@ c = poplib.POP3(h, int(p))
 c.stls(context=ctx)
 c.user(sys.argv[3]); c.pass_(sys.argv[4])
 c.quit()
+# ManageSieve (RFC 5804 §2.2), which Python has no client for.
+import base64, socket
+h, p = sys.argv[5].rsplit(":", 1)
+sock = socket.create_connection((h, int(p)), timeout=10)
+f = sock.makefile("rb")
+def until_ok():
+    while True:
+        line = f.readline()
+        if not line or line.startswith((b"OK", b"NO", b"BYE")):
+            return line
+until_ok()
+sock.sendall(b"STARTTLS\r\n")
+assert until_ok().startswith(b"OK")
+tls = ctx.wrap_socket(sock)
+f = tls.makefile("rb")
+until_ok()  # capabilities again
+plain = base64.b64encode(b"\0" + sys.argv[3].encode() + b"\0" + sys.argv[4].encode()).decode()
+tls.sendall(('AUTHENTICATE "PLAIN" "%s"\r\n' % plain).encode())
+assert until_ok().startswith(b"OK")
+tls.sendall(b"LOGOUT\r\n")
+until_ok()
 "#,
         &[
             &addr_arg(server.imap),
             &addr_arg(server.pop3),
             &user,
             kit::PASSWORD,
+            &addr_arg(server.addr("managesieve")),
         ],
     );
     let line = |what: &str| {
@@ -233,6 +255,8 @@ c.quit()
     assert!(imap.contains("tls=true"), "{imap}");
     let pop3 = line("pop3 login");
     assert!(pop3.contains("tls=true"), "{pop3}");
+    let managesieve = line("managesieve login");
+    assert!(managesieve.contains("tls=true"), "{managesieve}");
 }
 
 #[test]
