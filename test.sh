@@ -27,6 +27,7 @@ packages=(
   python3-prometheus-client                 # parses /metrics as Prometheus does
   chromium                                  # the webmail tests drive Chromium
   sieve-connect                             # an independent ManageSieve client
+  pebble                                    # Let's Encrypt's test ACME CA, for certificate issuance and renewal
 )
 # Node and npm run the browser driver; any install of them will do (the
 # one from Debian, or NodeSource's, which bundles npm and conflicts with

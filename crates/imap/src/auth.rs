@@ -34,6 +34,8 @@ impl Session<'_> {
         .await
         {
             self.tls = true;
+            // The connection's log lines say what it is now.
+            tracing::Span::current().record("tls", true);
             Ok(Next::Continue)
         } else {
             Ok(Next::Close)

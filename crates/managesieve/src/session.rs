@@ -382,6 +382,8 @@ impl<'a> Session<'a> {
             return Next::Close;
         }
         self.tls = true;
+        // The connection's log lines say what it is now.
+        tracing::Span::current().record("tls", true);
         self.capabilities();
         self.ok("TLS negotiation successful");
         Next::Continue

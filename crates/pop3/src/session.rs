@@ -335,6 +335,8 @@ impl<'a> Session<'a> {
         self.user = None;
         if net::start_tls(&mut self.stream, &acceptor, Duration::from_secs(60)).await {
             self.tls = true;
+            // The connection's log lines say what it is now.
+            tracing::Span::current().record("tls", true);
             Next::Continue
         } else {
             Next::Close

@@ -21,6 +21,8 @@ pub struct Config {
     pub listen: Listen,
     /// Certificate and key; without them a self-signed pair is generated.
     pub tls: TlsConfig,
+    /// Certificates from an ACME CA (Let's Encrypt), renewed in place.
+    pub acme: AcmeConfig,
     /// Store tuning.
     pub store: StoreConfig,
     /// SMTP limits.
@@ -116,6 +118,70 @@ pub struct Listen {
     /// Prometheus metrics (`/metrics`), `/healthz` and `/readyz` over
     /// plain HTTP, for a private address (off unless given).
     pub metrics: Addresses,
+    /// ACME http-01 challenge answers (`/.well-known/acme-challenge/`)
+    /// over plain HTTP; the CA asks on port 80.
+    pub acme_http: Addresses,
+}
+
+/// `[acme]`: certificates from an ACME CA (RFC 8555).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AcmeConfig {
+    /// Get and renew the certificate from the CA at all.
+    pub enabled: bool,
+    /// The CA's directory URL.
+    pub directory: String,
+    /// Addresses the CA may write to about the account (`admin@example.org`).
+    pub contact: Vec<String>,
+    /// Names the certificate is for; empty means `[hostname]`.
+    pub domains: Vec<String>,
+    /// A PEM root certificate that the CA's HTTPS is checked against
+    /// instead of the system's roots (test CAs such as Pebble).
+    pub ca_file: Option<PathBuf>,
+    /// How the CA checks that we hold the names.
+    pub challenge: AcmeChallenge,
+    /// Renew when fewer than this many days are left.
+    pub renew_before_days: u32,
+}
+
+/// The ACME challenge answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum AcmeChallenge {
+    /// RFC 8737: a TLS handshake on port 443 (the `https` listener).
+    #[default]
+    #[serde(rename = "tls-alpn-01")]
+    TlsAlpn01,
+    /// RFC 8555 §8.3: an HTTP request on port 80 (the `acme_http` listener).
+    #[serde(rename = "http-01")]
+    Http01,
+}
+
+/// Let's Encrypt's production directory.
+pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
+
+impl Default for AcmeConfig {
+    fn default() -> Self {
+        AcmeConfig {
+            enabled: false,
+            directory: LETS_ENCRYPT.into(),
+            contact: Vec::new(),
+            domains: Vec::new(),
+            ca_file: None,
+            challenge: AcmeChallenge::TlsAlpn01,
+            renew_before_days: 30,
+        }
+    }
+}
+
+impl AcmeConfig {
+    /// The names to certify: `domains`, or the host name.
+    pub fn names(&self, hostname: &str) -> Vec<String> {
+        if self.domains.is_empty() {
+            vec![hostname.to_string()]
+        } else {
+            self.domains.clone()
+        }
+    }
 }
 
 /// `[tls]`.
@@ -378,6 +444,7 @@ impl Default for Config {
                 ..Listen::default()
             },
             tls: TlsConfig::default(),
+            acme: AcmeConfig::default(),
             store: StoreConfig::default(),
             smtp: smtp::SmtpConfig::default(),
             pop3: pop3::Pop3Config::default(),
@@ -444,6 +511,7 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     if c.tls.cert.is_some() != c.tls.key.is_some() {
         bail!("key `tls`: set both `cert` and `key`, or neither");
     }
+    validate_acme(c)?;
     if c.smtp.max_line_length < 512 {
         bail!("key `smtp.max_line_length`: must be at least 512 (RFC 5321 §4.5.3.1.4)");
     }
@@ -478,6 +546,48 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     tracing_subscriber::EnvFilter::try_new(&c.log.level)
         .map_err(|e| anyhow::anyhow!("key `log.level`: {e}"))?;
     Ok(())
+}
+
+fn validate_acme(c: &Config) -> anyhow::Result<()> {
+    let a = &c.acme;
+    if !a.enabled {
+        return Ok(());
+    }
+    if c.tls.cert.is_some() {
+        bail!("key `acme.enabled`: the certificate comes either from ACME or from `tls.cert`, not both");
+    }
+    if !a.directory.starts_with("https://") {
+        bail!(
+            "key `acme.directory`: must be an https:// URL, got {:?}",
+            a.directory
+        );
+    }
+    for name in a.names(&c.hostname) {
+        if name.is_empty()
+            || name.contains(char::is_whitespace)
+            || name.starts_with('*')
+            || name.parse::<std::net::IpAddr>().is_ok()
+        {
+            bail!("key `acme.domains`: {name:?} is not a host name (no wildcards or addresses)");
+        }
+    }
+    for contact in &a.contact {
+        if !contact.contains('@') || contact.contains(char::is_whitespace) {
+            bail!("key `acme.contact`: {contact:?} is not an email address");
+        }
+    }
+    if a.renew_before_days == 0 {
+        bail!("key `acme.renew_before_days`: must be at least 1");
+    }
+    match a.challenge {
+        AcmeChallenge::TlsAlpn01 if c.listen.https.list().is_empty() => bail!(
+            "key `acme.challenge`: tls-alpn-01 is answered on the `listen.https` listener (port 443), which is off"
+        ),
+        AcmeChallenge::Http01 if c.listen.acme_http.list().is_empty() => bail!(
+            "key `acme.challenge`: http-01 is answered on the `listen.acme_http` listener (port 80), which is off"
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Loads the configuration: the file if given, else the defaults; then
@@ -551,5 +661,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("imap.idle_timeout_secs"), "{e}");
+    }
+
+    #[test]
+    fn acme_defaults_and_checks() {
+        let c = parse("hostname = \"mx.example.org\"\n").unwrap();
+        assert!(!c.acme.enabled);
+        assert_eq!(c.acme.directory, LETS_ENCRYPT);
+        assert_eq!(c.acme.names(&c.hostname), vec!["mx.example.org"]);
+        assert_eq!(c.acme.renew_before_days, 30);
+        let e = parse("[acme]\nenabled = true\n").unwrap_err().to_string();
+        assert!(e.contains("listen.https"), "{e}");
+        let e = parse(
+            "[listen]\nhttps = \"127.0.0.1:0\"\n[acme]\nenabled = true\nchallenge = \"http-01\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("listen.acme_http"), "{e}");
+        let e = parse("[acme]\nchallenge = \"dns-01\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("acme.challenge"), "{e}");
+        let e = parse("[listen]\nhttps = \"127.0.0.1:0\"\n[acme]\nenabled = true\ndomains = [\"*.example.org\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("acme.domains"), "{e}");
+        parse("[listen]\nacme_http = \"127.0.0.1:0\"\n[acme]\nenabled = true\nchallenge = \"http-01\"\ncontact = [\"admin@example.org\"]\n").unwrap();
     }
 }

@@ -3,6 +3,7 @@
 //! also while a server runs there.
 #![forbid(unsafe_code)]
 
+mod acme;
 mod admin;
 mod arc_keys;
 mod backup;

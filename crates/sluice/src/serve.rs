@@ -19,7 +19,13 @@ const DIRECTORY_POLL: Duration = Duration::from_millis(500);
 const GRACE: Duration = Duration::from_secs(30);
 
 fn init_logging(config: &Config) {
-    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log.level.clone());
+    let mut filter = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log.level.clone());
+    // rustls warns at every handshake whose SNI is an IP address, which is
+    // what clients connecting by address send: harmless, so kept out of
+    // the log unless asked for by name (tls.rs logs it at debug).
+    if !filter.contains("rustls") {
+        filter.push_str(",rustls::msgs::handshake=error");
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
@@ -198,6 +204,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let http_listeners = bind("http", config.listen.http.list()).await?;
     let https_listeners = bind("https", config.listen.https.list()).await?;
     let metrics_listeners = bind("metrics", config.listen.metrics.list()).await?;
+    let acme_http_listeners = bind("acme_http", config.listen.acme_http.list()).await?;
     let bound: Vec<std::net::SocketAddr> = [
         &smtp_listeners,
         &submission_listeners,
@@ -210,6 +217,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         &http_listeners,
         &https_listeners,
         &metrics_listeners,
+        &acme_http_listeners,
     ]
     .iter()
     .flat_map(|ls| ls.iter().filter_map(|l| l.local_addr().ok()))
@@ -234,8 +242,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     let store: Arc<dyn Store> = Arc::new(sqlite.clone());
     let directory = DirectoryWatch::start(Arc::clone(&store), DIRECTORY_POLL).await?;
-    let (tls, identity) = crate::tls::acceptor(&config)?;
-    reload_on_hangup(identity)?;
+    let acceptors = crate::tls::acceptors(&config)?;
+    let tls = acceptors.main.clone();
+    reload_on_hangup(Arc::clone(&acceptors.identity))?;
     let shutdown = Shutdown::default();
 
     let content = content_policy(&config)?.map(Arc::new);
@@ -406,7 +415,19 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         accept_loops.spawn(web::serve(l, Arc::clone(&web_ctx), None));
     }
     for l in https_listeners {
-        accept_loops.spawn(web::serve(l, Arc::clone(&web_ctx), Some(tls.clone())));
+        accept_loops.spawn(web::serve(
+            l,
+            Arc::clone(&web_ctx),
+            Some(acceptors.https.clone()),
+        ));
+    }
+    let acme_tokens = Arc::new(crate::acme::HttpTokens::default());
+    for l in acme_http_listeners {
+        accept_loops.spawn(crate::acme::serve_http(
+            l,
+            Arc::clone(&acme_tokens),
+            shutdown.clone(),
+        ));
     }
     for l in smtp_listeners {
         accept_loops.spawn(smtp::serve(l, Arc::clone(&smtp_ctx)));
@@ -437,6 +458,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         accept_loops.spawn(managesieve::serve(l, Arc::clone(&managesieve_ctx)));
     }
     let outbound = start_outbound(&config, &store, srs_for_reports, &directory, &reporter)?;
+    // Certificates from the CA, once the listeners that answer its
+    // challenges are up.
+    let acme = config.acme.enabled.then(|| {
+        let manager =
+            crate::acme::Manager::new(&config, Arc::clone(&acceptors.identity), acme_tokens);
+        tokio::spawn(manager.run())
+    });
     // Handlers are in place before anyone is told the server is up.
     let stop = stop_signal()?;
     tracing::info!(hostname = %config.hostname, data = %config.data_dir.display(), "sluice started");
@@ -447,6 +475,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     if let Some(task) = &outbound {
         // Deliveries in flight stop here; their recipients stay queued
         // and are tried again at the next start (leases run out).
+        task.abort();
+    }
+    if let Some(task) = &acme {
         task.abort();
     }
     while accept_loops.join_next().await.is_some() {}
@@ -554,7 +585,11 @@ fn reload_on_hangup(identity: Arc<crate::tls::Identity>) -> anyhow::Result<()> {
     tokio::spawn(async move {
         while hangup.recv().await.is_some() {
             match identity.reload() {
-                Ok(()) => tracing::info!("certificate reloaded"),
+                Ok(info) => tracing::info!(
+                    sha256 = %info.fingerprint,
+                    expires = %info.expires(),
+                    "certificate reloaded"
+                ),
                 Err(e) => {
                     tracing::error!(error = %e, "certificate not reloaded; the one in use stays")
                 }

@@ -5,17 +5,20 @@
 //! port, polling a condition with a deadline, and [`Dns`], a real
 //! authoritative DNS server (`nsd` from Debian) serving zones the test
 //! writes, so that MX, TXT, TLSA and the rest never come from the
-//! system resolver or the internet; and [`PostfixMx`], a real Postfix
-//! as the MX that outbound mail is sent to.
+//! system resolver or the internet; [`PostfixMx`], a real Postfix
+//! as the MX that outbound mail is sent to; and [`Pebble`], a real ACME
+//! CA that issues certificates after validating challenges.
 #![forbid(unsafe_code)]
 
 mod dns;
 mod dovecot;
+mod pebble;
 mod postfix;
 mod sink;
 
 pub use dns::{Dns, Zone};
 pub use dovecot::Dovecot;
+pub use pebble::{Pebble, PebbleOptions};
 pub use postfix::PostfixMx;
 pub use sink::SmtpSink;
 

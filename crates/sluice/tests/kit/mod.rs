@@ -18,6 +18,8 @@ pub const PASSWORD: &str = "correct horse";
 pub struct Server {
     pub dir: tempfile::TempDir,
     extra: String,
+    /// `[listen]` keys set to fixed addresses, replacing the defaults.
+    listen: Vec<(String, String)>,
     child: Option<Child>,
     log: Arc<Mutex<String>>,
     pub smtp: SocketAddr,
@@ -49,12 +51,27 @@ impl Server {
     /// directory (the data directory is `data` in it).
     #[allow(dead_code)] // not every test binary prepares
     pub fn start_prepared(extra: &str, prepare: impl FnOnce(&Path)) -> Server {
+        Server::start_full(extra, &[], prepare)
+    }
+
+    /// [`Server::start_with`], with these `[listen]` keys set to fixed
+    /// addresses (`("https", "127.0.0.1:8443")`), added to or replacing
+    /// the kit's listeners on port 0.
+    pub fn start_listening(extra: &str, listen: &[(&str, &str)]) -> Server {
+        Server::start_full(extra, listen, |_| {})
+    }
+
+    fn start_full(extra: &str, listen: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         prepare(dir.path());
         let unset: SocketAddr = "0.0.0.0:0".parse().unwrap();
         let mut server = Server {
             dir,
             extra: extra.to_string(),
+            listen: listen
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             child: None,
             log: Arc::default(),
             smtp: unset,
@@ -94,8 +111,34 @@ impl Server {
         } else {
             format!("{outbound}[auth_checks]\nspf = \"off\"\ndkim = \"off\"\ndmarc = \"off\"\n")
         };
+        let mut listen: Vec<(String, String)> = [
+            "smtp",
+            "pop3",
+            "pop3s",
+            "imap",
+            "imaps",
+            "managesieve",
+            "http",
+            "https",
+            "submission",
+            "submissions",
+            "metrics",
+        ]
+        .iter()
+        .map(|k| (k.to_string(), "127.0.0.1:0".to_string()))
+        .collect();
+        for (key, addr) in &self.listen {
+            match listen.iter_mut().find(|(k, _)| k == key) {
+                Some(entry) => entry.1 = addr.clone(),
+                None => listen.push((key.clone(), addr.clone())),
+            }
+        }
+        let listen: String = listen
+            .iter()
+            .map(|(k, v)| format!("{k} = \"{v}\"\n"))
+            .collect();
         let text = format!(
-            "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\nsmtp = \"127.0.0.1:0\"\npop3 = \"127.0.0.1:0\"\npop3s = \"127.0.0.1:0\"\nimap = \"127.0.0.1:0\"\nimaps = \"127.0.0.1:0\"\nmanagesieve = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nhttps = \"127.0.0.1:0\"\nsubmission = \"127.0.0.1:0\"\nsubmissions = \"127.0.0.1:0\"\nmetrics = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\n{outbound}{}\n",
+            "hostname = \"mx.example.org\"\ndata_dir = {:?}\n[listen]\n{listen}[log]\nlevel = \"info\"\n{outbound}{}\n",
             self.data_dir(),
             self.extra
         );
