@@ -16,6 +16,13 @@ use crate::config::Config;
 pub enum SpamAction {
     /// Train a model with messages known to be spam or good.
     Train(TrainArgs),
+    /// An account's spam threshold: show it, set it (points), or
+    /// `default` for the site's `[spam] threshold`.
+    Threshold {
+        address: String,
+        /// Points at or above which mail goes to Junk, or `default`.
+        value: Option<String>,
+    },
     /// How much a model has learnt: messages per class and tokens.
     Stats {
         /// The account; without it, the global model.
@@ -45,6 +52,31 @@ pub async fn spam(config: &Config, action: SpamAction) -> anyhow::Result<()> {
     let store = open(config)?;
     match action {
         SpamAction::Train(args) => train(config, &store, args).await,
+        SpamAction::Threshold { address, value } => {
+            let Some(value) = value else {
+                let directory = store.load_directory().await?;
+                let Some(account) = directory.account(&address) else {
+                    bail!("no account {address}");
+                };
+                match account.spam_threshold {
+                    Some(t) => println!("{t} (the account's own)"),
+                    None => println!("{} (the site's)", config.spam.threshold),
+                }
+                return Ok(());
+            };
+            let threshold = if value == "default" {
+                None
+            } else {
+                let t: f32 = value
+                    .parse()
+                    .ok()
+                    .filter(|t: &f32| t.is_finite())
+                    .with_context(|| format!("not a number of points: {value:?}"))?;
+                Some(t)
+            };
+            store.set_spam_threshold(&address, threshold).await?;
+            Ok(())
+        }
         SpamAction::Stats { address } => {
             let owner = match address {
                 Some(a) => Some(account_of(&store, &a).await?),

@@ -188,6 +188,21 @@ fn a_trained_model_files_spam_to_junk_and_shows_why() {
     python(SEND, &[&smtp, &message(HAM_WORDS, 2000, "unscored")]);
     let mail = python(LIST, &[&server.imap.to_string(), &ann, PASSWORD]);
     assert!(mail.contains("INBOX|unscored|No, score="), "{mail}");
+    // An account's own threshold: at 50 points nothing here is spam.
+    server.cli_ok(&["spam", "threshold", &ann, "50"]);
+    let serial = server.count("SELECT value FROM meta WHERE key = 'directory_serial'");
+    assert!(wait_until(Duration::from_secs(5), || server
+        .log()
+        .contains(&format!("serial={serial} "))));
+    server.cli_ok(&["sieve", "deactivate", &ann]);
+    let serial = server.count("SELECT value FROM meta WHERE key = 'directory_serial'");
+    assert!(wait_until(Duration::from_secs(5), || server
+        .log()
+        .contains(&format!("serial={serial} "))));
+    python(SEND, &[&smtp, &message(SPAM_WORDS, 3000, "tolerated")]);
+    let mail = python(LIST, &[&server.imap.to_string(), &ann, PASSWORD]);
+    assert!(mail.contains("INBOX|tolerated|No, score="), "{mail}");
+    assert!(mail.contains("required=50.0"), "{mail}");
     let scored = python(
         r#"
 import imaplib, sys

@@ -157,6 +157,15 @@ assert status == 409 and "is the active script" in body.decode(), status
 status, _, _ = w.request("POST", "/settings/filters/scripts", {"csrf": w.csrf, "op": "delete", "name": "mine"})
 assert status == 303, status
 assert scripts(w) == [("webmail", True)], scripts(w)
+
+# The account's own spam threshold: a number is kept, nonsense and a
+# missing token are refused.
+status, _, _ = w.request("POST", "/settings/filters/spam", {"csrf": w.csrf, "threshold": "lots"})
+assert status == 400, status
+status, _, _ = w.request("POST", "/settings/filters/spam", {"csrf": "forged", "threshold": "1"})
+assert status == 403, status
+status, _, _ = w.request("POST", "/settings/filters/spam", {"csrf": w.csrf, "threshold": "7.5"})
+assert status == 303, status
 print("ok")
 "##;
 
@@ -207,6 +216,8 @@ fn rules_written_in_the_webmail_file_and_flag_delivered_mail() {
         &[&server.addr("http").to_string(), &user, PASSWORD],
     );
     assert_eq!(out.trim(), "ok");
+    let threshold = server.cli_ok(&["spam", "threshold", &user]);
+    assert_eq!(threshold.trim(), "7.5 (the account's own)");
 
     // Delivery sees scripts through the directory snapshot, which the
     // server reloads when the serial moves: wait until it has.

@@ -256,7 +256,7 @@ impl Filters {
                 Some(known) if self.spam.enabled => {
                     match spam_check::judge(
                         store,
-                        &self.spam,
+                        account.spam_threshold.unwrap_or(self.spam.threshold),
                         &self.totals,
                         account.id,
                         &mut tokens,

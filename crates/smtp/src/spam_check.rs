@@ -17,7 +17,8 @@ use store::{AccountId, Store};
 pub struct SpamConfig {
     /// Score mail from other servers and file spam to Junk.
     pub enabled: bool,
-    /// Points at or above which a message is spam.
+    /// Points at or above which a message is spam, for accounts without
+    /// a threshold of their own (`sluice spam threshold`, the webmail).
     pub threshold: f32,
     /// Tokens a model keeps; past it the least useful go (pruning).
     pub max_tokens: usize,
@@ -113,10 +114,11 @@ impl MessageTokens {
 }
 
 /// Scores a message for an account: with the account's model when it
-/// has trained enough, else the global one, else without Bayes.
+/// has trained enough, else the global one, else without Bayes; spam at
+/// `threshold` points (the account's own, or the site's).
 pub(crate) async fn judge(
     store: &Arc<dyn Store>,
-    config: &SpamConfig,
+    threshold: f32,
     totals: &TotalsCache,
     account: AccountId,
     tokens: &mut MessageTokens,
@@ -145,11 +147,11 @@ pub(crate) async fn judge(
     }
     let evidence = evidence(known, bayes);
     let score = spam::score(&evidence);
-    let spam = score.is_spam(config.threshold);
+    let spam = score.is_spam(threshold);
     let fields = format!(
         "X-Spam-Score: {}\r\nX-Spam-Status: {}\r\n",
         score.score_header(),
-        score.status_header(config.threshold)
+        score.status_header(threshold)
     );
     Ok(Judgement {
         score,

@@ -290,6 +290,7 @@ mod tests {
                 address: "a@example.org".into(),
                 inbox: 1,
                 password_hash: hash,
+                spam_threshold: None,
             }],
             [],
         );

@@ -18,6 +18,8 @@ pub struct AccountEntry {
     pub inbox: MailboxId,
     /// PHC-format argon2id hash.
     pub password_hash: String,
+    /// The account's own spam threshold (points), `None` for the site's.
+    pub spam_threshold: Option<f32>,
 }
 
 /// A point-in-time copy of domains, accounts and aliases.
@@ -294,12 +296,14 @@ mod tests {
                     address: "alice@example.org".into(),
                     inbox: 10,
                     password_hash: String::new(),
+                    spam_threshold: None,
                 },
                 AccountEntry {
                     id: 2,
                     address: "bob@example.org".into(),
                     inbox: 20,
                     password_hash: String::new(),
+                    spam_threshold: None,
                 },
             ],
             [

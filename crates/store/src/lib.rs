@@ -124,6 +124,9 @@ pub trait Store: Send + Sync + 'static {
         keys: Vec<(String, i64)>,
     ) -> Result<()>;
 
+    /// Sets an account's own spam threshold, or back to the site's with
+    /// `None`. `NotFound` for an unknown account.
+    async fn set_spam_threshold(&self, address: &str, threshold: Option<f32>) -> Result<()>;
     /// Messages moved into or out of Junk that wait to train their
     /// account's spam model (the moves queue them), oldest first.
     async fn spam_training_batch(&self, limit: usize) -> Result<Vec<SpamTraining>>;

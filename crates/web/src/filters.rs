@@ -88,6 +88,8 @@ fn with_status(status: StatusCode, page: axum::response::Html<String>) -> Respon
 struct Stored {
     scripts: Vec<SieveScriptInfo>,
     source: Option<String>,
+    /// The account's own spam threshold (`None`: the site's).
+    spam_threshold: Option<f32>,
 }
 
 impl Stored {
@@ -99,7 +101,17 @@ impl Stored {
             .store
             .sieve_script(owner, rules::SCRIPT_NAME)
             .await?;
-        Ok(Stored { scripts, source })
+        let spam_threshold = app
+            .ctx
+            .directory
+            .get()
+            .account(&user.address)
+            .and_then(|a| a.spam_threshold);
+        Ok(Stored {
+            scripts,
+            source,
+            spam_threshold,
+        })
     }
 
     fn active(&self) -> Option<&str> {
@@ -363,6 +375,7 @@ fn rules_view(
             .filter(|a| *a != rules::SCRIPT_NAME)
             .map(str::to_string),
         none_active: stored.active().is_none() && stored.source.is_some(),
+        spam_threshold: stored.spam_threshold,
         edited,
         error,
     };
@@ -395,6 +408,35 @@ pub(crate) async fn rules_page(
         },
     )
     .into_response())
+}
+
+/// `POST /settings/filters/spam`: the account's spam threshold (the
+/// score from which delivery files mail to Junk); empty for the site's.
+pub(crate) async fn spam_save(
+    State(app): State<Arc<App>>,
+    user: User,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, WebError> {
+    session::check_same_origin(&headers)?;
+    user.check_csrf(field(&fields, "csrf"))?;
+    let posted = field(&fields, "threshold").unwrap_or("").trim();
+    let threshold = if posted.is_empty() {
+        None
+    } else {
+        let t: f32 = posted
+            .parse()
+            .ok()
+            .filter(|t: &f32| t.is_finite() && (-100.0..=1000.0).contains(t))
+            .ok_or_else(|| WebError::BadRequest(format!("not a spam score: {posted:?}")))?;
+        Some(t)
+    };
+    app.ctx
+        .store
+        .set_spam_threshold(&user.address, threshold)
+        .await?;
+    tracing::info!(account = %user.address, threshold = ?threshold, "spam threshold set");
+    Ok(Redirect::to("/settings/filters").into_response())
 }
 
 /// Why saving the rules did not happen.

@@ -477,6 +477,8 @@ pub(crate) struct FiltersView {
     pub none_active: bool,
     /// The stored script was changed elsewhere: what saving will do.
     pub edited: Option<&'static str>,
+    /// The account's own spam threshold, `None` for the site's.
+    pub spam_threshold: Option<f32>,
     pub error: Option<String>,
 }
 
@@ -545,6 +547,18 @@ pub(crate) fn filters(chrome: &Chrome<'_>, v: &FiltersView) -> Html<String> {
             }
             @if v.none_active { p.notice { "No filter is active: these rules are not used until you save them again." } }
             @if let Some(e) = v.edited { p.notice { (e) } }
+            h2 { "Spam" }
+            form method="post" action="/settings/filters/spam" {
+                input type="hidden" name="csrf" value=(chrome.csrf);
+                label {
+                    "Move mail to Junk from this spam score on (empty: the server's setting) "
+                    input type="number" name="threshold" step="0.1" min="-100" max="1000"
+                        value=[v.spam_threshold.map(|t| t.to_string())];
+                }
+                " "
+                button { "Save" }
+            }
+            p.muted { "Moving a message into Junk teaches the filter it is spam; moving it out, that it is not." }
             h2 { "Rules" }
             p.muted { "Every matching rule applies, in this order; discarding or rejecting ends the filtering. Marking as read and flagging apply wherever the message goes." }
             @if v.rules.is_empty() { p.muted { "No rules yet." } }
@@ -859,6 +873,7 @@ mod tests {
             revision: "abc".into(),
             other_active: Some("<mine>".into()),
             none_active: false,
+            spam_threshold: Some(7.5),
             edited: None,
             error: Some("<bad>".into()),
         };
@@ -871,6 +886,10 @@ mod tests {
             assert!(out.contains(&format!("name=\"op\" value=\"{op}\"")), "{op}");
         }
         assert!(out.contains("name=\"activate\" value=\"1\""), "{out}");
+        assert!(
+            out.contains("name=\"threshold\"") && out.contains("value=\"7.5\""),
+            "{out}"
+        );
 
         let s = ScriptView {
             name: "a\"b".into(),

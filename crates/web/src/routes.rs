@@ -82,6 +82,7 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
             "/settings/filters",
             get(crate::filters::rules_page).post(crate::filters::rules_save),
         )
+        .route("/settings/filters/spam", post(crate::filters::spam_save))
         .route(
             "/settings/filters/scripts",
             get(crate::filters::scripts_page).post(crate::filters::scripts_act),

@@ -306,7 +306,7 @@ impl Store for SqliteStore {
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let accounts = c
                 .prepare(
-                    "SELECT a.id, a.address, m.id, a.password_hash FROM accounts a
+                    "SELECT a.id, a.address, m.id, a.password_hash, a.spam_threshold FROM accounts a
                      JOIN mailboxes m ON m.account_id = a.id AND m.name = 'INBOX'",
                 )?
                 .query_map([], |r| {
@@ -315,6 +315,7 @@ impl Store for SqliteStore {
                         address: r.get(1)?,
                         inbox: r.get(2)?,
                         password_hash: r.get(3)?,
+                        spam_threshold: r.get::<_, Option<f64>>(4)?.map(|t| t as f32),
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -594,6 +595,24 @@ impl Store for SqliteStore {
     ) -> Result<()> {
         self.write(move |c| sieve::remember(c, account, &keys, now()))
             .await
+    }
+
+    async fn set_spam_threshold(&self, address: &str, threshold: Option<f32>) -> Result<()> {
+        let address = valid_address(address)?;
+        if threshold.is_some_and(|t| !t.is_finite()) {
+            return Err(StoreError::Invalid("a spam threshold is a number".into()));
+        }
+        self.write(move |c| {
+            let n = c.execute(
+                "UPDATE accounts SET spam_threshold = ?2 WHERE address = ?1",
+                params![address, threshold.map(f64::from)],
+            )?;
+            if n == 0 {
+                return Err(StoreError::NotFound(format!("account {address}")));
+            }
+            bump_serial(c)
+        })
+        .await
     }
 
     async fn spam_training_batch(&self, limit: usize) -> Result<Vec<SpamTraining>> {

@@ -354,6 +354,11 @@ const MIGRATIONS: &[&str] = &[
         DELETE FROM spam_training WHERE blob_id = OLD.id;
     END;
     "#,
+    // An account's own spam threshold (NULL: the site's `[spam]
+    // threshold`); in the directory snapshot, so delivery reads no row.
+    r#"
+    ALTER TABLE accounts ADD COLUMN spam_threshold REAL;
+    "#,
 ];
 
 /// Newest schema version this build knows.
