@@ -34,6 +34,9 @@ pub struct Metrics {
     /// SMTP transactions ended, by verdict (accepted, rejected-content,
     /// rejected-dmarc, too-big, timeout...).
     pub smtp_transactions: Family<Label, Counter>,
+    /// SMTP replies sent, by class (`2xx`, `3xx`, `4xx`, `5xx`): how
+    /// much a server refuses, and whether temporarily.
+    pub smtp_replies: Family<Label, Counter>,
     /// Bytes of messages accepted over SMTP.
     pub smtp_accepted_bytes: Counter,
     /// Messages stored, by kind (local entries made, remote recipients
@@ -68,6 +71,7 @@ impl Metrics {
             connections: Family::default(),
             connections_open: Family::default(),
             smtp_transactions: Family::default(),
+            smtp_replies: Family::default(),
             smtp_accepted_bytes: Counter::default(),
             deliveries: Family::default(),
             scan_verdicts: Family::default(),
@@ -97,6 +101,11 @@ impl Metrics {
             "smtp_transactions",
             "SMTP transactions by verdict",
             m.smtp_transactions.clone(),
+        );
+        registry.register(
+            "smtp_replies",
+            "SMTP replies sent, by class",
+            m.smtp_replies.clone(),
         );
         registry.register(
             "smtp_accepted_bytes",

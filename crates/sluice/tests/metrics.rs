@@ -45,6 +45,11 @@ for n in range(3):
     s = smtplib.SMTP(h, int(p))
     s.sendmail("a@sender.test", [sys.argv[2]], "Subject: %d\r\n\r\nbody\r\n" % n)
     s.quit()
+s = smtplib.SMTP(h, int(p))
+s.ehlo()
+assert s.mail("a@sender.test")[0] == 250
+assert s.rcpt("nobody@example.org")[0] == 550
+s.quit()
 h, p = sys.argv[3].rsplit(":", 1)
 m = imaplib.IMAP4(h, int(p))
 try:
@@ -78,6 +83,15 @@ pop.quit()
         "{after}"
     );
     assert!(moved("sluice_smtp_accepted_bytes_total{}") > 0.0, "{after}");
+    assert!(
+        moved("sluice_smtp_replies_total{class=2xx}") >= 12.0,
+        "{after}"
+    );
+    assert_eq!(
+        moved("sluice_smtp_replies_total{class=5xx}"),
+        1.0,
+        "{after}"
+    );
     assert_eq!(moved("sluice_deliveries_total{kind=local}"), 3.0, "{after}");
     assert!(
         moved("sluice_connections_total{listener=smtp,outcome=accepted}") >= 3.0,

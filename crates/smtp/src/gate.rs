@@ -143,6 +143,17 @@ fn verdict_label(verdict: &str) -> &'static str {
         .unwrap_or("other")
 }
 
+/// Counts a reply by its class for `/metrics`.
+fn count_reply(code: u16) {
+    let class = match code / 100 {
+        2 => "2xx",
+        3 => "3xx",
+        4 => "4xx",
+        _ => "5xx",
+    };
+    metrics::inc(&metrics::get().smtp_replies, "class", class);
+}
+
 /// The DSN parameters of a RCPT command (RFC 3461 §4.1, §4.2).
 fn recipient_dsn(
     to: &smtp_proto::RcptTo<std::borrow::Cow<'_, str>>,
@@ -237,11 +248,13 @@ impl<'a> Session<'a> {
         if r.is_error() {
             self.errors += 1;
         }
+        count_reply(r.code);
         r.write(&mut self.out, self.esmtp);
         if r.closes() {
             return Next::Close;
         }
         if self.errors >= self.ctx.config.max_errors {
+            count_reply(421);
             Reply::new(421, "4.7.0", "Too many errors, closing connection")
                 .write(&mut self.out, self.esmtp);
             return Next::Close;
