@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
 use net::{Input, LineError, Stream};
 use store::{AccountId, ScriptOwner, StoreError};
 use tokio::io::AsyncWriteExt;
@@ -818,35 +817,21 @@ fn script_name(raw: &[u8]) -> Result<String, &'static str> {
     Ok(name.to_string())
 }
 
-/// The user and password of a SASL PLAIN response (RFC 4616: base64 of
-/// authzid NUL authcid NUL passwd). An authorization identity other than
-/// the user is refused: nobody acts for another account here.
+/// A SASL PLAIN response read by the decoder every protocol shares, with
+/// the reason it was refused in words for a `NO`.
 pub(crate) fn plain_credentials(response: &str) -> Result<(String, String), &'static str> {
-    const MALFORMED: &str = "Invalid PLAIN response";
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(response.trim().as_bytes())
-        .map_err(|_| MALFORMED)?;
-    let mut it = decoded.split(|&b| b == 0);
-    let authz = it.next().ok_or(MALFORMED)?;
-    let user = it.next().ok_or(MALFORMED)?;
-    let pass = it.next().ok_or(MALFORMED)?;
-    if it.next().is_some() {
-        return Err(MALFORMED);
-    }
-    let user = std::str::from_utf8(user).map_err(|_| MALFORMED)?;
-    let pass = std::str::from_utf8(pass).map_err(|_| MALFORMED)?;
-    if user.is_empty() {
-        return Err(MALFORMED);
-    }
-    if !authz.is_empty() && authz != user.as_bytes() {
-        return Err("Authorization identity must be empty or the user's own");
-    }
-    Ok((user.to_string(), pass.to_string()))
+    store::decode_plain(response).map_err(|e| match e {
+        store::PlainError::Malformed => "Invalid PLAIN response",
+        store::PlainError::ForeignAuthorization => {
+            "Authorization identity must be empty or the user's own"
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
 
     #[test]
     fn plain_responses_are_read_as_rfc_4616_says() {

@@ -123,25 +123,10 @@ pub fn may_send_as(directory: &Directory, account: &AccountEntry, address: &str)
     }
 }
 
-/// Decodes an AUTH PLAIN response (RFC 4616): `authzid NUL authcid NUL
-/// password`, base64. The authorization identity must be empty or the
-/// same as the login.
+/// Decodes an AUTH PLAIN response (RFC 4616), as every protocol does
+/// ([`store::decode_plain`]).
 pub fn decode_plain(response: &str) -> Option<(String, String)> {
-    let raw = base64::engine::general_purpose::STANDARD
-        .decode(response.trim())
-        .ok()?;
-    let mut parts = raw.split(|&b| b == 0);
-    let authz = parts.next()?;
-    let user = parts.next()?;
-    let pass = parts.next()?;
-    if parts.next().is_some() || user.is_empty() {
-        return None;
-    }
-    let user = String::from_utf8(user.to_vec()).ok()?;
-    if !authz.is_empty() && authz != user.as_bytes() {
-        return None;
-    }
-    Some((user, String::from_utf8(pass.to_vec()).ok()?))
+    store::decode_plain(response).ok()
 }
 
 /// Decodes one base64 line of AUTH LOGIN.

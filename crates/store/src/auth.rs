@@ -275,6 +275,41 @@ impl Authenticator {
     }
 }
 
+/// Why a SASL PLAIN response was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlainError {
+    /// Not base64, not three NUL-separated parts, not UTF-8, or no user.
+    Malformed,
+    /// An authorization identity other than the user's own: acting for
+    /// someone else is not offered.
+    ForeignAuthorization,
+}
+
+/// Decodes a SASL PLAIN response (RFC 4616): base64 of `authzid NUL
+/// authcid NUL password`, the authorization identity empty or the same
+/// as the login. Every protocol's AUTH PLAIN reads it here.
+pub fn decode_plain(response: &str) -> Result<(String, String), PlainError> {
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(response.trim().as_bytes())
+        .map_err(|_| PlainError::Malformed)?;
+    let mut parts = decoded.split(|&b| b == 0);
+    let (Some(authz), Some(user), Some(pass), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(PlainError::Malformed);
+    };
+    let user = std::str::from_utf8(user).map_err(|_| PlainError::Malformed)?;
+    let pass = std::str::from_utf8(pass).map_err(|_| PlainError::Malformed)?;
+    if user.is_empty() {
+        return Err(PlainError::Malformed);
+    }
+    if !authz.is_empty() && authz != user.as_bytes() {
+        return Err(PlainError::ForeignAuthorization);
+    }
+    Ok((user.to_string(), pass.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

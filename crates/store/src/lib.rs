@@ -19,7 +19,7 @@ mod pins;
 mod sqlite;
 mod watch;
 
-pub use auth::{AuthFailure, Authenticator};
+pub use auth::{decode_plain, AuthFailure, Authenticator, PlainError};
 pub use directory::{normalize_address, AccountEntry, Directory, Resolution, SieveSource};
 pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
