@@ -140,11 +140,18 @@ async fn stays_up_under_malformed_packets() {
         for p in batch {
             sock.send_to(p, addr).await.unwrap();
         }
-        let m = kit::udp(addr, "1.2.0.192.bl.test.", RecordType::A).await;
-        assert!(
-            m.is_some_and(|m| m.answers().len() == 1),
-            "no answer after batch {i}"
-        );
+        // A resolver asks again when a datagram goes unanswered; so does
+        // this check, since the query itself may be lost behind the burst
+        // on a loaded machine.
+        let mut answered = false;
+        for _ in 0..3 {
+            let m = kit::udp(addr, "1.2.0.192.bl.test.", RecordType::A).await;
+            if m.is_some_and(|m| m.answers().len() == 1) {
+                answered = true;
+                break;
+            }
+        }
+        assert!(answered, "no answer after batch {i}");
     }
     // garbage over TCP too: a length prefix with junk, and a truncated frame
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
