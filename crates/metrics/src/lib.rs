@@ -62,6 +62,8 @@ pub struct Metrics {
     pub store_commit_seconds: Histogram,
     /// Store commits: how many writes each carried.
     pub store_commit_batch: Histogram,
+    /// Bytes the store's commits appended to its write-ahead log.
+    pub store_wal_bytes: Counter,
 }
 
 impl Metrics {
@@ -85,6 +87,7 @@ impl Metrics {
             store_commit_seconds: Histogram::new(exponential_buckets(0.00005, 3.0, 11)),
             // 1 to 1024 writes.
             store_commit_batch: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
+            store_wal_bytes: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -161,6 +164,11 @@ impl Metrics {
             "store_commit_batch",
             "Writes per store commit",
             m.store_commit_batch.clone(),
+        );
+        registry.register(
+            "store_wal_bytes",
+            "Bytes appended to the store's write-ahead log by commits",
+            m.store_wal_bytes.clone(),
         );
         Metrics { registry, ..m }
     }

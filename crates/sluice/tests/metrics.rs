@@ -121,6 +121,12 @@ pop.quit()
         moved("sluice_store_commit_seconds_count{}") >= 3.0,
         "{after}"
     );
+    // Three deliveries of a few hundred bytes write at least a page of log
+    // each (4 KiB and a frame header).
+    assert!(
+        moved("sluice_store_wal_bytes_total{}") >= 3.0 * 4120.0,
+        "{after}"
+    );
     assert_eq!(value(&after, "sluice_queue_recipients{}"), 0.0, "{after}");
 }
 

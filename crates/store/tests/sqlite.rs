@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rusqlite::Connection;
-use store::{Delivery, SqliteOptions, SqliteStore, Store, StoreError, CHUNK_SIZE};
+use store::{Delivery, SearchKey, SqliteOptions, SqliteStore, Store, StoreError, CHUNK_SIZE};
 
 async fn open() -> (tempfile::TempDir, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();
@@ -50,10 +50,16 @@ async fn one_blob_for_many_recipients_freed_with_the_last_reference() {
     assert_eq!(count(&store, "SELECT count(*) FROM messages"), 15);
     assert_eq!(count(&store, "SELECT refcount FROM blobs"), 15);
 
-    // Indexed header columns and the full-text index were filled once.
+    // Indexed header columns and the full-text index were filled once
+    // (the index row by the time a search looks).
     let h = store.headers(receipt.blob).await.unwrap().unwrap();
     assert_eq!(h.subject, "quarterly zebra report");
     assert_eq!(h.message_id, "q1@example.org");
+    let found = store
+        .search(boxes[0], &SearchKey::Body("zebra".into()))
+        .await
+        .unwrap();
+    assert_eq!(found, vec![1]);
     assert_eq!(
         count(&store, "SELECT count(*) FROM fts WHERE fts MATCH 'zebra'"),
         1
@@ -776,4 +782,97 @@ async fn a_lead_comes_first_in_small_and_large_messages() {
         matches!(refused, Err(StoreError::Invalid(_))),
         "{refused:?}"
     );
+}
+
+/// Delivers `text` to `mailbox` and returns the blob.
+async fn deliver_one(store: &SqliteStore, mailbox: i64, text: &[u8]) -> i64 {
+    let mut w = store.message_writer();
+    w.write(text).await.unwrap();
+    w.deliver(Delivery {
+        mailboxes: vec![mailbox],
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .blob
+}
+
+fn mail_about(word: &str, n: usize) -> Vec<u8> {
+    format!("Subject: note {n}\r\nMessage-ID: <{word}{n}@example.org>\r\n\r\nAll about {word}.\r\n")
+        .into_bytes()
+}
+
+#[tokio::test]
+async fn full_text_rows_written_in_batches_are_searchable_at_once_and_go_with_their_blob() {
+    let (_dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    for n in 0..5 {
+        deliver_one(&store, mbox, &mail_about("walrus", n)).await;
+    }
+    // A search right after delivery finds all of them: it writes the rows
+    // still waiting first.
+    let walrus = SearchKey::Text("walrus".into());
+    assert_eq!(
+        store.search(mbox, &walrus).await.unwrap(),
+        vec![1, 2, 3, 4, 5]
+    );
+    assert_eq!(count(&store, "SELECT count(*) FROM fts_docsize"), 5);
+
+    // A message expunged and swept before its row was written leaves no
+    // row behind, and a blob that takes its id later gets only its own.
+    let blob = deliver_one(&store, mbox, &mail_about("narwhal", 6)).await;
+    store.expunge(mbox, &[6]).await.unwrap();
+    store.sweep_now().await.unwrap();
+    assert_eq!(
+        count(
+            &store,
+            &format!("SELECT count(*) FROM fts_docsize WHERE id = {blob}")
+        ),
+        0
+    );
+    let again = deliver_one(&store, mbox, &mail_about("beluga", 7)).await;
+    assert_eq!(again, blob, "SQLite hands the freed largest id out again");
+    let narwhal = SearchKey::Body("narwhal".into());
+    assert!(store.search(mbox, &narwhal).await.unwrap().is_empty());
+    let beluga = SearchKey::Body("beluga".into());
+    assert_eq!(store.search(mbox, &beluga).await.unwrap(), vec![7]);
+}
+
+#[tokio::test]
+async fn waiting_full_text_rows_are_written_at_close_or_recovered_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = {
+        let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+        store.add_domain("example.org").await.unwrap();
+        store.add_account("a@example.org", "pw").await.unwrap();
+        let mbox = inbox(&store, "a@example.org").await;
+        for n in 0..20 {
+            deliver_one(&store, mbox, &mail_about("otter", n)).await;
+        }
+        store.path().to_owned()
+        // Closing writes the rows still waiting.
+    };
+    let c = Connection::open(&path).unwrap();
+    let indexed = |c: &Connection| -> i64 {
+        c.query_row("SELECT count(*) FROM fts_docsize", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(indexed(&c), 20);
+
+    // Rows a kill took before their batch was written (as if deleted) come
+    // back from the stored messages when the store opens, before any
+    // search can miss them.
+    c.execute_batch("DELETE FROM fts WHERE rowid IN (SELECT id FROM blobs WHERE id % 3 = 0)")
+        .unwrap();
+    assert!(indexed(&c) < 20);
+    drop(c);
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    let otter = SearchKey::Text("otter".into());
+    assert_eq!(store.search(mbox, &otter).await.unwrap().len(), 20);
+    // The recovered rows hold the header too: TEXT finds a Message-ID.
+    let id = SearchKey::Text("otter3".into());
+    assert_eq!(store.search(mbox, &id).await.unwrap(), vec![4]);
+    assert_eq!(count(&store, "SELECT count(*) FROM fts_docsize"), 20);
 }

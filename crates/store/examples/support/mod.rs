@@ -152,19 +152,53 @@ pub fn message(rng: &mut StdRng, i: usize) -> Vec<u8> {
 
 /// Delivers `n` messages into `mailbox`, [`IN_FLIGHT`] at a time.
 pub async fn deliver(store: &SqliteStore, mailbox: MailboxId, n: usize) {
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    deliver_range(store, mailbox, 0..n, IN_FLIGHT).await;
+}
+
+/// What [`deliver_range`] delivered: bytes of mail, and how long each
+/// delivery took (writing and committing), in microseconds.
+pub struct Delivered {
+    pub bytes: u64,
+    pub latencies_us: Vec<u64>,
+}
+
+impl Delivered {
+    /// The latency below which `q` (0..1) of the deliveries finished.
+    pub fn quantile_ms(&mut self, q: f64) -> f64 {
+        self.latencies_us.sort_unstable();
+        let i = ((self.latencies_us.len() as f64 * q) as usize).min(self.latencies_us.len() - 1);
+        self.latencies_us[i] as f64 / 1e3
+    }
+}
+
+/// Delivers messages number `range` into `mailbox`, `in_flight` at a time
+/// (as many SMTP sessions would); each number always gives the same text.
+pub async fn deliver_range(
+    store: &SqliteStore,
+    mailbox: MailboxId,
+    range: std::ops::Range<usize>,
+    in_flight: usize,
+) -> Delivered {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(range.start));
+    let end = range.end;
     let mut tasks = Vec::new();
-    for t in 0..IN_FLIGHT {
+    for _ in 0..in_flight {
         let store = store.clone();
         let next = Arc::clone(&next);
         tasks.push(tokio::spawn(async move {
-            let mut rng = StdRng::seed_from_u64(t as u64);
+            let mut done = Delivered {
+                bytes: 0,
+                latencies_us: Vec::new(),
+            };
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n {
-                    break;
+                if i >= end {
+                    break done;
                 }
+                let mut rng = StdRng::seed_from_u64(i as u64);
                 let text = message(&mut rng, i);
+                done.bytes += text.len() as u64;
+                let start = std::time::Instant::now();
                 let mut w = store.message_writer();
                 w.write(&text).await.unwrap();
                 w.deliver(Delivery {
@@ -173,10 +207,18 @@ pub async fn deliver(store: &SqliteStore, mailbox: MailboxId, n: usize) {
                 })
                 .await
                 .unwrap();
+                done.latencies_us.push(start.elapsed().as_micros() as u64);
             }
         }));
     }
+    let mut all = Delivered {
+        bytes: 0,
+        latencies_us: Vec::new(),
+    };
     for t in tasks {
-        t.await.unwrap();
+        let done = t.await.unwrap();
+        all.bytes += done.bytes;
+        all.latencies_us.extend(done.latencies_us);
     }
+    all
 }

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use mime_tree::StructureBuilder;
 use rusqlite::{params, Connection};
 
+use super::fts_batch::FtsText;
 use super::{now, Inner};
 use crate::error::{Result, StoreError};
 use crate::index::{header_block, index_message, MessageIndex};
@@ -184,6 +185,9 @@ impl MessageWriter for SqliteMessageWriter {
             // A large message's header was cut out before the lead existed.
             header.splice(0..0, lead.iter().copied());
         }
+        // The index row is written later, with others (fts_batch.rs).
+        let mut index = index;
+        let text = FtsText::new(&mut index, &header);
         self.finished = true;
         let stored = Stored {
             lead,
@@ -205,6 +209,7 @@ impl MessageWriter for SqliteMessageWriter {
         match &result {
             // Durable now: IDLE sessions on the target mailboxes may look.
             Ok(receipt) => {
+                self.inner.fts.push(receipt.blob, text);
                 let m = metrics::get();
                 m.deliveries
                     .get_or_create(&[("kind", "local")])
@@ -342,18 +347,7 @@ fn commit_delivery(
     ])?;
     c.prepare_cached("INSERT INTO blob_parsed (blob_id, structure, header) VALUES (?1, ?2, ?3)")?
         .execute(params![blob, structure, header])?;
-    // TEXT searches every column: the second carries the whole header
-    // block besides the decoded addresses, so a word only in an X- field
-    // is found too (RFC 3501 §6.4.4: TEXT is header and body).
-    let addresses = format!(
-        "{} {} {}\n{}",
-        h.from,
-        h.to,
-        h.cc,
-        String::from_utf8_lossy(header)
-    );
-    c.prepare_cached("INSERT INTO fts (rowid, subject, addresses, body) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![blob, h.subject, addresses, index.body_text])?;
+
     let date = delivery.internal_date.unwrap_or_else(now);
     let mut entries = Vec::with_capacity(delivery.mailboxes.len());
     for (n, &mailbox) in delivery.mailboxes.iter().enumerate() {

@@ -7,6 +7,7 @@ mod backup;
 mod checkpoint;
 mod dkim;
 mod entries;
+mod fts_batch;
 mod functions;
 mod mailboxes;
 mod message;
@@ -95,6 +96,7 @@ pub(crate) struct Inner {
     queue_signal: Arc<tokio::sync::Notify>,
     path: PathBuf,
     sweeper: sweep::Sweeper,
+    fts: fts_batch::FtsBatchGuard,
     _checkpointer: checkpoint::Checkpointer,
 }
 
@@ -173,7 +175,8 @@ impl SqliteStore {
         let writer = Writer::start(conn, options.group_commit);
         // Sweeps at once whatever a previous run released and left.
         let pins = Arc::new(crate::ViewPins::default());
-        let sweeper = sweep::Sweeper::start(&path, writer.clone(), Arc::clone(&pins))?;
+        let fts = fts_batch::FtsBatch::start(&path, writer.clone())?;
+        let sweeper = sweep::Sweeper::start(&path, writer.clone(), Arc::clone(&pins), fts.clone())?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 writer,
@@ -183,6 +186,7 @@ impl SqliteStore {
                 queue_signal: Arc::default(),
                 path,
                 sweeper,
+                fts: fts_batch::FtsBatchGuard(fts),
                 _checkpointer: checkpointer,
             }),
         })
@@ -198,13 +202,16 @@ impl SqliteStore {
     /// does the same on its own shortly after each expunge; this is for
     /// callers that need the space back, or the tables settled, now.
     pub async fn sweep_now(&self) -> Result<usize> {
-        sweep::sweep_all(&self.inner.writer, &self.inner.pins).await
+        sweep::sweep_all(&self.inner.writer, &self.inner.pins, &self.inner.fts).await
     }
 
     /// Copies the whole WAL into the database and cuts it to nothing: what
     /// a server does at a clean stop, once its sessions are done. Waits up
     /// to 10 s for readers and the writer; true when it completed.
     pub async fn truncate_wal(&self) -> Result<bool> {
+        // Full-text rows still waiting would otherwise start a new log
+        // when the store closes.
+        self.inner.fts.flush().await?;
         let path = self.inner.path.clone();
         tokio::task::spawn_blocking(move || {
             let conn = Connection::open(&path)?;
@@ -1096,6 +1103,10 @@ impl Store for SqliteStore {
     }
 
     async fn search(&self, mailbox: MailboxId, key: &SearchKey) -> Result<Vec<Uid>> {
+        if search::reads_text(key) {
+            // Rows of mail delivered just now may still wait for the index.
+            self.inner.fts.flush().await?;
+        }
         let key = key.clone();
         self.read(move |c| {
             let query = search::compile(mailbox, &key)?;

@@ -359,6 +359,18 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE accounts ADD COLUMN spam_threshold REAL;
     "#,
+    // Indexes no query uses: searches on these fields are substring tests
+    // (`sluice_contains`) that no index serves, and nothing looks a blob
+    // up by Message-ID or date. Each cost every delivery a leaf page at a
+    // random place in its tree, a WAL frame per message: about 4 bytes of
+    // log per byte of mail between them. `blobs_day` stays: SENT*
+    // searches go through it.
+    r#"
+    DROP INDEX blobs_date;
+    DROP INDEX blobs_message_id;
+    DROP INDEX blobs_from;
+    DROP INDEX blobs_subject;
+    "#,
 ];
 
 /// Newest schema version this build knows.

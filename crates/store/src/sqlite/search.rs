@@ -56,6 +56,17 @@ pub(crate) fn compile(mailbox: MailboxId, key: &SearchKey) -> Result<Query> {
     })
 }
 
+/// Whether a search reads the full-text index (BODY, TEXT).
+pub(crate) fn reads_text(key: &SearchKey) -> bool {
+    match key {
+        SearchKey::Body(_) | SearchKey::Text(_) => true,
+        SearchKey::And(keys) => keys.iter().any(reads_text),
+        SearchKey::Or(a, b) => reads_text(a) || reads_text(b),
+        SearchKey::Not(k) => reads_text(k),
+        _ => false,
+    }
+}
+
 struct Compiler {
     sql: String,
     params: Vec<Box<dyn ToSql>>,

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::fts_batch::FtsBatch;
 use super::writer::Writer;
 use crate::error::Result;
 use crate::ViewPins;
@@ -63,7 +64,12 @@ impl Sweeper {
     /// Starts sweeping the database at `path` through `writer`. The first
     /// sweep runs at once: blobs released by a previous run that stopped
     /// before sweeping them go first.
-    pub(crate) fn start(path: &Path, writer: Writer, pins: Arc<ViewPins>) -> Result<Sweeper> {
+    pub(crate) fn start(
+        path: &Path,
+        writer: Writer,
+        pins: Arc<ViewPins>,
+        fts: FtsBatch,
+    ) -> Result<Sweeper> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -73,7 +79,7 @@ impl Sweeper {
         let s = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("store-sweep".into())
-            .spawn(move || run(&conn, &writer, &s, &pins))
+            .spawn(move || run(&conn, &writer, &s, &pins, &fts))
             .expect("spawn store sweep thread");
         Ok(Sweeper { shared })
     }
@@ -92,10 +98,10 @@ impl Drop for Sweeper {
     }
 }
 
-fn run(conn: &Connection, writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>) {
+fn run(conn: &Connection, writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>, fts: &FtsBatch) {
     loop {
         match anything_released(conn) {
-            Ok(true) => sweep_blocking(writer, shared, pins),
+            Ok(true) => sweep_blocking(writer, shared, pins, fts),
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "looking for released blobs failed"),
         }
@@ -118,13 +124,13 @@ fn anything_released(conn: &Connection) -> Result<bool> {
 }
 
 /// Sweeps batch after batch until one comes back short or the store stops.
-fn sweep_blocking(writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>) {
+fn sweep_blocking(writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>, fts: &FtsBatch) {
     loop {
         if shared.state.lock().expect("sweep lock").stop {
             return;
         }
-        let pins = Arc::clone(pins);
-        match writer.sweep_blocking(move |c| sweep_batch(c, BATCH, &pins)) {
+        let (pins, fts) = (Arc::clone(pins), fts.clone());
+        match writer.sweep_blocking(move |c| sweep_batch(c, BATCH, &pins, &fts)) {
             Ok(n) => {
                 if n < BATCH {
                     return;
@@ -140,11 +146,17 @@ fn sweep_blocking(writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>) {
 }
 
 /// Sweeps until nothing released is left; returns how many blobs went.
-pub(crate) async fn sweep_all(writer: &Writer, pins: &Arc<ViewPins>) -> Result<usize> {
+pub(crate) async fn sweep_all(
+    writer: &Writer,
+    pins: &Arc<ViewPins>,
+    fts: &FtsBatch,
+) -> Result<usize> {
     let mut total = 0;
     loop {
-        let pins = Arc::clone(pins);
-        let n = writer.sweep(move |c| sweep_batch(c, BATCH, &pins)).await?;
+        let (pins, fts) = (Arc::clone(pins), fts.clone());
+        let n = writer
+            .sweep(move |c| sweep_batch(c, BATCH, &pins, &fts))
+            .await?;
         total += n;
         if n < BATCH {
             return Ok(total);
@@ -154,8 +166,15 @@ pub(crate) async fn sweep_all(writer: &Writer, pins: &Arc<ViewPins>) -> Result<u
 
 /// Deletes up to `limit` released blobs; runs in the writer thread. The
 /// blobs are found inside the job, so a reference made since an earlier
-/// look cannot be lost: the delete re-checks the count anyway.
-pub(crate) fn sweep_batch(c: &Connection, limit: usize, pins: &ViewPins) -> Result<usize> {
+/// look cannot be lost: the delete re-checks the count anyway. Full-text
+/// rows still waiting go in first, so the deletes take theirs too.
+pub(crate) fn sweep_batch(
+    c: &Connection,
+    limit: usize,
+    pins: &ViewPins,
+    fts: &FtsBatch,
+) -> Result<usize> {
+    fts.write(c)?;
     let ids = c
         .prepare_cached(FIND)?
         .query_map([(limit + LOOK_AHEAD) as i64], |r| r.get::<_, i64>(0))?

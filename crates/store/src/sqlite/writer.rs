@@ -6,9 +6,12 @@
 //! deliveries share one fsync (group commit). A job's caller hears back only
 //! after that commit, so an acknowledged delivery is on disk.
 
+use std::cell::Cell;
+use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
+use rusqlite::hooks::Wal;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
@@ -37,6 +40,7 @@ pub(crate) struct Counters {
     transactions: AtomicU64,
     durable_commits: AtomicU64,
     blobs_swept: AtomicU64,
+    wal_bytes: AtomicU64,
 }
 
 /// A snapshot of the writer's counters.
@@ -51,6 +55,10 @@ pub struct WriterStats {
     /// Released blobs deleted by the sweeper (chunks, full-text row,
     /// parsed row and blob row), in housekeeping jobs not counted in `jobs`.
     pub blobs_swept: u64,
+    /// Bytes the commits appended to the write-ahead log (frames of one
+    /// page and its 24-byte header): what each byte of mail costs in log
+    /// writes, before checkpoints copy the pages into the database.
+    pub wal_bytes: u64,
 }
 
 /// Handle to the writer thread.
@@ -81,6 +89,7 @@ impl Writer {
             transactions: self.counters.transactions.load(Ordering::Relaxed),
             durable_commits: self.counters.durable_commits.load(Ordering::Relaxed),
             blobs_swept: self.counters.blobs_swept.load(Ordering::Relaxed),
+            wal_bytes: self.counters.wal_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -118,6 +127,42 @@ impl Writer {
         let (reply, answer) = oneshot::channel();
         self.submit(false, true, f, self.count_swept(), reply)?;
         answer.blocking_recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs `f` in the writer thread as housekeeping (not durably, not
+    /// counted as a change) and returns its result once committed.
+    pub(crate) async fn housekeeping<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        self.submit(false, true, f, |_| {}, reply)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Like [`Writer::housekeeping`], for a plain thread that blocks until
+    /// the commit. Never call it from a runtime thread.
+    pub(crate) fn housekeeping_blocking<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        self.submit(false, true, f, |_| {}, reply)?;
+        answer.blocking_recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// Queues `f` as housekeeping; `then` runs once it has committed (and
+    /// is dropped unrun if it failed). For `Drop`, which can neither await
+    /// nor block on a runtime's channel.
+    pub(crate) fn housekeeping_then<R, F>(&self, f: F, then: impl FnOnce() + Send + 'static)
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+    {
+        let (reply, _) = oneshot::channel();
+        let _ = self.submit(false, true, f, move |_: &R| then(), reply);
     }
 
     /// Like [`Writer::exec`], but nobody waits for the answer (used from
@@ -193,7 +238,44 @@ fn in_savepoint<R>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<R>) 
     }
 }
 
+thread_local! {
+    /// Frames in the log after the writer's last commit, and frames its
+    /// commits have appended in all, kept by [`count_frames`]. Thread-local
+    /// because SQLite's WAL hook is a plain function, and only the writer
+    /// thread commits on its connection.
+    static WAL_FRAMES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// SQLite's WAL hook: called after each commit with the number of frames
+/// now in the log. The log only grows between checkpoints; when it is
+/// smaller than last time, a checkpoint rewound it and this commit's frames
+/// are all of it.
+fn count_frames(_: &Wal, frames: c_int) -> rusqlite::Result<()> {
+    let frames = frames.max(0) as u64;
+    WAL_FRAMES.with(|cell| {
+        let (last, total) = cell.get();
+        let added = if frames >= last {
+            frames - last
+        } else {
+            frames
+        };
+        cell.set((frames, total + added));
+    });
+    Ok(())
+}
+
+/// Frames appended to the log so far by this thread's commits.
+fn frames_written() -> u64 {
+    WAL_FRAMES.with(|cell| cell.get().1)
+}
+
 fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize, counters: &Counters) {
+    // After `wal_autocheckpoint`, which would replace it.
+    conn.wal_hook(Some(count_frames));
+    let frame_bytes = conn
+        .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+        .map_or(4096, |size| size as u64)
+        + 24;
     let mut synchronous_full = None;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -229,7 +311,11 @@ fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize, counters: &C
         for job in batch {
             done.push((job.run)(&conn));
         }
+        let frames_before = frames_written();
         let commit = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
+        let wal_bytes = (frames_written() - frames_before) * frame_bytes;
+        counters.wal_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
+        metrics::get().store_wal_bytes.inc_by(wal_bytes);
         if commit.is_err() {
             let _ = conn.execute_batch("ROLLBACK");
         }

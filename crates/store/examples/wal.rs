@@ -1,0 +1,104 @@
+//! What a delivery costs the disk as the store grows: bytes appended to
+//! the write-ahead log per byte of mail, the delivery rate, and the sizes
+//! of the database and its log, step by step.
+//!
+//! Delivers TOTAL messages (about 4.7 KB each, the `search` example's
+//! mailbox) into one mailbox, IN_FLIGHT at a time as that many SMTP
+//! sessions would, and prints a line every STEP messages. With READERS > 0,
+//! that many tasks keep listing the mailbox meanwhile, as IMAP sessions do,
+//! so the log always has readers in it.
+//!
+//! Run with `cargo run --release -p sluice-store --example wal [TOTAL] [STEP] [IN_FLIGHT] [READERS]`
+//! (defaults 21,282, 5,000, 10, 2).
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use store::{SqliteOptions, SqliteStore, Store};
+use support::deliver_range;
+
+fn arg(n: usize, default: usize) -> usize {
+    std::env::args()
+        .nth(n)
+        .map(|a| a.parse().expect("arguments are numbers"))
+        .unwrap_or(default)
+}
+
+fn file_mb(path: &std::path::Path) -> f64 {
+    std::fs::metadata(path).map_or(0.0, |m| m.len() as f64 / 1e6)
+}
+
+fn dir_mb(dir: &std::path::Path) -> f64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len() as f64 / 1e6)
+        .sum()
+}
+
+#[tokio::main]
+async fn main() {
+    let (total, step, in_flight, readers) = (arg(1, 21_282), arg(2, 5_000), arg(3, 10), arg(4, 2));
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    store.add_domain("example.org").await.unwrap();
+    let account = store.add_account("user@example.org", "pw").await.unwrap();
+    let inbox = store.mailbox(account, "INBOX").await.unwrap().unwrap().id;
+    let db = store.path().to_owned();
+    let wal = {
+        let mut name = db.as_os_str().to_owned();
+        name.push("-wal");
+        std::path::PathBuf::from(name)
+    };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut reader_tasks = Vec::new();
+    for _ in 0..readers {
+        let (store, stop) = (store.clone(), Arc::clone(&stop));
+        reader_tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let list = store.list_messages(inbox).await.unwrap();
+                std::hint::black_box(list.len());
+            }
+        }));
+    }
+
+    println!("messages   msg/s  WAL B/mail B  WAL MB  DB MB  commit batch  p50 ms  p99 ms");
+    let mut done = 0;
+    while done < total {
+        let next = (done + step).min(total);
+        let before = store.writer_stats();
+        let start = Instant::now();
+        let mut delivered = deliver_range(&store, inbox, done..next, in_flight).await;
+        let mail = delivered.bytes;
+        let secs = start.elapsed().as_secs_f64();
+        let after = store.writer_stats();
+        println!(
+            "{next:>8} {:>7.0} {:>13.2} {:>7.1} {:>6.1} {:>13.1} {:>7.2} {:>7.2}",
+            (next - done) as f64 / secs,
+            (after.wal_bytes - before.wal_bytes) as f64 / mail as f64,
+            file_mb(&wal),
+            file_mb(&db),
+            (after.jobs - before.jobs) as f64 / (after.transactions - before.transactions) as f64,
+            delivered.quantile_ms(0.5),
+            delivered.quantile_ms(0.99),
+        );
+        done = next;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in reader_tasks {
+        t.await.unwrap();
+    }
+    let truncated = store.truncate_wal().await.unwrap();
+    let stats = store::disk_stats(&db).unwrap();
+    println!(
+        "after the load: WAL truncated {truncated}, data directory {:.1} MB for {:.1} MB of mail",
+        dir_mb(dir.path()),
+        stats.mail_bytes as f64 / 1e6
+    );
+    for (name, bytes) in stats.objects.iter().take(12) {
+        println!("  {name:<28} {:>8.1} MB", *bytes as f64 / 1e6);
+    }
+}

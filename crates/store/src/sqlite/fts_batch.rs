@@ -1,0 +1,300 @@
+//! Full-text index rows written in batches, not in each delivery's commit.
+//!
+//! FTS5 writes a new segment (its leaf pages, and the index's structure
+//! record) for every transaction that inserts into it, however few rows
+//! it holds. In the delivery's own commit, a handful of messages at a time
+//! under group commit, that cost about 7.5 bytes of write-ahead log per
+//! byte of mail: half of all the log a delivery wrote. So a delivery
+//! leaves its row here, in memory, and the rows go into the index
+//! together, in one housekeeping job of the writer: once [`BATCH_ROWS`]
+//! rows or [`BATCH_BYTES`] of text wait, or [`DELAY`] after the first,
+//! and always before a search reads the index ([`FtsBatch::flush`]) and
+//! before the sweeper deletes blobs (so no row lands for a deleted blob).
+//!
+//! Nothing is lost in a crash or a kill: a row is derived from the stored
+//! message. When the store opens, complete blobs without an index row
+//! (`fts_docsize` holds one per indexed row) are read again from their
+//! chunks and indexed, in the background.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection, OpenFlags};
+
+use super::writer::Writer;
+use crate::error::Result;
+use crate::index::{header_block, index_message, MessageIndex};
+use crate::model::BlobId;
+use crate::INDEX_WINDOW;
+
+/// Rows that make a batch worth writing at once.
+const BATCH_ROWS: usize = 1024;
+
+/// Text (bytes) that makes a batch worth writing at once, so waiting rows
+/// of large messages stay a bounded amount of memory.
+const BATCH_BYTES: usize = 8 * 1024 * 1024;
+
+/// Longest a row waits in memory when few arrive.
+const DELAY: Duration = Duration::from_secs(2);
+
+/// What one blob puts in the index: its columns' text.
+pub(crate) struct FtsText {
+    subject: String,
+    /// Decoded addresses, then the whole header block: TEXT searches every
+    /// column, so a word only in an X- field is found too (RFC 3501
+    /// §6.4.4: TEXT is header and body).
+    addresses: String,
+    body: String,
+}
+
+impl FtsText {
+    /// The index text of a message, from what delivery computed; takes
+    /// the body text out of `index`.
+    pub(crate) fn new(index: &mut MessageIndex, header: &[u8]) -> FtsText {
+        let h = &index.headers;
+        FtsText {
+            subject: h.subject.clone(),
+            addresses: format!(
+                "{} {} {}\n{}",
+                h.from,
+                h.to,
+                h.cc,
+                String::from_utf8_lossy(header)
+            ),
+            body: std::mem::take(&mut index.body_text),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.subject.len() + self.addresses.len() + self.body.len()
+    }
+}
+
+#[derive(Default)]
+struct Waiting {
+    rows: Vec<(BlobId, FtsText)>,
+    bytes: usize,
+    /// When the oldest waiting row came.
+    since: Option<Instant>,
+    stop: bool,
+}
+
+struct Shared {
+    waiting: Mutex<Waiting>,
+    cond: Condvar,
+    /// True once the rows a crash left out are back in the index: a
+    /// search waits for it, so it never misses mail delivered before.
+    recovered: tokio::sync::watch::Sender<bool>,
+}
+
+/// Rows waiting for the index, and the thread that writes them.
+#[derive(Clone)]
+pub(crate) struct FtsBatch {
+    shared: Arc<Shared>,
+    writer: Writer,
+}
+
+impl FtsBatch {
+    /// Starts the thread that writes waiting rows for the database at
+    /// `path`; it first indexes whatever a crash left unindexed.
+    pub(crate) fn start(path: &Path, writer: Writer) -> Result<FtsBatch> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        let batch = FtsBatch {
+            shared: Arc::new(Shared {
+                waiting: Mutex::default(),
+                cond: Condvar::new(),
+                recovered: tokio::sync::watch::Sender::new(false),
+            }),
+            writer,
+        };
+        let b = batch.clone();
+        std::thread::Builder::new()
+            .name("store-fts".into())
+            .spawn(move || b.run(&conn))
+            .expect("spawn store full-text thread");
+        Ok(batch)
+    }
+
+    /// Leaves the index row of `blob`, delivered and committed.
+    pub(crate) fn push(&self, blob: BlobId, text: FtsText) {
+        let mut w = self.shared.waiting.lock().expect("fts lock");
+        w.bytes += text.len();
+        w.rows.push((blob, text));
+        w.since.get_or_insert_with(Instant::now);
+        if w.rows.len() >= BATCH_ROWS || w.bytes >= BATCH_BYTES || w.rows.len() == 1 {
+            // The first row starts the thread's clock; a full batch goes now.
+            self.shared.cond.notify_one();
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.shared
+            .waiting
+            .lock()
+            .expect("fts lock")
+            .rows
+            .is_empty()
+    }
+
+    /// Writes every waiting row, for a search about to read the index.
+    pub(crate) async fn flush(&self) -> Result<()> {
+        let mut recovered = self.shared.recovered.subscribe();
+        recovered
+            .wait_for(|done| *done)
+            .await
+            .map_err(|_| crate::error::StoreError::Closed)?;
+        if self.is_empty() {
+            return Ok(());
+        }
+        let b = self.clone();
+        self.writer.housekeeping(move |c| b.write(c)).await?;
+        Ok(())
+    }
+
+    /// Writes every waiting row into the index in the writer's current
+    /// transaction; returns how many went in. Rows of blobs gone meanwhile
+    /// (delivered, expunged and swept before the batch) are dropped.
+    pub(crate) fn write(&self, c: &Connection) -> Result<usize> {
+        let rows = {
+            let mut w = self.shared.waiting.lock().expect("fts lock");
+            w.bytes = 0;
+            w.since = None;
+            std::mem::take(&mut w.rows)
+        };
+        let mut insert = c.prepare_cached(
+            "INSERT INTO fts (rowid, subject, addresses, body)
+             SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM blobs WHERE id = ?1 AND complete = 1)
+               AND NOT EXISTS (SELECT 1 FROM fts_docsize WHERE id = ?1)",
+        )?;
+        let mut written = 0;
+        for (blob, t) in &rows {
+            written += insert.execute(params![blob, t.subject, t.addresses, t.body])?;
+        }
+        Ok(written)
+    }
+
+    fn run(&self, conn: &Connection) {
+        if let Err(e) = self.recover(conn) {
+            tracing::warn!(error = %e, "indexing messages left unindexed failed");
+        }
+        self.shared.recovered.send_replace(true);
+        loop {
+            let due = {
+                let w = self.shared.waiting.lock().expect("fts lock");
+                let (w, _) = self
+                    .shared
+                    .cond
+                    .wait_timeout_while(w, DELAY, |w| !w.stop && !ready(w))
+                    .expect("fts lock");
+                if w.stop {
+                    return;
+                }
+                ready(&w)
+            };
+            if due {
+                let b = self.clone();
+                if let Err(e) = self.writer.housekeeping_blocking(move |c| b.write(c)) {
+                    tracing::warn!(error = %e, "writing the full-text index failed");
+                }
+            }
+        }
+    }
+
+    /// Indexes complete blobs that have no index row: the rows a crash
+    /// took before their batch was written. Reads on the thread's own
+    /// connection, a batch at a time, and writes each batch at once.
+    fn recover(&self, conn: &Connection) -> Result<()> {
+        let mut after = 0;
+        let mut total = 0;
+        loop {
+            let ids = conn
+                .prepare_cached(
+                    "SELECT id FROM blobs b WHERE id > ?1 AND complete = 1 AND refcount > 0
+                     AND NOT EXISTS (SELECT 1 FROM fts_docsize d WHERE d.id = b.id)
+                     ORDER BY id LIMIT ?2",
+                )?
+                .query_map(params![after, BATCH_ROWS as i64], |r| r.get::<_, BlobId>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let Some(&last) = ids.last() else {
+                break;
+            };
+            after = last;
+            for &blob in &ids {
+                let text = text_from_chunks(conn, blob)?;
+                self.push(blob, text);
+            }
+            total += ids.len();
+            let b = self.clone();
+            self.writer.housekeeping_blocking(move |c| b.write(c))?;
+        }
+        if total > 0 {
+            tracing::info!(messages = total, "indexed messages a stop left unindexed");
+        }
+        Ok(())
+    }
+}
+
+/// Whether the waiting rows should be written now.
+fn ready(w: &Waiting) -> bool {
+    w.rows.len() >= BATCH_ROWS
+        || w.bytes >= BATCH_BYTES
+        || w.since.is_some_and(|t| t.elapsed() >= DELAY)
+}
+
+/// The index text of a stored blob, from the start of its chunks (the
+/// lead, numbered before the others, comes first).
+fn text_from_chunks(c: &Connection, blob: BlobId) -> Result<FtsText> {
+    let mut head = Vec::new();
+    let mut stmt =
+        c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([blob])?;
+    while head.len() < INDEX_WINDOW {
+        let Some(row) = rows.next()? else { break };
+        let data: &[u8] = row.get_ref(0)?.as_blob().unwrap_or_default();
+        let room = INDEX_WINDOW - head.len();
+        head.extend_from_slice(&data[..room.min(data.len())]);
+    }
+    let mut index = index_message(&head);
+    Ok(FtsText::new(&mut index, header_block(&head)))
+}
+
+/// Stops the thread and writes what still waits, when the store closes.
+pub(crate) struct FtsBatchGuard(pub(crate) FtsBatch);
+
+impl std::ops::Deref for FtsBatchGuard {
+    type Target = FtsBatch;
+
+    fn deref(&self) -> &FtsBatch {
+        &self.0
+    }
+}
+
+impl Drop for FtsBatchGuard {
+    fn drop(&mut self) {
+        let batch = &self.0;
+        batch.shared.waiting.lock().expect("fts lock").stop = true;
+        batch.shared.cond.notify_one();
+        if batch.is_empty() {
+            return;
+        }
+        // The last rows go in before the store closes; a process that
+        // exits before they do loses nothing (see the module comment),
+        // but a server beside it would not find them until it restarts.
+        let (done, wait) = std::sync::mpsc::channel();
+        let b = batch.clone();
+        batch.writer.housekeeping_then(
+            move |c| b.write(c),
+            move || {
+                let _ = done.send(());
+            },
+        );
+        if std::thread::current().name() != Some("store-writer") {
+            let _ = wait.recv_timeout(Duration::from_secs(5));
+        }
+    }
+}
