@@ -1,7 +1,10 @@
 //! The loaded signature database: body signatures behind an index of their literal
-//! anchors ([`crate::anchor`]), and whole-file hash tables; loading from ClamAV database files
-//! (`.ndb`, `.hdb`, `.hsb`, their `.ndu`/`.hdu`/`.hsu` twins, `.ign2`, and `.cvd`/`.cld`
-//! containers), with a report of everything that was not loaded and why.
+//! anchors ([`crate::anchor`]), logical signatures ([`crate::logical`]) whose body
+//! subsignatures share that index, and whole-file hash tables; loading from ClamAV
+//! database files (`.ndb`, `.ldb`, `.hdb`, `.hsb`, `.ign2`, and `.cvd`/`.cld`
+//! containers; the PUA twins `.ndu`, `.ldu`, `.hdu`, `.hsu` only when asked, as clamd
+//! loads them only with `DetectPUA`), with a report of everything that was not loaded
+//! and why.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
@@ -9,7 +12,13 @@ use std::path::Path;
 
 use crate::anchor::AnchorIndex;
 use crate::error::ScanError;
-use crate::signature::{parse_hash, parse_ndb, BodySig, HashKind, HashSig, Offset, Refusal};
+use crate::logical::{parse_ldb, LdbRefusal, LogicalSig};
+use crate::signature::{
+    fold_variants, parse_hash, parse_ndb, BodySig, HashKind, HashSig, Offset, Refusal,
+};
+
+/// Most parse errors the load report keeps word for word (all are counted).
+const MAX_REPORTED_ERRORS: usize = 100;
 
 /// Name of the built-in EICAR test signature.
 ///
@@ -31,11 +40,26 @@ pub struct LoadReport {
     pub body_signatures: usize,
     /// Hash (`.hdb`/`.hsb`) signatures loaded.
     pub hash_signatures: usize,
+    /// Logical (`.ldb`) signatures loaded.
+    pub logical_signatures: usize,
+    /// PCRE subsignatures among them, and how many of those needed the backtracking
+    /// engine (see [`crate::pcre`]).
+    pub pcre_subsignatures: usize,
+    /// PCRE subsignatures that need the backtracking engine.
+    pub backtracking_pcre: usize,
+    /// Signatures loaded, by the format (file extension) they came from.
+    pub loaded_by_format: BTreeMap<String, usize>,
+    /// PUA database files (`.ndu`, `.ldu`, `.hdu`, `.hsu`) not loaded because PUA
+    /// detection is off (see [`DatabaseBuilder::pua`]), by extension.
+    pub pua_files_skipped: BTreeMap<String, usize>,
+    /// The first parse errors, each naming its file and line (`main.ldb:12: ...`);
+    /// every one is also counted in `refused_lines`.
+    pub errors: Vec<String>,
     /// Signatures dropped by name through `.ign2` files.
     pub ignored: usize,
     /// Signature lines refused, by reason.
     pub refused_lines: BTreeMap<String, usize>,
-    /// Files of formats this engine does not read (`.ldb`, `.mdb`, ...), by extension.
+    /// Files of formats this engine does not read (`.cdb`, `.mdb`, ...), by extension.
     pub unsupported_files: BTreeMap<String, usize>,
 }
 
@@ -56,13 +80,21 @@ impl std::fmt::Display for LoadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} files: {} body and {} hash signatures loaded, {} refused, {} ignored",
+            "{} files: {} body, {} logical ({} PCRE subsignatures) and {} hash signatures loaded, {} refused, {} ignored",
             self.files,
             self.body_signatures,
+            self.logical_signatures,
+            self.pcre_subsignatures,
             self.hash_signatures,
             self.refused(),
             self.ignored
         )?;
+        for (ext, n) in &self.loaded_by_format {
+            write!(f, "; {n} from .{ext}")?;
+        }
+        for (ext, n) in &self.pua_files_skipped {
+            write!(f, "; {n} PUA .{ext} file(s) not loaded (PUA detection off)")?;
+        }
         for (reason, n) in &self.refused_lines {
             write!(f, "; {n} refused ({reason})")?;
         }
@@ -116,6 +148,13 @@ impl HashTable {
 #[derive(Debug)]
 pub struct Database {
     pub(crate) sigs: Vec<BodySig>,
+    /// Logical signatures, in load order (the first that holds is reported).
+    pub(crate) lsigs: Vec<LogicalSig>,
+    /// Logical signatures evaluated on every file: their expression, or the trigger of
+    /// one of their PCRE subsignatures, holds with nothing matched.
+    pub(crate) always_lsigs: Vec<u32>,
+    /// Some logical signature has a PCRE subsignature: files keep a prefix window.
+    pub(crate) has_pcre: bool,
     pub(crate) patterns: Vec<PatternRef>,
     pub(crate) anchors: AnchorIndex,
     /// Signatures with an `EOF-n` offset, checked against the tail of each file.
@@ -182,6 +221,19 @@ impl Database {
         self.sigs.len()
     }
 
+    /// Number of logical signatures.
+    pub fn logical_signatures(&self) -> usize {
+        self.lsigs.len()
+    }
+
+    /// The name a match reports.
+    pub(crate) fn hit_name(&self, hit: Hit) -> &str {
+        match hit {
+            Hit::Body(i) => &self.sigs[i as usize].name,
+            Hit::Logical(i) => &self.lsigs[i as usize].name,
+        }
+    }
+
     /// Number of hash signatures.
     pub fn hash_signatures(&self) -> usize {
         self.md5.map.values().map(Vec::len).sum::<usize>()
@@ -199,10 +251,19 @@ impl Database {
     }
 }
 
+/// A signature that matched: a body signature or a logical one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hit {
+    Body(u32),
+    Logical(u32),
+}
+
 /// Collects signatures from text or files, then builds a [`Database`].
 #[derive(Debug, Default)]
 pub struct DatabaseBuilder {
     sigs: Vec<BodySig>,
+    lsigs: Vec<LogicalSig>,
+    pua: bool,
     hashes: Vec<HashSig>,
     ignore: HashSet<String>,
     report: LoadReport,
@@ -226,25 +287,82 @@ impl DatabaseBuilder {
         self
     }
 
+    /// Loads the PUA databases (`.ndu`, `.ldu`, `.hdu`, `.hsu`) too; off by default,
+    /// as clamd's `DetectPUA`.
+    pub fn pua(&mut self, yes: bool) -> &mut Self {
+        self.pua = yes;
+        self
+    }
+
+    fn loaded(&mut self, format: &str, n: usize) {
+        if n > 0 {
+            *self
+                .report
+                .loaded_by_format
+                .entry(format.to_string())
+                .or_default() += n;
+        }
+    }
+
     /// Adds `.ndb` text (one signature a line; `#` comments and blank lines skipped).
     pub fn add_ndb(&mut self, text: &str) -> &mut Self {
+        let before = self.sigs.len();
         for line in lines(text) {
             match parse_ndb(line) {
                 Ok(sig) => self.sigs.push(sig),
                 Err(r) => self.report.refuse(r),
             }
         }
+        self.loaded("ndb", self.sigs.len() - before);
+        self
+    }
+
+    /// Adds `.ldb` text (logical signatures, one a line). Lines in error are counted
+    /// by reason and the first ones kept in the report with their line number.
+    pub fn add_ldb(&mut self, text: &str) -> &mut Self {
+        self.add_ldb_from("ldb", text)
+    }
+
+    fn add_ldb_from(&mut self, file: &str, text: &str) -> &mut Self {
+        let before = self.lsigs.len();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim_end_matches('\r');
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            match parse_ldb(line) {
+                Ok(parsed) => {
+                    let idx = self.lsigs.len() as u32;
+                    for (id, mut body) in parsed.bodies {
+                        body.owner = Some((idx, id));
+                        self.sigs.push(body);
+                    }
+                    self.lsigs.push(parsed.sig);
+                }
+                Err(LdbRefusal::Skip(r)) => self.report.refuse(r),
+                Err(LdbRefusal::Error(r)) => {
+                    self.report.refuse(r);
+                    if self.report.errors.len() < MAX_REPORTED_ERRORS {
+                        self.report.errors.push(format!("{file}:{}: {r}", n + 1));
+                    }
+                }
+            }
+        }
+        let ext = file.rsplit_once('.').map_or("ldb", |(_, e)| e).to_string();
+        self.loaded(&ext, self.lsigs.len() - before);
         self
     }
 
     /// Adds `.hdb` or `.hsb` text (the digest kind is told by the hash length).
     pub fn add_hashes(&mut self, text: &str) -> &mut Self {
+        let before = self.hashes.len();
         for line in lines(text) {
             match parse_hash(line) {
                 Ok(h) => self.hashes.push(h),
                 Err(r) => self.report.refuse(r),
             }
         }
+        self.loaded("hdb", self.hashes.len() - before);
         self
     }
 
@@ -263,10 +381,22 @@ impl DatabaseBuilder {
         let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
         let ext = ext.as_deref().unwrap_or("");
         let text = || String::from_utf8_lossy(bytes);
+        if matches!(ext, "ndu" | "ldu" | "hdu" | "hsu") && !self.pua {
+            *self
+                .report
+                .pua_files_skipped
+                .entry(ext.to_string())
+                .or_default() += 1;
+            return Ok(self);
+        }
         match ext {
             "ndb" | "ndu" => {
                 self.report.files += 1;
                 self.add_ndb(&text());
+            }
+            "ldb" | "ldu" => {
+                self.report.files += 1;
+                self.add_ldb_from(name, &text());
             }
             "hdb" | "hdu" | "hsb" | "hsu" => {
                 self.report.files += 1;
@@ -348,9 +478,26 @@ impl DatabaseBuilder {
             })
         };
         let ignore = &self.ignore;
+        // Logical signatures dropped by name leave gaps: renumber the rest.
+        let mut lsig_map: Vec<Option<u32>> = Vec::new();
+        let mut lsigs = Vec::new();
+        for l in std::mem::take(&mut self.lsigs) {
+            if ignore.contains(&l.name) {
+                report.ignored += 1;
+                lsig_map.push(None);
+                continue;
+            }
+            lsig_map.push(Some(lsigs.len() as u32));
+            lsigs.push(l);
+        }
         let mut sigs = Vec::new();
-        for s in std::mem::take(&mut self.sigs) {
-            if ignore.contains(&s.name) && s.name != EICAR_NAME {
+        for mut s in std::mem::take(&mut self.sigs) {
+            if let Some((l, id)) = s.owner {
+                match lsig_map[l as usize] {
+                    Some(l) => s.owner = Some((l, id)),
+                    None => continue,
+                }
+            } else if ignore.contains(&s.name) && s.name != EICAR_NAME {
                 report.ignored += 1;
                 continue;
             }
@@ -365,7 +512,7 @@ impl DatabaseBuilder {
             sigs.push(s);
         }
         let mut patterns = Vec::new();
-        let mut anchors: Vec<&[u8]> = Vec::new();
+        let mut anchors: Vec<Vec<u8>> = Vec::new();
         let mut eof_sigs = Vec::new();
         let mut eof_window = 0usize;
         let mut max_before = 0usize;
@@ -381,15 +528,38 @@ impl DatabaseBuilder {
             for (g, group) in s.groups.iter().enumerate() {
                 max_before = max_before.max(group.before_max);
                 max_anchor = max_anchor.max(group.anchor.len());
-                patterns.push(PatternRef {
-                    sig: i as u32,
-                    group: g as u16,
-                });
-                anchors.push(&group.anchor);
+                let variants = if group.anchor_fold {
+                    fold_variants(&group.anchor)
+                } else {
+                    vec![group.anchor.clone()]
+                };
+                for v in variants {
+                    patterns.push(PatternRef {
+                        sig: i as u32,
+                        group: g as u16,
+                    });
+                    anchors.push(v);
+                }
             }
         }
-        let anchors = AnchorIndex::build(&anchors, !self.automaton_only)?;
-        report.body_signatures = sigs.len();
+        let anchor_refs: Vec<&[u8]> = anchors.iter().map(Vec::as_slice).collect();
+        let anchors = AnchorIndex::build(&anchor_refs, !self.automaton_only)?;
+        report.body_signatures = sigs.iter().filter(|s| s.owner.is_none()).count();
+        report.logical_signatures = lsigs.len();
+        report.pcre_subsignatures = lsigs.iter().map(|l| l.pcre.len()).sum();
+        report.backtracking_pcre = lsigs
+            .iter()
+            .flat_map(|l| &l.pcre)
+            .filter(|p| p.re.backtracking())
+            .count();
+        let zeros = [0u32; crate::logical::MAX_SUBSIGS];
+        let always_lsigs = lsigs
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.always || l.pcre.iter().any(|p| p.trigger.eval(&zeros).is_some()))
+            .map(|(i, _)| i as u32)
+            .collect();
+        let has_pcre = lsigs.iter().any(|l| !l.pcre.is_empty());
 
         let mut md5 = HashTable::default();
         let mut sha1 = HashTable::default();
@@ -416,9 +586,13 @@ impl DatabaseBuilder {
                 .push((h.size, n));
             report.hash_signatures += 1;
         }
-        let has_mail_sigs = sigs.iter().any(|s| s.target == 4);
+        let has_mail_sigs =
+            sigs.iter().any(|s| s.target == 4) || lsigs.iter().any(|l| l.target == 4);
         let db = Database {
             sigs,
+            lsigs,
+            always_lsigs,
+            has_pcre,
             patterns,
             anchors,
             has_mail_sigs,
@@ -450,16 +624,36 @@ mod tests {
         let mut b = DatabaseBuilder::new();
         b.add_ndb("Good:0:*:41424344\nBad:0:EP+0:41424344\n# comment\n");
         b.add_hashes("44d88612fea8a8f36de82e1278abb02f:68:Eicar-Hash\nzz:1:x\n");
-        b.add_file("main.ldb", b"x").unwrap();
+        b.add_file("main.mdb", b"x").unwrap();
+        b.add_file(
+            "main.ldb",
+            b"Good.L;Target:0;0&1;41424344;45464748\n# c\n\nBad.L;Target:0;0&1;41424344\n",
+        )
+        .unwrap();
+        b.add_file("extra.ldu", b"Pua.L;Target:0;0;41424344\n")
+            .unwrap();
         let (db, report) = b.build().unwrap();
         assert_eq!(report.body_signatures, 2);
         assert_eq!(report.hash_signatures, 1);
-        assert_eq!(report.refused(), 2);
-        assert_eq!(report.unsupported_files.get("ldb"), Some(&1));
-        assert_eq!(db.body_signatures(), 2);
+        assert_eq!(report.logical_signatures, 1);
+        assert_eq!(report.refused(), 3);
+        assert_eq!(
+            report.errors,
+            ["main.ldb:4: ldb: subsignature count does not match the logical expression"]
+        );
+        assert_eq!(report.unsupported_files.get("mdb"), Some(&1));
+        assert_eq!(report.pua_files_skipped.get("ldu"), Some(&1));
+        assert_eq!(report.loaded_by_format.get("ldb"), Some(&1));
+        assert_eq!(db.body_signatures(), 4);
+        assert_eq!(db.logical_signatures(), 1);
         assert_eq!(db.hash_signatures(), 1);
         let text = report.to_string();
-        assert!(text.contains("1 unsupported .ldb"), "{text}");
+        assert!(text.contains("1 unsupported .mdb"), "{text}");
+        let mut b = DatabaseBuilder::new();
+        b.pua(true);
+        b.add_file("extra.ldu", b"Pua.L;Target:0;0;41424344\n")
+            .unwrap();
+        assert_eq!(b.build().unwrap().1.loaded_by_format.get("ldu"), Some(&1));
     }
 
     #[test]

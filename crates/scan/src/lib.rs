@@ -3,7 +3,7 @@
 //! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
 //! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
 //! decompression (gzip, zip, tar, bzip2, xz, recursively) and signature matching
-//! (ClamAV `.ndb`, `.hdb`, `.hsb`, in `.cvd`/`.cld` containers too) are interleaved on
+//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, in `.cvd`/`.cld` containers too) are interleaved on
 //! each chunk, in memory bounded by [`Limits`] rather than by the message, with no temp
 //! files and no I/O of its own (the optional [`clamd`] client aside). The session's
 //! [`Verdict`] comes at the end.
@@ -33,8 +33,10 @@ mod database;
 pub mod decode;
 mod error;
 pub mod filetype;
+mod logical;
 mod matcher;
 pub mod mime;
+mod pcre;
 mod pipeline;
 mod session;
 mod signature;

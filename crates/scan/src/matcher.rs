@@ -9,6 +9,16 @@
 //! need, which the database bounds (see [`crate::signature::MAX_GROUP_SPAN`]).
 //! Candidates are verified in the order their anchors were seen, which is what lets
 //! the groups of a signature split by `*` be matched in order, greedily.
+//!
+//! Subsignatures of logical signatures go through the same index; their matches are
+//! counted (with the offset of the last one, as ClamAV's `lsig_sub_matched` does)
+//! instead of ending the scan, and the logical expressions are evaluated when the
+//! file ends ([`BodyMatcher::finish`]). PCRE subsignatures need the file's bytes at
+//! that point; rather than hold the file, the matcher keeps its first
+//! [`crate::Limits::max_regex_window`] bytes (only when the database has a PCRE
+//! subsignature) and runs the regular expressions over that prefix: what lies
+//! beyond it is not seen by them (counted in [`crate::Stats`]). ClamAV holds the
+//! whole file for them, up to `PCREMaxFileSize` (100 MB), and skips them past it.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -16,9 +26,11 @@ use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::Anchored;
 
 use crate::anchor::gram_maybe;
-use crate::database::Database;
+use crate::database::{Database, Hit};
 use crate::filetype::FileType;
-use crate::signature::{match_backward, match_forward, Offset};
+use crate::logical::{PcreSub, MAX_SUBSIGS};
+use crate::pcre::Found;
+use crate::signature::{match_backward, match_forward, same, Offset};
 
 /// Bytes stepped through the automaton between two looks at the pending candidates.
 const BLOCK: usize = 64 * 1024;
@@ -34,6 +46,66 @@ struct Candidate {
     ready: u64,
 }
 
+/// Match counts of one logical signature's subsignatures in one file.
+#[derive(Debug, Clone)]
+struct SubCounts {
+    count: [u32; MAX_SUBSIGS],
+    /// Offset of the last counted match (`u64::MAX`: none yet).
+    last: [u64; MAX_SUBSIGS],
+}
+
+impl Default for SubCounts {
+    fn default() -> Self {
+        Self {
+            count: [0; MAX_SUBSIGS],
+            last: [u64::MAX; MAX_SUBSIGS],
+        }
+    }
+}
+
+impl SubCounts {
+    /// Counts a match at `off` unless it is not past the last one counted (at or past
+    /// it for the final part of a `*`-split subsignature, `partial`), as ClamAV does.
+    fn record(&mut self, id: u8, off: u64, partial: bool) {
+        let i = id as usize;
+        let last = self.last[i];
+        if last != u64::MAX && ((!partial && off <= last) || (partial && off < last)) {
+            return;
+        }
+        self.count[i] = self.count[i].wrapping_add(1);
+        self.last[i] = off;
+    }
+}
+
+fn word(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
+
+/// ClamAV's `(W)` boundary before a match starting at `start` (`rel` in `buf`).
+fn left_boundary(buf: &[u8], rel: usize, start: u64, wide: bool) -> bool {
+    if start == 0 {
+        return true;
+    }
+    if wide {
+        start == 1 || (rel >= 2 && !(word(buf[rel - 2]) && buf[rel - 1] == 0))
+    } else {
+        rel >= 1 && !word(buf[rel - 1])
+    }
+}
+
+/// ClamAV's `(W)` boundary after a match ending at `rel` in `buf` (which ends the
+/// bytes seen so far of the file).
+fn right_boundary(buf: &[u8], rel: usize, wide: bool) -> bool {
+    if rel >= buf.len() {
+        return true;
+    }
+    if wide && rel + 1 < buf.len() {
+        !(word(buf[rel]) && buf[rel + 1] == 0)
+    } else {
+        !word(buf[rel])
+    }
+}
+
 /// Matching state of one file being scanned.
 #[derive(Debug)]
 pub(crate) struct BodyMatcher {
@@ -46,8 +118,17 @@ pub(crate) struct BodyMatcher {
     pending: VecDeque<Candidate>,
     /// Candidates found in the current block, before they join `pending`.
     fresh: Vec<Candidate>,
-    /// Multi-group signatures: next group wanted and where it may start.
-    progress: HashMap<u32, (u16, u64)>,
+    /// Multi-group signatures: next group wanted, where it may start, and where the
+    /// first group started.
+    progress: HashMap<u32, (u16, u64, u64)>,
+    /// Subsignature match counts of the logical signatures that have any.
+    lsig: HashMap<u32, Box<SubCounts>>,
+    /// The first bytes of the file, for PCRE subsignatures.
+    window: Vec<u8>,
+    /// The file was longer than the window.
+    pub window_truncated: bool,
+    /// PCRE searches that hit the backtracking limit.
+    pub pcre_limit_hits: u64,
     /// Anchor hits dropped because too many candidates were pending.
     pub dropped: u64,
 }
@@ -66,6 +147,10 @@ impl BodyMatcher {
             pending: VecDeque::new(),
             fresh: Vec::new(),
             progress: HashMap::new(),
+            lsig: HashMap::new(),
+            window: Vec::new(),
+            window_truncated: false,
+            pcre_limit_hits: 0,
             dropped: 0,
         }
     }
@@ -74,8 +159,14 @@ impl BodyMatcher {
         self.buf_start + self.buf.len() as u64
     }
 
-    /// Scans the next bytes of the file; returns the index of a matched signature.
-    pub fn feed(&mut self, db: &Database, ft: FileType, data: &[u8]) -> Option<u32> {
+    /// Scans the next bytes of the file; returns a body signature that matched.
+    /// `window` is how many first bytes of the file to keep for PCRE subsignatures.
+    pub fn feed(&mut self, db: &Database, ft: FileType, data: &[u8], window: usize) -> Option<Hit> {
+        if db.has_pcre && !self.window_truncated {
+            let room = window.saturating_sub(self.window.len());
+            self.window.extend_from_slice(&data[..room.min(data.len())]);
+            self.window_truncated = data.len() > room;
+        }
         for block in data.chunks(BLOCK) {
             let base = self.pos();
             self.buf.extend_from_slice(block);
@@ -163,7 +254,7 @@ impl BodyMatcher {
 
     /// Verifies candidates in anchor order while the oldest has all its bytes
     /// (or all of them, at the end of the file).
-    fn verify_ready(&mut self, db: &Database, ft: FileType, eof: bool) -> Option<u32> {
+    fn verify_ready(&mut self, db: &Database, ft: FileType, eof: bool) -> Option<Hit> {
         let pos = self.pos();
         while let Some(c) = self.pending.front().copied() {
             if !eof && c.ready > pos {
@@ -183,7 +274,7 @@ impl BodyMatcher {
         ft: FileType,
         c: Candidate,
         size: Option<u64>,
-    ) -> Option<u32> {
+    ) -> Option<Hit> {
         let pr = db.patterns[c.pattern as usize];
         let sig = &db.sigs[pr.sig as usize];
         if !ft.matches_target(sig.target) {
@@ -191,43 +282,79 @@ impl BodyMatcher {
         }
         let g = pr.group;
         let multi = sig.groups.len() > 1;
-        let (next, min_start) = if multi {
-            self.progress.get(&pr.sig).copied().unwrap_or((0, 0))
+        let (next, min_start, first_start) = if multi {
+            self.progress.get(&pr.sig).copied().unwrap_or((0, 0, 0))
         } else {
-            (0, 0)
+            (0, 0, 0)
         };
         if g != next {
             return None;
         }
         let group = &sig.groups[g as usize];
         let rel = c.anchor_start.checked_sub(self.buf_start)? as usize;
-        if self.buf.get(rel..rel + group.anchor.len()) != Some(group.anchor.as_slice()) {
+        let here = self.buf.get(rel..rel + group.anchor.len())?;
+        if !same(here, &group.anchor, group.anchor_fold) {
             return None; // a 4-gram hit whose anchor goes on differently
         }
         let end = match_forward(&group.after, &self.buf, rel + group.anchor.len())?;
         let buf_start = self.buf_start;
         let offset = sig.offset;
+        let buf = &self.buf;
         let mut accept = |s: usize| {
             let start = buf_start + s as u64;
             if g == 0 {
                 offset.allows(start, size)
+                    && sig
+                        .fullword
+                        .is_none_or(|wide| left_boundary(buf, s, start, wide))
             } else {
                 start >= min_start
             }
         };
-        match_backward(&group.before, &self.buf, rel, &mut accept)?;
-        if !multi {
-            return Some(pr.sig);
+        let start = buf_start + match_backward(&group.before, &self.buf, rel, &mut accept)? as u64;
+        let last = g as usize + 1 == sig.groups.len();
+        if last {
+            if let Some(wide) = sig.fullword {
+                if !right_boundary(&self.buf, end, wide) {
+                    return None;
+                }
+            }
         }
-        let done = g as usize + 1 == sig.groups.len();
-        if done {
+        if !multi {
+            return self.complete(pr.sig, sig.owner, start, false);
+        }
+        let first_start = if g == 0 { start } else { first_start };
+        if last {
+            if sig.owner.is_some() {
+                // Later matches of the final part count again (ClamAV's partial
+                // matches): the progress stays.
+                return self.complete(pr.sig, sig.owner, first_start, true);
+            }
             self.progress.remove(&pr.sig);
-            return Some(pr.sig);
+            return Some(Hit::Body(pr.sig));
         }
         let gap = sig.groups[g as usize + 1].min_gap as u64;
         self.progress
-            .insert(pr.sig, (g + 1, buf_start + end as u64 + gap));
+            .insert(pr.sig, (g + 1, buf_start + end as u64 + gap, first_start));
         None
+    }
+
+    /// A whole match of body signature `sig` starting at `start`: reported, or
+    /// counted for the logical signature that owns it.
+    fn complete(
+        &mut self,
+        sig: u32,
+        owner: Option<(u32, u8)>,
+        start: u64,
+        partial: bool,
+    ) -> Option<Hit> {
+        match owner {
+            None => Some(Hit::Body(sig)),
+            Some((l, id)) => {
+                self.lsig.entry(l).or_default().record(id, start, partial);
+                None
+            }
+        }
     }
 
     /// Drops window bytes that no pending or future candidate can need.
@@ -252,10 +379,11 @@ impl BodyMatcher {
     }
 
     /// Ends the file: verifies what is pending with the bytes there are, then the
-    /// signatures anchored at the end of the file.
-    pub fn finish(&mut self, db: &Database, ft: FileType) -> Option<u32> {
-        if let Some(sig) = self.verify_ready(db, ft, true) {
-            return Some(sig);
+    /// signatures anchored at the end of the file, then the logical signatures
+    /// (`ancestry`: the types of the containers of this file, outermost first).
+    pub fn finish(&mut self, db: &Database, ft: FileType, ancestry: &[FileType]) -> Option<Hit> {
+        if let Some(hit) = self.verify_ready(db, ft, true) {
+            return Some(hit);
         }
         let size = self.pos();
         for &si in &db.eof_sigs {
@@ -278,20 +406,143 @@ impl BodyMatcher {
             }
             let lo = (from - self.buf_start) as usize;
             let hi = (to - self.buf_start) as usize;
-            let region = &self.buf[lo..hi];
-            for i in memchr::memmem::find_iter(region, &g.anchor) {
-                let rel = lo + i;
-                if match_forward(&g.after, &self.buf, rel + g.anchor.len()).is_none() {
+            for rel in lo..hi.saturating_sub(g.anchor.len() - 1) {
+                if !same(
+                    &self.buf[rel..rel + g.anchor.len()],
+                    &g.anchor,
+                    g.anchor_fold,
+                ) {
                     continue;
                 }
+                let Some(end) = match_forward(&g.after, &self.buf, rel + g.anchor.len()) else {
+                    continue;
+                };
                 let buf_start = self.buf_start;
-                let mut accept = |s: usize| sig.offset.allows(buf_start + s as u64, Some(size));
-                if match_backward(&g.before, &self.buf, rel, &mut accept).is_some() {
-                    return Some(si);
+                let buf = &self.buf;
+                let mut accept = |s: usize| {
+                    let start = buf_start + s as u64;
+                    sig.offset.allows(start, Some(size))
+                        && sig
+                            .fullword
+                            .is_none_or(|wide| left_boundary(buf, s, start, wide))
+                };
+                let Some(s) = match_backward(&g.before, &self.buf, rel, &mut accept) else {
+                    continue;
+                };
+                if sig
+                    .fullword
+                    .is_some_and(|wide| !right_boundary(&self.buf, end, wide))
+                {
+                    continue;
+                }
+                if let Some(hit) = self.complete(si, sig.owner, buf_start + s as u64, false) {
+                    return Some(hit);
                 }
             }
         }
+        self.logical(db, ft, size, ancestry).map(Hit::Logical)
+    }
+
+    /// The first logical signature (in load order) that holds for this file.
+    fn logical(
+        &mut self,
+        db: &Database,
+        ft: FileType,
+        size: u64,
+        ancestry: &[FileType],
+    ) -> Option<u32> {
+        if db.lsigs.is_empty() {
+            return None;
+        }
+        let mut candidates: Vec<u32> = self.lsig.keys().copied().collect();
+        candidates.extend_from_slice(&db.always_lsigs);
+        candidates.sort_unstable();
+        candidates.dedup();
+        for l in candidates {
+            let sig = &db.lsigs[l as usize];
+            if !ft.matches_target(sig.target) {
+                continue;
+            }
+            let mut counts = self.lsig.remove(&l).unwrap_or_default();
+            for p in &sig.pcre {
+                if p.trigger.eval(&counts.count).is_some() {
+                    self.run_pcre(p, &mut counts, size);
+                }
+            }
+            if sig.expr.eval(&counts.count).is_none() {
+                continue;
+            }
+            if let Some(c) = sig.container {
+                if !c.is(ancestry.last().copied()) {
+                    continue;
+                }
+            }
+            if let Some(types) = &sig.intermediates {
+                if ancestry.len() < types.len()
+                    || !types
+                        .iter()
+                        .rev()
+                        .zip(ancestry.iter().rev())
+                        .all(|(t, a)| t.is(Some(*a)))
+                {
+                    continue;
+                }
+            }
+            if let Some((min, max)) = sig.filesize {
+                if size < min || size > max {
+                    continue;
+                }
+            }
+            return Some(l);
+        }
         None
+    }
+
+    /// Runs one PCRE subsignature over the window, counting its matches as ClamAV's
+    /// `cli_pcre_scanbuf` does: from its offset (anchored there unless rolling or
+    /// shifted), within the shift when encompassing, every match when global.
+    fn run_pcre(&mut self, p: &PcreSub, counts: &mut SubCounts, size: u64) {
+        let (adj, shift, any) = match p.offset {
+            Offset::Any => (0, 0, true),
+            Offset::Abs { start, extra } => (start, extra, false),
+            Offset::Eof { back, extra } => match size.checked_sub(back) {
+                Some(s) => (s, extra, false),
+                None => return,
+            },
+        };
+        let len = self.window.len() as u64;
+        if adj >= len {
+            return;
+        }
+        let re = &p.re;
+        let anchored = !re.rolling && shift == 0 && !any;
+        let adjlen = if re.encompass && shift != 0 {
+            shift.min(len - adj)
+        } else {
+            len - adj
+        };
+        let subject = &self.window[adj as usize..(adj + adjlen) as usize];
+        let mut from = 0usize;
+        loop {
+            let (s, e) = match re.find_at(subject, from, anchored) {
+                Found::At(s, e) => (s, e),
+                Found::None => break,
+                Found::Limit => {
+                    self.pcre_limit_hits += 1;
+                    break;
+                }
+            };
+            if !re.encompass && shift != 0 && s as u64 > shift {
+                break;
+            }
+            counts.record(p.id, adj + s as u64, false);
+            // An empty match would find itself again (ClamAV loops until its time
+            // limit there): step past it.
+            from = if e > from { e } else { from + 1 };
+            if !re.global || from >= subject.len() {
+                break;
+            }
+        }
     }
 }
 
@@ -318,12 +569,12 @@ mod tests {
     fn scan(db: &Database, chunks: &[&[u8]]) -> Option<String> {
         let mut m = BodyMatcher::new(db);
         for c in chunks {
-            if let Some(s) = m.feed(db, FileType::Other, c) {
-                return Some(db.sigs[s as usize].name.clone());
+            if let Some(s) = m.feed(db, FileType::Other, c, 1 << 20) {
+                return Some(db.hit_name(s).to_string());
             }
         }
-        m.finish(db, FileType::Other)
-            .map(|s| db.sigs[s as usize].name.clone())
+        m.finish(db, FileType::Other, &[])
+            .map(|s| db.hit_name(s).to_string())
     }
 
     #[test]
@@ -405,9 +656,9 @@ mod tests {
         let mut m = BodyMatcher::new(&d);
         let mut hit = None;
         for b in crate::database::EICAR {
-            hit = hit.or(m.feed(&d, FileType::Other, &[*b]));
+            hit = hit.or(m.feed(&d, FileType::Other, &[*b], 0));
         }
-        hit = hit.or(m.finish(&d, FileType::Other));
+        hit = hit.or(m.finish(&d, FileType::Other, &[]));
         assert!(hit.is_some());
     }
 }

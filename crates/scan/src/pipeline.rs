@@ -15,6 +15,9 @@ use crate::verdict::{LimitKind, Limits, Stats};
 #[derive(Debug, Default)]
 pub(crate) struct Findings {
     pub infected: Option<String>,
+    /// Types of the files that contain the one being scanned, outermost first (for
+    /// the `Container` and `Intermediates` of logical signatures).
+    pub ancestry: Vec<FileType>,
     pub limit: Option<LimitKind>,
     pub stats: Stats,
 }
@@ -162,12 +165,17 @@ impl FileNode {
         let ft = self.ft.unwrap_or(FileType::Other);
         self.size += data.len() as u64;
         self.hashes.update(ctx.db, self.size, data);
-        if let Some(sig) = self.matcher.feed(ctx.db, ft, data) {
-            ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+        if let Some(hit) = self
+            .matcher
+            .feed(ctx.db, ft, data, ctx.limits.max_regex_window)
+        {
+            ctx.found.infected = Some(ctx.db.hit_name(hit).to_string());
             return;
         }
         if let Some(u) = self.unpack.as_mut() {
+            ctx.found.ancestry.push(ft);
             u.feed(data, ctx);
+            ctx.found.ancestry.pop();
         }
     }
 
@@ -184,8 +192,12 @@ impl FileNode {
             return;
         }
         let ft = self.ft.unwrap_or(FileType::Other);
-        if let Some(sig) = self.matcher.finish(ctx.db, ft) {
-            ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+        let hit = self.matcher.finish(ctx.db, ft, &ctx.found.ancestry);
+        let stats = &mut ctx.found.stats;
+        stats.regex_limit_hits += self.matcher.pcre_limit_hits;
+        stats.regex_window_truncated += u64::from(self.matcher.window_truncated);
+        if let Some(hit) = hit {
+            ctx.found.infected = Some(ctx.db.hit_name(hit).to_string());
             return;
         }
         if let Some(n) = self.hashes.lookup(ctx.db, self.size) {
@@ -193,7 +205,9 @@ impl FileNode {
             return;
         }
         if let Some(u) = self.unpack.take() {
+            ctx.found.ancestry.push(ft);
             u.finish(ctx);
+            ctx.found.ancestry.pop();
         }
     }
 }

@@ -45,11 +45,14 @@ impl Scanner {
             .db
             .has_mail_sigs
             .then(|| Box::new(BodyMatcher::new(&self.db)));
-        self.open(Mode::Mail {
+        let mut s = self.open(Mode::Mail {
             parser: Box::new(parser),
             nodes: Vec::new(),
             raw,
-        })
+        });
+        // The parts of a message are contained in it, as ClamAV sees them.
+        s.found.ancestry.push(FileType::Mail);
+        s
     }
 
     /// A session that treats its input as one file (an attachment, a zip on disk),
@@ -168,8 +171,9 @@ impl Session {
         match &mut self.mode {
             Mode::Mail { parser, nodes, raw } => {
                 if let Some(m) = raw.as_mut() {
-                    if let Some(sig) = m.feed(ctx.db, FileType::Mail, chunk) {
-                        ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+                    let window = ctx.limits.max_regex_window;
+                    if let Some(hit) = m.feed(ctx.db, FileType::Mail, chunk, window) {
+                        ctx.found.infected = Some(ctx.db.hit_name(hit).to_string());
                         return;
                     }
                 }
@@ -210,8 +214,8 @@ impl Session {
         match &mut self.mode {
             Mode::Mail { parser, nodes, raw } => {
                 if let (Some(m), None) = (raw.as_mut(), &ctx.found.infected) {
-                    if let Some(sig) = m.finish(ctx.db, FileType::Mail) {
-                        ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+                    if let Some(hit) = m.finish(ctx.db, FileType::Mail, &[]) {
+                        ctx.found.infected = Some(ctx.db.hit_name(hit).to_string());
                     }
                 }
                 if ctx.found.infected.is_none() {
