@@ -182,6 +182,12 @@ pub(crate) fn parse_hex(hex: &str) -> Result<Vec<Group>, Refusal> {
                     lo.parse().map_err(|_| "ndb: bad gap")?
                 };
                 match hi {
+                    // ClamAV reads a gap whose upper bound is 0 (`{0}`, `{0-0}`,
+                    // `{-0}`) as unbounded: checked against clamscan 1.4.
+                    Some("0") | None if lo == 0 => {
+                        runs.push((min_gap, std::mem::take(&mut cur)));
+                        min_gap = 0;
+                    }
                     Some("") => {
                         // {n-}: at least n bytes, no upper bound.
                         runs.push((min_gap, std::mem::take(&mut cur)));
@@ -646,6 +652,8 @@ mod tests {
     fn groups_and_refusals() {
         let g = parse_hex("4142*4344{10-}4546").unwrap();
         assert_eq!(g.len(), 3);
+        assert_eq!(parse_hex("41424142{0}43444344").unwrap().len(), 2);
+        assert_eq!(parse_hex("41424142{0-0}43444344").unwrap().len(), 2);
         assert_eq!(g[2].min_gap, 10);
         assert!(parse_hex("41??42").is_err());
         assert!(parse_ndb("X:0:EP+0:41424344").is_err());

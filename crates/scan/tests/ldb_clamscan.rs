@@ -206,3 +206,375 @@ fn hand_written_signatures_agree_with_clamscan() {
     // Each feature was exercised: most samples match something.
     assert!(theirs.values().filter(|v| !v.is_empty()).count() >= 19);
 }
+
+/// A small fixed-seed generator (SplitMix64): the same signatures and files on
+/// every machine, without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len())]
+    }
+}
+
+/// Bytes of subsignatures: letters (for `::i`) and digits, none of `M Z P K` so
+/// that no sample looks like an embedded executable or archive to ClamAV.
+const SIG_BYTES: &[u8] = b"abcdefghjnrstuvwxy0123456789";
+
+/// Bytes between subsignatures: not alphanumeric, so `::f` boundaries hold.
+const FILLER: &[u8] = b"\x00\x01\x10\x7f .-\xfe";
+
+/// One element of a generated hex pattern.
+#[derive(Debug, Clone)]
+enum Tok {
+    Byte(u8),
+    Any,
+    HighNibble(u8),
+    Gap(usize, usize),
+    Alt(Vec<Vec<u8>>),
+}
+
+/// A generated body subsignature.
+#[derive(Debug, Clone)]
+struct Sub {
+    toks: Vec<Tok>,
+    nocase: bool,
+    wide: bool,
+    ascii: bool,
+    fullword: bool,
+    /// Absolute offset the match must start at (`Some(n)` means `n:`).
+    at: Option<usize>,
+}
+
+impl Sub {
+    fn hex(&self) -> String {
+        let mut s = String::new();
+        for t in &self.toks {
+            match t {
+                Tok::Byte(b) => s.push_str(&format!("{b:02x}")),
+                Tok::Any => s.push_str("??"),
+                Tok::HighNibble(b) => s.push_str(&format!("{:x}?", b >> 4)),
+                Tok::Gap(a, b) if a == b => s.push_str(&format!("{{{a}}}")),
+                Tok::Gap(a, b) => s.push_str(&format!("{{{a}-{b}}}")),
+                Tok::Alt(alts) => {
+                    let alts: Vec<String> = alts
+                        .iter()
+                        .map(|a| a.iter().map(|b| format!("{b:02x}")).collect())
+                        .collect();
+                    s.push_str(&format!("({})", alts.join("|")));
+                }
+            }
+        }
+        let mut mods = String::new();
+        for (on, c) in [
+            (self.nocase, 'i'),
+            (self.wide, 'w'),
+            (self.ascii, 'a'),
+            (self.fullword, 'f'),
+        ] {
+            if on {
+                mods.push(c);
+            }
+        }
+        let mut out = match self.at {
+            Some(n) => format!("{n}:{s}"),
+            None => s,
+        };
+        if !mods.is_empty() {
+            out.push_str("::");
+            out.push_str(&mods);
+        }
+        out
+    }
+
+    /// Bytes that match the subsignature (or, with `spoil`, almost do).
+    fn instance(&self, rng: &mut Rng, spoil: bool) -> Vec<u8> {
+        let wide = self.wide && !(self.ascii && rng.chance(50));
+        let mut out = Vec::new();
+        let push = |out: &mut Vec<u8>, b: u8| {
+            out.push(b);
+            if wide {
+                out.push(0);
+            }
+        };
+        for t in &self.toks {
+            match t {
+                Tok::Byte(b) => {
+                    let b = if self.nocase && rng.chance(50) {
+                        b.to_ascii_uppercase()
+                    } else {
+                        *b
+                    };
+                    push(&mut out, b);
+                }
+                Tok::Any => push(&mut out, *rng.pick(SIG_BYTES)),
+                Tok::HighNibble(b) => push(&mut out, (b & 0xf0) | (rng.below(16) as u8)),
+                // Gaps count bytes, wide or not (ClamAV does not widen them).
+                Tok::Gap(a, b) => {
+                    for _ in 0..(*a + rng.below(b - a + 1)) {
+                        out.push(*rng.pick(FILLER));
+                    }
+                }
+                Tok::Alt(alts) => {
+                    for &b in rng.pick(alts) {
+                        push(&mut out, b);
+                    }
+                }
+            }
+        }
+        if spoil {
+            let i = rng.below(out.len());
+            out[i] = out[i].wrapping_add(1);
+        }
+        out
+    }
+}
+
+fn gen_sub(rng: &mut Rng) -> Sub {
+    let lit = |rng: &mut Rng| *rng.pick(SIG_BYTES);
+    let mut toks: Vec<Tok> = (0..3 + rng.below(3)).map(|_| Tok::Byte(lit(rng))).collect();
+    let mods = rng.below(100);
+    let (nocase, wide, ascii, fullword) = match mods {
+        0..=54 => (false, false, false, false),
+        55..=64 => (true, false, false, false),
+        65..=72 => (false, true, false, false),
+        73..=77 => (false, true, true, false),
+        78..=85 => (false, false, false, true),
+        86..=90 => (true, false, false, true),
+        91..=94 => (true, true, false, false),
+        _ => (false, true, false, true),
+    };
+    // A middle part with a wildcard, a gap or an alternative, then literal bytes
+    // again so that the pattern starts and ends with anchors.
+    match rng.below(6) {
+        0 => toks.push(Tok::Any),
+        1 => toks.push(Tok::HighNibble(lit(rng))),
+        2 => {
+            let a = rng.below(3);
+            toks.push(Tok::Gap(a, a + rng.below(3)));
+        }
+        3 => {
+            let n = 1 + rng.below(2);
+            let alts = (0..2 + rng.below(2))
+                .map(|_| (0..n).map(|_| lit(rng)).collect())
+                .collect();
+            toks.push(Tok::Alt(alts));
+        }
+        _ => {}
+    }
+    toks.extend((0..2 + rng.below(3)).map(|_| Tok::Byte(lit(rng))));
+    let at = rng.chance(8).then(|| 8 + rng.below(6));
+    Sub {
+        toks,
+        nocase,
+        wide,
+        ascii,
+        fullword,
+        at,
+    }
+}
+
+/// A random logical expression over subsignatures `ids`; `top` gets the highest
+/// subsignature number named.
+fn gen_expr(rng: &mut Rng, ids: &[usize], depth: usize, top: &mut usize) -> String {
+    if ids.len() == 1 || depth > 3 || rng.chance(15) {
+        let id = *rng.pick(ids);
+        *top = (*top).max(id);
+        return match rng.below(10) {
+            0 => format!("{id}>{}", rng.below(3)),
+            1 => format!("{id}={}", 1 + rng.below(2)),
+            2 => format!("{id}<{}", 1 + rng.below(3)),
+            _ => id.to_string(),
+        };
+    }
+    let split = 1 + rng.below(ids.len() - 1);
+    let l = gen_expr(rng, &ids[..split], depth + 1, top);
+    let r = gen_expr(rng, &ids[split..], depth + 1, top);
+    let op = if rng.chance(50) { '&' } else { '|' };
+    match rng.below(8) {
+        0 => format!("({l}{op}{r})>{}", rng.below(3)),
+        1 => format!("({l}{op}{r})>{},{}", rng.below(3), 1 + rng.below(2)),
+        2 => format!("({l}{op}{r})={}", 1 + rng.below(3)),
+        3 => format!("({l}{op}{r})<{}", 1 + rng.below(3)),
+        // No parentheses: ClamAV splits at the first operator.
+        4 if depth == 0 => format!("{l}{op}{r}"),
+        _ => format!("({l}{op}{r})"),
+    }
+}
+
+/// A generated logical signature with its files.
+struct Case {
+    line: String,
+    name: String,
+    files: Vec<Vec<u8>>,
+}
+
+fn gen_case(rng: &mut Rng, i: usize) -> Case {
+    let n = 1 + rng.below(4);
+    let subs: Vec<Sub> = (0..n).map(|_| gen_sub(rng)).collect();
+    let ids: Vec<usize> = (0..n).collect();
+    let mut top = 0;
+    let mut expr = gen_expr(rng, &ids, 0, &mut top);
+    // ClamAV counts the subsignatures by the highest number the expression names.
+    if top != n - 1 {
+        expr = format!("({expr})|{}", n - 1);
+    }
+    let mut parts: Vec<String> = subs.iter().map(Sub::hex).collect();
+    // A PCRE subsignature triggered by the first one, on a tenth of the signatures.
+    let pcre = rng.chance(10).then(|| {
+        let word: String = (0..4).map(|_| *rng.pick(b"bcdfgh") as char).collect();
+        let flags = *rng.pick(&["", "i", "g", "gi", "s"]);
+        (word, flags)
+    });
+    let mut engine = if rng.chance(30) { "Engine:51-255," } else { "" };
+    if let Some((word, flags)) = &pcre {
+        parts.push(format!("0/{word}[0-9]{{2,3}}z/{flags}"));
+        expr = format!("({expr})&{n}");
+        engine = "Engine:81-255,";
+    }
+    let name = format!("Rand.Sig{i}");
+    let line = format!("{name};{engine}Target:0;{expr};{}", parts.join(";"));
+    let mut files = Vec::new();
+    for _ in 0..2 {
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        let mut fixed: Vec<(usize, Vec<u8>)> = Vec::new();
+        for s in &subs {
+            for _ in 0..rng.below(4) {
+                let spoil = rng.chance(10);
+                let inst = s.instance(rng, spoil);
+                match s.at {
+                    Some(at) if fixed.is_empty() && rng.chance(70) => fixed.push((at, inst)),
+                    _ => pieces.push(inst),
+                }
+            }
+            if s.fullword && rng.chance(30) {
+                // A neighbour that breaks the word boundary.
+                let mut inst = s.instance(rng, false);
+                inst.insert(0, b'q');
+                pieces.push(inst);
+            }
+        }
+        if let Some((word, flags)) = &pcre {
+            for _ in 0..rng.below(3) {
+                let mut w = word.clone();
+                if flags.contains('i') && rng.chance(50) {
+                    w = w.to_uppercase();
+                }
+                let digits = 1 + rng.below(4);
+                let mut p = w.into_bytes();
+                p.extend((0..digits).map(|_| b'0' + rng.below(10) as u8));
+                p.push(b'z');
+                pieces.push(p);
+            }
+        }
+        // Shuffle, then join with filler.
+        for k in (1..pieces.len()).rev() {
+            let j = rng.below(k + 1);
+            pieces.swap(k, j);
+        }
+        let mut f = b"\x00\xff\x01\x02\x7f\x10\x00\x00".to_vec();
+        if let Some((at, inst)) = fixed.pop() {
+            f.resize(at, 0x10);
+            f.extend_from_slice(&inst);
+        }
+        for p in pieces {
+            for _ in 0..1 + rng.below(6) {
+                f.push(*rng.pick(FILLER));
+            }
+            f.extend_from_slice(&p);
+        }
+        for _ in 0..rng.below(20) {
+            f.push(*rng.pick(FILLER));
+        }
+        files.push(f);
+    }
+    Case { line, name, files }
+}
+
+/// 600 random logical signatures, two files each, against clamscan in one batch.
+///
+/// clamscan runs with `--allmatch` over all files with all signatures; for each
+/// file, whether its own signature is among those clamscan reports must equal
+/// whether Sluice, with that signature alone, finds it; and Sluice with every
+/// signature must report one of clamscan's names, or none when clamscan has none.
+#[test]
+fn random_logical_signatures_agree_with_clamscan() {
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_1db0_0000_0015);
+    let cases: Vec<Case> = (0..600).map(|i| gen_case(&mut rng, i)).collect();
+    let ldb: String = cases.iter().map(|c| format!("{}\n", c.line)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let dbdir = dir.path().join("db");
+    std::fs::create_dir(&dbdir).unwrap();
+    std::fs::write(dbdir.join("random.ldb"), &ldb).unwrap();
+    if let Ok(keep) = std::env::var("SLUICE_KEEP_LDB") {
+        std::fs::write(keep, &ldb).unwrap();
+    }
+    let (all_db, report) = build(&ldb);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.logical_signatures, cases.len(), "{report}");
+    let all = Scanner::new(Arc::new(all_db), Limits::default());
+
+    let mut paths = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        for (k, f) in c.files.iter().enumerate() {
+            let p = dir.path().join(format!("s{i}-{k}"));
+            std::fs::write(&p, f).unwrap();
+            paths.push((p, i, k));
+        }
+    }
+    let files: Vec<PathBuf> = paths.iter().map(|(p, ..)| p.clone()).collect();
+    let theirs = clamscan_all(&prog, &dbdir, &files);
+
+    let mut differ = Vec::new();
+    let mut own_hits = 0;
+    for (p, i, k) in &paths {
+        let case = &cases[*i];
+        let bytes = &case.files[*k];
+        let clam = &theirs[p];
+        let alone = scanner(&format!("{}\n", case.line));
+        let mine_alone = verdict(&alone, bytes).is_some();
+        let clam_alone = clam.contains(&case.name);
+        own_hits += usize::from(clam_alone);
+        let mine_all = verdict(&all, bytes);
+        let all_agree = match &mine_all {
+            Some(n) => clam.contains(n),
+            None => clam.is_empty(),
+        };
+        if mine_alone != clam_alone || !all_agree {
+            differ.push(format!(
+                "{}: {}\n  sluice alone={mine_alone} with all={mine_all:?}; clamscan={clam:?}\n  file={}",
+                p.file_name().unwrap().to_string_lossy(),
+                case.line,
+                bytes.escape_ascii()
+            ));
+        }
+    }
+    println!(
+        "{own_hits} of {} files matched their own signature",
+        paths.len()
+    );
+    assert!(
+        differ.is_empty(),
+        "{} disagreements:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+    // The generator is worth something only if both outcomes are common.
+    assert!(own_hits > paths.len() / 5 && own_hits < paths.len() * 4 / 5);
+}
