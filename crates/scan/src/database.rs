@@ -528,10 +528,22 @@ impl DatabaseBuilder {
             for (g, group) in s.groups.iter().enumerate() {
                 max_before = max_before.max(group.before_max);
                 max_anchor = max_anchor.max(group.anchor.len());
-                let variants = if group.anchor_fold {
-                    fold_variants(&group.anchor)
+                let a = &group.anchor;
+                let variants = if !group.anchor_fold {
+                    vec![a.clone()]
+                } else if !self.automaton_only && a.len() >= 4 {
+                    // The 4-gram index looks at the first four bytes only: vary
+                    // those, or one position would be a candidate once per variant
+                    // of the rest (and counted twice for a logical signature).
+                    fold_variants(&a[..4])
+                        .into_iter()
+                        .map(|mut v| {
+                            v.extend_from_slice(&a[4..]);
+                            v
+                        })
+                        .collect()
                 } else {
-                    vec![group.anchor.clone()]
+                    fold_variants(a)
                 };
                 for v in variants {
                     patterns.push(PatternRef {

@@ -245,6 +245,8 @@ enum Tok {
     HighNibble(u8),
     Gap(usize, usize),
     Alt(Vec<Vec<u8>>),
+    /// `*` (`None`) or `{n-}`: any number of bytes.
+    Star(Option<usize>),
 }
 
 /// A generated body subsignature.
@@ -257,6 +259,8 @@ struct Sub {
     fullword: bool,
     /// Absolute offset the match must start at (`Some(n)` means `n:`).
     at: Option<usize>,
+    /// `EOF-n:`: the match starts `n` bytes before the end.
+    eof: Option<usize>,
 }
 
 impl Sub {
@@ -269,6 +273,8 @@ impl Sub {
                 Tok::HighNibble(b) => s.push_str(&format!("{:x}?", b >> 4)),
                 Tok::Gap(a, b) if a == b => s.push_str(&format!("{{{a}}}")),
                 Tok::Gap(a, b) => s.push_str(&format!("{{{a}-{b}}}")),
+                Tok::Star(None) => s.push('*'),
+                Tok::Star(Some(n)) => s.push_str(&format!("{{{n}-}}")),
                 Tok::Alt(alts) => {
                     let alts: Vec<String> = alts
                         .iter()
@@ -289,9 +295,10 @@ impl Sub {
                 mods.push(c);
             }
         }
-        let mut out = match self.at {
-            Some(n) => format!("{n}:{s}"),
-            None => s,
+        let mut out = match (self.at, self.eof) {
+            (Some(n), _) => format!("{n}:{s}"),
+            (_, Some(n)) => format!("EOF-{n}:{s}"),
+            _ => s,
         };
         if !mods.is_empty() {
             out.push_str("::");
@@ -331,6 +338,11 @@ impl Sub {
                 Tok::Alt(alts) => {
                     for &b in rng.pick(alts) {
                         push(&mut out, b);
+                    }
+                }
+                Tok::Star(n) => {
+                    for _ in 0..n.unwrap_or(0) + rng.below(12) {
+                        out.push(*rng.pick(FILLER));
                     }
                 }
             }
@@ -373,10 +385,28 @@ fn gen_sub(rng: &mut Rng) -> Sub {
                 .collect();
             toks.push(Tok::Alt(alts));
         }
+        4 if rng.chance(40) => {
+            toks.push(Tok::Star(rng.chance(50).then(|| rng.below(4))));
+            toks.extend((0..2 + rng.below(2)).map(|_| Tok::Byte(lit(rng))));
+        }
         _ => {}
     }
     toks.extend((0..2 + rng.below(3)).map(|_| Tok::Byte(lit(rng))));
+    let star = toks.iter().any(|t| matches!(t, Tok::Star(_)));
     let at = rng.chance(8).then(|| 8 + rng.below(6));
+    // An EOF offset: the planted instance is put at the end of the file.
+    let eof = (at.is_none() && !star && !wide && rng.chance(6)).then(|| {
+        toks.iter()
+            .map(|t| match t {
+                Tok::Byte(_) | Tok::Any | Tok::HighNibble(_) => 1,
+                _ => 0,
+            })
+            .sum::<usize>()
+    });
+    let eof = eof.filter(|_| {
+        toks.iter()
+            .all(|t| matches!(t, Tok::Byte(_) | Tok::Any | Tok::HighNibble(_)))
+    });
     Sub {
         toks,
         nocase,
@@ -384,6 +414,7 @@ fn gen_sub(rng: &mut Rng) -> Sub {
         ascii,
         fullword,
         at,
+        eof,
     }
 }
 
@@ -434,14 +465,25 @@ fn gen_case(rng: &mut Rng, i: usize) -> Case {
     }
     let mut parts: Vec<String> = subs.iter().map(Sub::hex).collect();
     // A PCRE subsignature triggered by the first one, on a tenth of the signatures.
-    let pcre = rng.chance(10).then(|| {
+    let pcre = rng.chance(12).then(|| {
         let word: String = (0..4).map(|_| *rng.pick(b"bcdfgh") as char).collect();
-        let flags = *rng.pick(&["", "i", "g", "gi", "s"]);
-        (word, flags)
+        let flags = *rng.pick(&["", "i", "g", "gi", "s", "r", "e", "A", "gE", "U"]);
+        // Sometimes at an offset (anchored there unless `r`), or within a shift.
+        let at = match rng.below(6) {
+            0 => Some((20 + rng.below(4), None)),
+            1 => Some((16, Some(10 + rng.below(20)))),
+            _ => None,
+        };
+        (word, flags, at)
     });
     let mut engine = if rng.chance(30) { "Engine:51-255," } else { "" };
-    if let Some((word, flags)) = &pcre {
-        parts.push(format!("0/{word}[0-9]{{2,3}}z/{flags}"));
+    if let Some((word, flags, at)) = &pcre {
+        let offset = match at {
+            Some((n, None)) => format!("{n}:"),
+            Some((n, Some(shift))) => format!("{n},{shift}:"),
+            None => String::new(),
+        };
+        parts.push(format!("{offset}0/{word}[0-9]{{2,3}}z/{flags}"));
         expr = format!("({expr})&{n}");
         engine = "Engine:81-255,";
     }
@@ -451,7 +493,13 @@ fn gen_case(rng: &mut Rng, i: usize) -> Case {
     for _ in 0..2 {
         let mut pieces: Vec<Vec<u8>> = Vec::new();
         let mut fixed: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut tail: Option<Vec<u8>> = None;
         for s in &subs {
+            if s.eof.is_some() && tail.is_none() && rng.chance(70) {
+                let spoil = rng.chance(10);
+                tail = Some(s.instance(rng, spoil));
+                continue;
+            }
             for _ in 0..rng.below(4) {
                 let spoil = rng.chance(10);
                 let inst = s.instance(rng, spoil);
@@ -467,8 +515,8 @@ fn gen_case(rng: &mut Rng, i: usize) -> Case {
                 pieces.push(inst);
             }
         }
-        if let Some((word, flags)) = &pcre {
-            for _ in 0..rng.below(3) {
+        if let Some((word, flags, at)) = &pcre {
+            for k in 0..rng.below(3) {
                 let mut w = word.clone();
                 if flags.contains('i') && rng.chance(50) {
                     w = w.to_uppercase();
@@ -477,7 +525,12 @@ fn gen_case(rng: &mut Rng, i: usize) -> Case {
                 let mut p = w.into_bytes();
                 p.extend((0..digits).map(|_| b'0' + rng.below(10) as u8));
                 p.push(b'z');
-                pieces.push(p);
+                match at {
+                    Some((n, _)) if k == 0 && fixed.is_empty() && rng.chance(60) => {
+                        fixed.push((*n + rng.below(3), p))
+                    }
+                    _ => pieces.push(p),
+                }
             }
         }
         // Shuffle, then join with filler.
@@ -496,8 +549,16 @@ fn gen_case(rng: &mut Rng, i: usize) -> Case {
             }
             f.extend_from_slice(&p);
         }
-        for _ in 0..rng.below(20) {
-            f.push(*rng.pick(FILLER));
+        match tail {
+            Some(t) => {
+                f.push(*rng.pick(FILLER));
+                f.extend_from_slice(&t);
+            }
+            None => {
+                for _ in 0..rng.below(20) {
+                    f.push(*rng.pick(FILLER));
+                }
+            }
         }
         files.push(f);
     }
@@ -515,7 +576,12 @@ fn random_logical_signatures_agree_with_clamscan() {
     let Some(prog) = clamscan_program() else {
         return;
     };
-    let mut rng = Rng(0x5eed_1db0_0000_0015);
+    // SLUICE_LDB_SEED explores other seeds; the test itself always uses its own.
+    let seed = std::env::var("SLUICE_LDB_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_1db0_0000_0015);
+    let mut rng = Rng(seed);
     let cases: Vec<Case> = (0..600).map(|i| gen_case(&mut rng, i)).collect();
     let ldb: String = cases.iter().map(|c| format!("{}\n", c.line)).collect();
     let dir = tempfile::tempdir().unwrap();
