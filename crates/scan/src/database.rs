@@ -679,6 +679,12 @@ mod tests {
             h.set_mode(0o644);
             h.set_cksum();
             t.append_data(&mut h, "test.ndb", &data[..]).unwrap();
+            let data = b"InCvd.L;Target:0;0&1;5155555a;5a5a5a5a\nBroken.L;Target:0;0;\n";
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            t.append_data(&mut h, "test.ldb", &data[..]).unwrap();
             t.finish().unwrap();
         }
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -691,6 +697,14 @@ mod tests {
         b.add_file("daily.cvd", &cvd).unwrap();
         let (_, report) = b.build().unwrap();
         assert_eq!(report.body_signatures, 2);
-        assert_eq!(report.files, 1);
+        assert_eq!(report.logical_signatures, 1);
+        assert_eq!(report.loaded_by_format.get("ldb"), Some(&1));
+        assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+        assert!(
+            report.errors[0].starts_with("test.ldb:2: "),
+            "{:?}",
+            report.errors
+        );
+        assert_eq!(report.files, 2);
     }
 }

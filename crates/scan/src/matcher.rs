@@ -631,6 +631,65 @@ mod tests {
         }
     }
 
+    fn ldb(text: &str) -> Database {
+        let (db, report) = DatabaseBuilder::new().add_ldb(text).build().unwrap();
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        db
+    }
+
+    proptest::proptest! {
+        /// Logical signatures see the same counts however the file is chunked: body
+        /// subsignatures across chunk edges, `*` parts, wide and case-folded forms,
+        /// and PCRE subsignatures over the window.
+        #[test]
+        fn logical_signatures_ignore_chunking(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    &b"ABCD"[..], b"abcd", b"w\0i\0d\0e\0", b"xyz12", b"Xyz123", b"....",
+                    b"EFGH", b"-", b"\x00\x01",
+                ]),
+                0..40,
+            ),
+            sizes in proptest::collection::vec(1usize..20, 1..5),
+        ) {
+            let d = ldb("L.Count;Target:0;0>2;41424344::i\n\
+                L.Star;Target:0;(0&1)=2;41424344*45464748;2d2d\n\
+                L.Wide;Target:0;0&1>1;77696465::w;2e2e2e2e\n\
+                L.Pcre;Target:0;0&1;78797a;0/xyz[0-9]{3}/i\n\
+                L.Block;Target:0;(0|1|2)>3,2;2d2d;0001;45464748");
+            let hay: Vec<u8> = pieces.concat();
+            let whole = scan(&d, &[&hay]);
+            let mut chunks = Vec::new();
+            let mut rest = hay.as_slice();
+            let mut i = 0;
+            while !rest.is_empty() {
+                let n = sizes[i % sizes.len()].min(rest.len());
+                chunks.push(&rest[..n]);
+                rest = &rest[n..];
+                i += 1;
+            }
+            proptest::prop_assert_eq!(scan(&d, &chunks), whole);
+        }
+    }
+
+    #[test]
+    fn logical_counts_and_window() {
+        let d = ldb("L.Count;Target:0;0=3;61626364\nL.Pcre;Target:0;0&1;7a7a;0/zz[0-9]+q/");
+        assert_eq!(
+            scan(&d, &[b"abcdabcd", b"abcd"]).as_deref(),
+            Some("L.Count")
+        );
+        assert_eq!(scan(&d, &[b"abcdabcdabcdabcd"]), None);
+        assert_eq!(scan(&d, &[b"..zz", b"12q"]).as_deref(), Some("L.Pcre"));
+        // Past the window the regular expressions see nothing.
+        let mut m = BodyMatcher::new(&d);
+        let mut long = vec![b'.'; 100];
+        long.extend_from_slice(b"zz12q");
+        assert!(m.feed(&d, FileType::Other, &long, 50).is_none());
+        assert!(m.finish(&d, FileType::Other, &[]).is_none());
+        assert!(m.window_truncated);
+    }
+
     #[test]
     fn star_groups_in_order() {
         let d = db("S:0:*:41414141*42424242{3-}43434343");
