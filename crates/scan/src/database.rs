@@ -153,7 +153,8 @@ pub struct Database {
     /// Logical signatures evaluated on every file: their expression, or the trigger of
     /// one of their PCRE subsignatures, holds with nothing matched.
     pub(crate) always_lsigs: Vec<u32>,
-    /// Some logical signature has a PCRE subsignature: files keep a prefix window.
+    /// Some logical signature has a PCRE or byte-compare subsignature: files keep a
+    /// prefix window.
     pub(crate) has_pcre: bool,
     pub(crate) patterns: Vec<PatternRef>,
     pub(crate) anchors: AnchorIndex,
@@ -571,7 +572,9 @@ impl DatabaseBuilder {
             .filter(|(_, l)| l.always || l.pcre.iter().any(|p| p.trigger.eval(&zeros).is_some()))
             .map(|(i, _)| i as u32)
             .collect();
-        let has_pcre = lsigs.iter().any(|l| !l.pcre.is_empty());
+        let has_pcre = lsigs
+            .iter()
+            .any(|l| !l.pcre.is_empty() || !l.bytecmp.is_empty());
 
         let mut md5 = HashTable::default();
         let mut sha1 = HashTable::default();

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod anchor;
+mod bytecmp;
 pub mod clamd;
 mod database;
 pub mod decode;

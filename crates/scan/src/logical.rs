@@ -21,6 +21,7 @@
 //!   `[offset:]Trigger/regex/[flags]` (see [`crate::pcre`]). Byte-compare
 //!   subsignatures, macros and fuzzy image hashes are refused and counted.
 
+use crate::bytecmp::ByteCmp;
 use crate::pcre::Pcre;
 use crate::signature::{fold_case, parse_hex, parse_offset, widen_hex, BodySig, Offset, Refusal};
 
@@ -428,6 +429,7 @@ pub(crate) struct LogicalSig {
     pub intermediates: Option<Vec<ClType>>,
     pub expr: Node,
     pub pcre: Vec<PcreSub>,
+    pub bytecmp: Vec<ByteCmp>,
     /// The expression holds with no subsignature matched (`0=0`, `0<2`): evaluated
     /// on every file, not only on files where a subsignature matched.
     pub always: bool,
@@ -576,6 +578,7 @@ pub(crate) fn parse_ldb(line: &str) -> Result<LdbLine, LdbRefusal> {
     // Subsignatures.
     let mut bodies = Vec::new();
     let mut pcre = Vec::new();
+    let mut bytecmp = Vec::new();
     for (id, sub) in tokens[3..].iter().enumerate() {
         let id = id as u8;
         if sub.starts_with('$') {
@@ -583,9 +586,13 @@ pub(crate) fn parse_ldb(line: &str) -> Result<LdbLine, LdbRefusal> {
         } else if sub.contains('/') {
             pcre.push(parse_pcre_sub(id, sub)?);
         } else if sub.contains('(') && sub.find('#') != sub.rfind('#') {
-            return Err(LdbRefusal::Skip(
-                "ldb: byte-compare subsignatures not supported",
-            ));
+            bytecmp.push(crate::bytecmp::parse(id, sub).map_err(|r| {
+                if r.contains("not supported") {
+                    LdbRefusal::Skip(r)
+                } else {
+                    LdbRefusal::Error(r)
+                }
+            })?);
         } else if sub.starts_with("fuzzy_img#") {
             return Err(LdbRefusal::Skip("ldb: fuzzy image hashes not supported"));
         } else {
@@ -620,6 +627,7 @@ pub(crate) fn parse_ldb(line: &str) -> Result<LdbLine, LdbRefusal> {
             expr,
 
             pcre,
+            bytecmp,
             always,
         },
         bodies,
@@ -810,7 +818,15 @@ mod tests {
             "Sig;Engine:51-255,Target:0,Container:CL_TYPE_NOPE;0;41424344"
         ));
         assert!(skip("Sig;Engine:51-255,Target:0,Foo:1;0;41424344"));
-        assert!(skip("Sig;Target:0;0;0(>>2#hb2#=12)"));
+        assert!(skip("Sig;Target:0;0&1;41424344;0(>>2#hl2#=12)"));
+        assert_eq!(
+            parse_ldb("Sig;Target:0;0&1;41424344;0(>>2#hb2#=12)")
+                .unwrap()
+                .sig
+                .bytecmp
+                .len(),
+            1
+        );
         let l = parse_ldb(
             "Sig;Engine:51-255,Target:0,Container:CL_TYPE_ZIP,Intermediates:CL_TYPE_ANY>CL_TYPE_ZIP;0;41424344",
         )

@@ -13,8 +13,8 @@
 //! Subsignatures of logical signatures go through the same index; their matches are
 //! counted (with the offset of the last one, as ClamAV's `lsig_sub_matched` does)
 //! instead of ending the scan, and the logical expressions are evaluated when the
-//! file ends ([`BodyMatcher::finish`]). PCRE subsignatures need the file's bytes at
-//! that point; rather than hold the file, the matcher keeps its first
+//! file ends ([`BodyMatcher::finish`]). PCRE and byte-compare subsignatures need
+//! the file's bytes at that point; rather than hold the file, the matcher keeps its first
 //! [`crate::Limits::max_regex_window`] bytes (only when the database has a PCRE
 //! subsignature) and runs the regular expressions over that prefix: what lies
 //! beyond it is not seen by them (counted in [`crate::Stats`]). ClamAV holds the
@@ -464,6 +464,17 @@ impl BodyMatcher {
                 continue;
             }
             let mut counts = self.lsig.remove(&l).unwrap_or_default();
+            // ClamAV runs byte compares after the body matching, PCRE last.
+            for b in &sig.bytecmp {
+                let r = b.reference as usize;
+                if counts.count[r] > 0 {
+                    let at = counts.last[r];
+                    let at = if at == u64::MAX { 0 } else { at };
+                    if b.holds(&self.window, at) {
+                        counts.count[b.id as usize] += 1;
+                    }
+                }
+            }
             for p in &sig.pcre {
                 if p.trigger.eval(&counts.count).is_some() {
                     self.run_pcre(p, &mut counts, size);

@@ -130,6 +130,14 @@ fn hand_written_signatures_agree_with_clamscan() {
         "Hand.PcreI;Engine:81-255,Target:0;0&1;7063726569;0/PCREI[a-c]+z/i",
         "Hand.PcreG;Engine:81-255,Target:0;0&1>2;70637265676c;0/glob[0-9]/g",
         "Hand.PcreAt;Engine:81-255,Target:0;0&1;706174;8:0/anch/",
+        // Byte compare: binary, text, automatic, exact, two comparisons, backwards.
+        "Hand.BcBin;Engine:51-255,Target:0;0&1;62636d70;0(>>4#ib2#>512)",
+        "Hand.BcLe;Engine:51-255,Target:0;0&1;62636c65;0(>>4#il4#=1000)",
+        "Hand.BcHex;Engine:51-255,Target:0;0&1;62636878;0(>>4#hb4#>0x1000)",
+        "Hand.BcDec;Engine:51-255,Target:0;0&1;62636463;0(>>4#de3#=123)",
+        "Hand.BcAuto;Engine:51-255,Target:0;0&1;62636175;0(>>4#ab4#=16)",
+        "Hand.BcTwo;Engine:51-255,Target:0;0&1;62637477;0(>>4#ib1#>10,<20)",
+        "Hand.BcBack;Engine:51-255,Target:0;0&1;6263626b;0(<<2#ib1#=65)",
         // Container: only inside a zip.
         "Hand.Zip;Engine:51-255,Target:0,Container:CL_TYPE_ZIP;0;696e7a6970",
     ]
@@ -171,6 +179,18 @@ fn hand_written_signatures_agree_with_clamscan() {
             v
         }),
         ("pcre-at-no", binary(&[b"anch", b"pat"])),
+        ("bc-bin", binary(&[b"bcmp\x02\x01"])),
+        ("bc-bin-no", binary(&[b"bcmp\x01\x00"])),
+        ("bc-le", binary(&[b"bcle\xe8\x03\x00\x00"])),
+        ("bc-hex", binary(&[b"bchx2000"])),
+        ("bc-hex-no", binary(&[b"bchx0fff"])),
+        ("bc-dec", binary(&[b"bcdc123"])),
+        ("bc-dec-no", binary(&[b"bcdc12z"])),
+        ("bc-auto", binary(&[b"bcau0x10"])),
+        ("bc-auto-dec", binary(&[b"bcau0016"])),
+        ("bc-two", binary(&[b"bctw\x0f"])),
+        ("bc-two-no", binary(&[b"bctw\x15"])),
+        ("bc-back", binary(&[b"Axbcbk"])),
         (
             "zip",
             support::zip(&[("a.bin", &binary(&[b"inzip"]))], true),
@@ -204,7 +224,7 @@ fn hand_written_signatures_agree_with_clamscan() {
     }
     assert!(differ.is_empty(), "verdicts differ on {differ:?}");
     // Each feature was exercised: most samples match something.
-    assert!(theirs.values().filter(|v| !v.is_empty()).count() >= 19);
+    assert!(theirs.values().filter(|v| !v.is_empty()).count() >= 26);
 }
 
 /// A small fixed-seed generator (SplitMix64): the same signatures and files on
@@ -486,6 +506,16 @@ fn gen_case(rng: &mut Rng, i: usize) -> Case {
         parts.push(format!("{offset}0/{word}[0-9]{{2,3}}z/{flags}"));
         expr = format!("({expr})&{n}");
         engine = "Engine:81-255,";
+    }
+    // A byte compare after the last match of subsignature 0, on a tenth.
+    if rng.chance(10) {
+        let id = parts.len();
+        let (shift, kind) = (1 + rng.below(12), *rng.pick(&["ib1", "ib2", "il2"]));
+        parts.push(format!("0(>>{shift}#{kind}#>{})", rng.below(300)));
+        expr = format!("({expr})&{id}");
+        if engine.is_empty() {
+            engine = "Engine:51-255,";
+        }
     }
     let name = format!("Rand.Sig{i}");
     let line = format!("{name};{engine}Target:0;{expr};{}", parts.join(";"));
