@@ -14,7 +14,7 @@ use crate::anchor::AnchorIndex;
 use crate::error::ScanError;
 use crate::logical::{parse_ldb, LdbRefusal, LogicalSig};
 use crate::signature::{
-    fold_variants, parse_hash, parse_ndb, BodySig, HashKind, HashSig, Offset, Refusal,
+    decode_hex, fold_variants, parse_hash, parse_ndb, BodySig, HashKind, HashSig, Offset, Refusal,
 };
 
 /// Most parse errors the load report keeps word for word (all are counted).
@@ -203,7 +203,14 @@ impl Database {
                 .map(|e| e.path())
                 .filter(|p| p.is_file())
                 .collect();
-            entries.sort();
+            // Ignore lists first, as ClamAV loads them, so that they apply to every
+            // signature file whatever its name.
+            entries.sort_by_key(|p| {
+                let ext = p
+                    .extension()
+                    .map(|e| e.to_string_lossy().to_ascii_lowercase());
+                (!matches!(ext.as_deref(), Some("ign" | "ign2")), p.clone())
+            });
             for path in entries {
                 let name = path
                     .file_name()
@@ -266,7 +273,11 @@ pub struct DatabaseBuilder {
     lsigs: Vec<LogicalSig>,
     pua: bool,
     hashes: Vec<HashSig>,
+    /// Names dropped whatever their line says.
     ignore: HashSet<String>,
+    /// Names dropped only where the MD5 of their whole line is one of these
+    /// (`.ign2` lines `Name:md5`).
+    ignore_line: HashMap<String, Vec<[u8; 16]>>,
     report: LoadReport,
     automaton_only: bool,
 }
@@ -310,6 +321,7 @@ impl DatabaseBuilder {
         let before = self.sigs.len();
         for line in lines(text) {
             match parse_ndb(line) {
+                Ok(sig) if self.ignored(&sig.name, line) => {}
                 Ok(sig) => self.sigs.push(sig),
                 Err(r) => self.report.refuse(r),
             }
@@ -332,6 +344,7 @@ impl DatabaseBuilder {
                 continue;
             }
             match parse_ldb(line) {
+                Ok(parsed) if self.ignored(&parsed.sig.name, line) => {}
                 Ok(parsed) => {
                     let idx = self.lsigs.len() as u32;
                     for (id, mut body) in parsed.bodies {
@@ -359,6 +372,7 @@ impl DatabaseBuilder {
         let before = self.hashes.len();
         for line in lines(text) {
             match parse_hash(line) {
+                Ok(h) if self.ignored(&h.name, line) => {}
                 Ok(h) => self.hashes.push(h),
                 Err(r) => self.report.refuse(r),
             }
@@ -367,13 +381,49 @@ impl DatabaseBuilder {
         self
     }
 
-    /// Adds `.ign2` text: signature names to drop.
+    /// Adds `.ign2` or `.ign` text: signatures to drop, by name (`Name`), by name and
+    /// the MD5 of their whole line (`Name:md5`), or in the old `.ign` form
+    /// (`file:line:Name`). A name-and-MD5 entry applies to the lines added after it
+    /// (directories are loaded ignore files first, as ClamAV loads them); a name
+    /// alone applies to everything.
     pub fn add_ignore(&mut self, text: &str) -> &mut Self {
         for line in lines(text) {
-            let name = line.split(':').next().unwrap_or(line).trim();
-            self.ignore.insert(name.to_string());
+            let fields: Vec<&str> = line.split(':').collect();
+            match fields.as_slice() {
+                [name] => {
+                    self.ignore.insert(name.trim().to_string());
+                }
+                [name, md5] => {
+                    match decode_hex(md5.trim()).and_then(|d| <[u8; 16]>::try_from(d).ok()) {
+                        Some(d) => self
+                            .ignore_line
+                            .entry(name.to_string())
+                            .or_default()
+                            .push(d),
+                        None => self.report.refuse("ign2: bad MD5"),
+                    }
+                }
+                [_, _, name] => {
+                    self.ignore.insert(name.trim().to_string());
+                }
+                _ => self.report.refuse("ign2: too many fields"),
+            }
         }
         self
+    }
+
+    /// Whether the signature `name` on `line` is to be dropped now.
+    fn ignored(&mut self, name: &str, line: &str) -> bool {
+        let drop = self.ignore.contains(name)
+            || self.ignore_line.get(name).is_some_and(|sums| {
+                use md5::Digest;
+                let d: [u8; 16] = md5::Md5::digest(line.as_bytes()).into();
+                sums.contains(&d)
+            });
+        if drop {
+            self.report.ignored += 1;
+        }
+        drop
     }
 
     /// Adds one database file by its name's extension; `.cvd`/`.cld`/`.cud` containers
@@ -669,6 +719,32 @@ mod tests {
         b.add_file("extra.ldu", b"Pua.L;Target:0;0;41424344\n")
             .unwrap();
         assert_eq!(b.build().unwrap().1.loaded_by_format.get("ldu"), Some(&1));
+    }
+
+    #[test]
+    fn ignore_lists() {
+        use md5::Digest;
+        let line = "Drop.ByLine;Target:0;0;41424344";
+        let sum: String = md5::Md5::digest(line.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut b = DatabaseBuilder::new();
+        b.add_file(
+            "local.ign2",
+            format!("Drop.ByName\nDrop.ByLine:{sum}\nKeep.OtherLine:{sum}\n").as_bytes(),
+        )
+        .unwrap();
+        b.add_file("old.ign", b"main.ndb:12:Drop.Old\n").unwrap();
+        b.add_ldb(&format!(
+            "{line}\nDrop.ByName;Target:0;0;45464748\nKeep.OtherLine;Target:0;0;494a4b4c\n"
+        ));
+        b.add_ndb("Drop.Old:0:*:4d4e4f50\nKeep.Ndb:0:*:51525354");
+        let (db, report) = b.build().unwrap();
+        assert_eq!(report.ignored, 3);
+        assert_eq!(db.logical_signatures(), 1);
+        assert_eq!(db.lsigs[0].name, "Keep.OtherLine");
+        assert_eq!(db.body_signatures(), 3); // EICAR, Keep.Ndb, the kept subsignature
     }
 
     #[test]
