@@ -1,8 +1,8 @@
 //! The loaded signature database: body signatures behind an index of their literal
 //! anchors ([`crate::anchor`]), logical signatures ([`crate::logical`]) whose body
 //! subsignatures share that index, and whole-file hash tables; loading from ClamAV
-//! database files (`.ndb`, `.ldb`, `.hdb`, `.hsb`, `.ign2`, and `.cvd`/`.cld`
-//! containers; the PUA twins `.ndu`, `.ldu`, `.hdu`, `.hsu` only when asked, as clamd
+//! database files (`.ndb`, `.ldb`, `.hdb`, `.hsb`, the `.ign`/`.ign2` ignore lists, the
+//! `.fp`/`.sfp` false-positive hashes, and `.cvd`/`.cld` containers; the PUA twins `.ndu`, `.ldu`, `.hdu`, `.hsu` only when asked, as clamd
 //! loads them only with `DetectPUA`), with a report of everything that was not loaded
 //! and why.
 
@@ -171,6 +171,9 @@ pub struct Database {
     pub(crate) md5: HashTable,
     pub(crate) sha1: HashTable,
     pub(crate) sha256: HashTable,
+    /// False-positive hashes (`.fp` MD5, `.sfp` SHA-1/SHA-256): a file with one of
+    /// them is known good, and nothing found in it or inside it is reported.
+    pub(crate) fp: [HashTable; 3],
     pub(crate) names: Vec<String>,
 }
 
@@ -234,6 +237,21 @@ impl Database {
         self.lsigs.len()
     }
 
+    /// The detection hash tables: MD5, SHA-1, SHA-256.
+    pub(crate) fn hash_tables(&self) -> [&HashTable; 3] {
+        [&self.md5, &self.sha1, &self.sha256]
+    }
+
+    /// The false-positive hash tables: MD5, SHA-1, SHA-256.
+    pub(crate) fn fp_tables(&self) -> [&HashTable; 3] {
+        [&self.fp[0], &self.fp[1], &self.fp[2]]
+    }
+
+    /// Whether any false-positive hash is loaded.
+    pub(crate) fn has_fp(&self) -> bool {
+        self.fp.iter().any(|t| !t.is_empty())
+    }
+
     /// The name a match reports.
     pub(crate) fn hit_name(&self, hit: Hit) -> &str {
         match hit {
@@ -273,6 +291,7 @@ pub struct DatabaseBuilder {
     lsigs: Vec<LogicalSig>,
     pua: bool,
     hashes: Vec<HashSig>,
+    fp_hashes: Vec<HashSig>,
     /// Names dropped whatever their line says.
     ignore: HashSet<String>,
     /// Names dropped only where the MD5 of their whole line is one of these
@@ -381,6 +400,19 @@ impl DatabaseBuilder {
         self
     }
 
+    /// Adds `.fp` or `.sfp` text: hashes of known-good files, in the `.hdb` format.
+    pub fn add_false_positives(&mut self, text: &str) -> &mut Self {
+        let before = self.fp_hashes.len();
+        for line in lines(text) {
+            match parse_hash(line) {
+                Ok(h) => self.fp_hashes.push(h),
+                Err(r) => self.report.refuse(r),
+            }
+        }
+        self.loaded("fp", self.fp_hashes.len() - before);
+        self
+    }
+
     /// Adds `.ign2` or `.ign` text: signatures to drop, by name (`Name`), by name and
     /// the MD5 of their whole line (`Name:md5`), or in the old `.ign` form
     /// (`file:line:Name`). A name-and-MD5 entry applies to the lines added after it
@@ -452,6 +484,10 @@ impl DatabaseBuilder {
             "hdb" | "hdu" | "hsb" | "hsu" => {
                 self.report.files += 1;
                 self.add_hashes(&text());
+            }
+            "fp" | "sfp" => {
+                self.report.files += 1;
+                self.add_false_positives(&text());
             }
             "ign2" | "ign" => {
                 self.report.files += 1;
@@ -651,6 +687,24 @@ impl DatabaseBuilder {
                 .push((h.size, n));
             report.hash_signatures += 1;
         }
+        let mut fp: [HashTable; 3] = Default::default();
+        for h in std::mem::take(&mut self.fp_hashes) {
+            let table = &mut fp[match h.kind {
+                HashKind::Md5 => 0,
+                HashKind::Sha1 => 1,
+                HashKind::Sha256 => 2,
+            }];
+            match h.size {
+                Some(s) => table.max_size = table.max_size.max(s),
+                None => table.any_size = true,
+            }
+            let n = intern(&h.name, &mut names);
+            table
+                .map
+                .entry(h.digest.into_boxed_slice())
+                .or_default()
+                .push((h.size, n));
+        }
         let has_mail_sigs =
             sigs.iter().any(|s| s.target == 4) || lsigs.iter().any(|l| l.target == 4);
         let db = Database {
@@ -668,6 +722,7 @@ impl DatabaseBuilder {
             md5,
             sha1,
             sha256,
+            fp,
             names,
         };
         Ok((db, report))

@@ -159,4 +159,7 @@ pub struct Stats {
     pub regex_window_truncated: u64,
     /// PCRE searches stopped by the backtracking limit (taken as no match).
     pub regex_limit_hits: u64,
+    /// Detections dropped because the file they were in, or a file around it, has
+    /// a false-positive hash (`.fp`, `.sfp`).
+    pub false_positives: u64,
 }
