@@ -8,6 +8,12 @@
 //! the role of clamd's `PCREMatchLimit`: a search that hits it is taken as no match
 //! and counted. A pattern neither accepts is refused at load time.
 //!
+//! Loading only parses a pattern (to choose the engine and refuse what neither
+//! reads); it is compiled the first time its trigger fires, since most never do:
+//! with 5,000 PCRE subsignatures that saves most of their load time and about
+//! 80 MB. A pattern that parses but then fails to compile (a program over the
+//! size limit) never matches.
+//!
 //! Flags, as ClamAV reads them: `i` caseless, `s` dot-all, `m` multi-line, `x`
 //! extended, `U` ungreedy, `A` anchored, `E` dollar-end-only (PCRE's own); `g`
 //! global (count every match), `r` rolling (never anchor at the offset), `e`
@@ -29,10 +35,25 @@ enum Engine {
     Backtracking(Box<fancy_regex::Regex>),
 }
 
-/// A compiled PCRE subsignature pattern with ClamAV's matcher flags.
+/// PCRE's compile-time flags.
+#[derive(Debug, Clone, Copy)]
+struct Flags {
+    i: bool,
+    s: bool,
+    m: bool,
+    x: bool,
+    u: bool,
+}
+
+/// A PCRE subsignature pattern with ClamAV's matcher flags, compiled on first use.
 #[derive(Debug)]
 pub(crate) struct Pcre {
-    engine: Engine,
+    /// The pattern as the `regex` crate reads PCRE's (see [`translate`]).
+    source: String,
+    flags: Flags,
+    /// The `regex` crate parses it; otherwise only `fancy-regex` does.
+    linear: bool,
+    engine: std::sync::OnceLock<Option<Engine>>,
     /// `g`: every match counts, not only the first.
     pub global: bool,
     /// `r`: the search is never anchored at the offset.
@@ -73,41 +94,28 @@ impl Pcre {
                 _ => return Err("ldb: unknown PCRE flag"),
             }
         }
-        let translated = translate(pattern, m, e);
-        let linear = regex::bytes::RegexBuilder::new(&translated)
+        let source = translate(pattern, m, e);
+        let flags = Flags { i, s, m, x, u };
+        let linear = regex_syntax::ParserBuilder::new()
             .unicode(false)
+            .utf8(false)
             .case_insensitive(i)
             .dot_matches_new_line(s)
             .multi_line(m)
             .ignore_whitespace(x)
             .swap_greed(u)
-            .size_limit(SIZE_LIMIT)
-            .build();
-        let engine = match linear {
-            Ok(re) => Engine::Linear(re),
-            Err(_) => {
-                let mut flags = String::new();
-                for (on, f) in [(i, 'i'), (s, 's'), (m, 'm'), (x, 'x'), (u, 'U')] {
-                    if on {
-                        flags.push(f);
-                    }
-                }
-                let full = if flags.is_empty() {
-                    translated
-                } else {
-                    format!("(?{flags}){translated}")
-                };
-                let re = fancy_regex::RegexBuilder::new(&full)
-                    .bytes_mode(fancy_regex::BytesMode::Ascii)
-                    .backtrack_limit(MATCH_LIMIT)
-                    .delegate_size_limit(SIZE_LIMIT)
-                    .build()
-                    .map_err(|_| "ldb: PCRE pattern neither regex engine accepts")?;
-                Engine::Backtracking(Box::new(re))
-            }
-        };
+            .build()
+            .parse(&source)
+            .is_ok();
+        if !linear {
+            fancy_regex::Expr::parse_tree(&fancy_source(&source, flags))
+                .map_err(|_| "ldb: PCRE pattern neither regex engine accepts")?;
+        }
         Ok(Pcre {
-            engine,
+            source,
+            flags,
+            linear,
+            engine: std::sync::OnceLock::new(),
             global,
             rolling,
             encompass,
@@ -115,9 +123,38 @@ impl Pcre {
         })
     }
 
-    /// Whether the pattern needed the backtracking engine.
+    fn engine(&self) -> Option<&Engine> {
+        self.engine
+            .get_or_init(|| {
+                let f = self.flags;
+                if self.linear {
+                    let re = regex::bytes::RegexBuilder::new(&self.source)
+                        .unicode(false)
+                        .case_insensitive(f.i)
+                        .dot_matches_new_line(f.s)
+                        .multi_line(f.m)
+                        .ignore_whitespace(f.x)
+                        .swap_greed(f.u)
+                        .size_limit(SIZE_LIMIT)
+                        .build();
+                    if let Ok(re) = re {
+                        return Some(Engine::Linear(re));
+                    }
+                }
+                fancy_regex::RegexBuilder::new(&fancy_source(&self.source, f))
+                    .bytes_mode(fancy_regex::BytesMode::Ascii)
+                    .backtrack_limit(MATCH_LIMIT)
+                    .delegate_size_limit(SIZE_LIMIT)
+                    .build()
+                    .ok()
+                    .map(|re| Engine::Backtracking(Box::new(re)))
+            })
+            .as_ref()
+    }
+
+    /// Whether the pattern needs the backtracking engine.
     pub fn backtracking(&self) -> bool {
-        matches!(self.engine, Engine::Backtracking(_))
+        !self.linear
     }
 
     /// Searches `hay` from `start`; with `anchored` the match must begin at `start`.
@@ -125,7 +162,10 @@ impl Pcre {
     /// offset does).
     pub fn find_at(&self, hay: &[u8], start: usize, anchored: bool) -> Found {
         let anchored = anchored || self.anchored;
-        match &self.engine {
+        let Some(engine) = self.engine() else {
+            return Found::None;
+        };
+        match engine {
             Engine::Linear(re) => match re.find_at(hay, start) {
                 // The leftmost match starts at `start` whenever one can.
                 Some(m) if !anchored || m.start() == start => Found::At(m.start(), m.end()),
@@ -142,6 +182,21 @@ impl Pcre {
                 }
             }
         }
+    }
+}
+
+/// The pattern with its flags inline, for `fancy-regex`.
+fn fancy_source(source: &str, f: Flags) -> String {
+    let mut flags = String::new();
+    for (on, c) in [(f.i, 'i'), (f.s, 's'), (f.m, 'm'), (f.x, 'x'), (f.u, 'U')] {
+        if on {
+            flags.push(c);
+        }
+    }
+    if flags.is_empty() {
+        source.to_string()
+    } else {
+        format!("(?{flags}){source}")
     }
 }
 
