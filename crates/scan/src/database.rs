@@ -61,6 +61,9 @@ pub struct LoadReport {
     pub refused_lines: BTreeMap<String, usize>,
     /// Files of formats this engine does not read (`.cdb`, `.mdb`, ...), by extension.
     pub unsupported_files: BTreeMap<String, usize>,
+    /// Signatures in those files, by extension (lines of the line-based formats;
+    /// a bytecode `.cbc` file is one), so that what is not loaded is counted too.
+    pub unsupported_signatures: BTreeMap<String, usize>,
 }
 
 impl LoadReport {
@@ -100,6 +103,9 @@ impl std::fmt::Display for LoadReport {
         }
         for (ext, n) in &self.unsupported_files {
             write!(f, "; {n} unsupported .{ext} file(s)")?;
+            if let Some(sigs) = self.unsupported_signatures.get(ext) {
+                write!(f, " ({sigs} signatures)")?;
+            }
         }
         Ok(())
     }
@@ -497,15 +503,27 @@ impl DatabaseBuilder {
                 self.add_container(name, bytes)?;
             }
             _ => {
-                *self
-                    .report
-                    .unsupported_files
-                    .entry(if ext.is_empty() {
-                        name.to_string()
-                    } else {
-                        ext.to_string()
-                    })
-                    .or_default() += 1;
+                let key = if ext.is_empty() {
+                    name.to_string()
+                } else {
+                    ext.to_string()
+                };
+                // ClamAV's line-based formats this engine does not read yet.
+                let sigs = match ext {
+                    "cbc" => Some(1),
+                    "cdb" | "mdb" | "mdu" | "msb" | "msu" | "imp" | "pdb" | "gdb" | "wdb"
+                    | "ftm" | "crb" | "idb" | "ioc" | "yar" | "yara" | "db" | "zmd" | "rmd"
+                    | "sdb" | "hwp" => Some(lines(&text()).count()),
+                    _ => None,
+                };
+                if let Some(n) = sigs {
+                    *self
+                        .report
+                        .unsupported_signatures
+                        .entry(key.clone())
+                        .or_default() += n;
+                }
+                *self.report.unsupported_files.entry(key).or_default() += 1;
             }
         }
         Ok(self)
@@ -744,7 +762,7 @@ mod tests {
         let mut b = DatabaseBuilder::new();
         b.add_ndb("Good:0:*:41424344\nBad:0:EP+0:41424344\n# comment\n");
         b.add_hashes("44d88612fea8a8f36de82e1278abb02f:68:Eicar-Hash\nzz:1:x\n");
-        b.add_file("main.mdb", b"x").unwrap();
+        b.add_file("main.mdb", b"x\n# c\ny\n").unwrap();
         b.add_file(
             "main.ldb",
             b"Good.L;Target:0;0&1;41424344;45464748\n# c\n\nBad.L;Target:0;0&1;41424344\n",
@@ -768,7 +786,10 @@ mod tests {
         assert_eq!(db.logical_signatures(), 1);
         assert_eq!(db.hash_signatures(), 1);
         let text = report.to_string();
-        assert!(text.contains("1 unsupported .mdb"), "{text}");
+        assert!(
+            text.contains("1 unsupported .mdb file(s) (2 signatures)"),
+            "{text}"
+        );
         let mut b = DatabaseBuilder::new();
         b.pua(true);
         b.add_file("extra.ldu", b"Pua.L;Target:0;0;41424344\n")
