@@ -428,6 +428,8 @@ pub(crate) struct LogicalSig {
     /// Types of the ancestors, outermost first, the last being the direct container.
     pub intermediates: Option<Vec<ClType>>,
     pub expr: Node,
+    /// Number of subsignatures.
+    pub subsigs: u8,
     pub pcre: Vec<PcreSub>,
     pub bytecmp: Vec<ByteCmp>,
     /// The expression holds with no subsignature matched (`0=0`, `0<2`): evaluated
@@ -625,7 +627,7 @@ pub(crate) fn parse_ldb(line: &str) -> Result<LdbLine, LdbRefusal> {
             container,
             intermediates,
             expr,
-
+            subsigs: subsigs as u8,
             pcre,
             bytecmp,
             always,

@@ -28,7 +28,7 @@ use aho_corasick::Anchored;
 use crate::anchor::gram_maybe;
 use crate::database::{Database, Hit};
 use crate::filetype::FileType;
-use crate::logical::{PcreSub, MAX_SUBSIGS};
+use crate::logical::PcreSub;
 use crate::pcre::Found;
 use crate::signature::{match_backward, match_forward, same, Offset};
 
@@ -46,24 +46,23 @@ struct Candidate {
     ready: u64,
 }
 
-/// Match counts of one logical signature's subsignatures in one file.
+/// Match counts of one logical signature's subsignatures in one file (about a
+/// hundred bytes, for the logical signatures a file touches only).
 #[derive(Debug, Clone)]
 struct SubCounts {
-    count: [u32; MAX_SUBSIGS],
+    count: Vec<u32>,
     /// Offset of the last counted match (`u64::MAX`: none yet).
-    last: [u64; MAX_SUBSIGS],
-}
-
-impl Default for SubCounts {
-    fn default() -> Self {
-        Self {
-            count: [0; MAX_SUBSIGS],
-            last: [u64::MAX; MAX_SUBSIGS],
-        }
-    }
+    last: Vec<u64>,
 }
 
 impl SubCounts {
+    fn new(subsigs: u8) -> Self {
+        Self {
+            count: vec![0; subsigs as usize],
+            last: vec![u64::MAX; subsigs as usize],
+        }
+    }
+
     /// Counts a match at `off` unless it is not past the last one counted (at or past
     /// it for the final part of a `*`-split subsignature, `partial`), as ClamAV does.
     fn record(&mut self, id: u8, off: u64, partial: bool) {
@@ -321,14 +320,14 @@ impl BodyMatcher {
             }
         }
         if !multi {
-            return self.complete(pr.sig, sig.owner, start, false);
+            return self.complete(db, pr.sig, sig.owner, start, false);
         }
         let first_start = if g == 0 { start } else { first_start };
         if last {
             if sig.owner.is_some() {
                 // Later matches of the final part count again (ClamAV's partial
                 // matches): the progress stays.
-                return self.complete(pr.sig, sig.owner, first_start, true);
+                return self.complete(db, pr.sig, sig.owner, first_start, true);
             }
             self.progress.remove(&pr.sig);
             return Some(Hit::Body(pr.sig));
@@ -343,6 +342,7 @@ impl BodyMatcher {
     /// counted for the logical signature that owns it.
     fn complete(
         &mut self,
+        db: &Database,
         sig: u32,
         owner: Option<(u32, u8)>,
         start: u64,
@@ -351,7 +351,11 @@ impl BodyMatcher {
         match owner {
             None => Some(Hit::Body(sig)),
             Some((l, id)) => {
-                self.lsig.entry(l).or_default().record(id, start, partial);
+                let n = db.lsigs[l as usize].subsigs;
+                self.lsig
+                    .entry(l)
+                    .or_insert_with(|| Box::new(SubCounts::new(n)))
+                    .record(id, start, partial);
                 None
             }
         }
@@ -435,7 +439,7 @@ impl BodyMatcher {
                 {
                     continue;
                 }
-                if let Some(hit) = self.complete(si, sig.owner, buf_start + s as u64, false) {
+                if let Some(hit) = self.complete(db, si, sig.owner, buf_start + s as u64, false) {
                     return Some(hit);
                 }
             }
@@ -463,11 +467,14 @@ impl BodyMatcher {
             if !ft.matches_target(sig.target) {
                 continue;
             }
-            let mut counts = self.lsig.remove(&l).unwrap_or_default();
+            let mut counts = match self.lsig.remove(&l) {
+                Some(c) => c,
+                None => Box::new(SubCounts::new(sig.subsigs)),
+            };
             // ClamAV runs byte compares after the body matching, PCRE last.
             for b in &sig.bytecmp {
                 let r = b.reference as usize;
-                if counts.count[r] > 0 {
+                if counts.count.get(r).is_some_and(|&c| c > 0) {
                     let at = counts.last[r];
                     let at = if at == u64::MAX { 0 } else { at };
                     if b.holds(&self.window, at) {
