@@ -805,3 +805,77 @@ fn false_positive_hashes_agree_with_clamscan() {
     assert!(verdict(&s, &samples[0].1).is_none());
     assert!(verdict(&s, &samples[3].1).is_some());
 }
+
+/// Logical signatures on mail: in a base64 attachment (with `Container:CL_TYPE_MAIL`
+/// and without), inside a zip attached to a mail (`Intermediates`), and target
+/// type 4 on the message itself.
+#[test]
+fn mail_logical_signatures_agree_with_clamscan() {
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let ldb = [
+        "Mail.Any;Engine:51-255,Target:0;0&1;6d61696c616e79;6f746865726d61696c",
+        "Mail.InMail;Engine:51-255,Target:0,Container:CL_TYPE_MAIL;0;696e6d61696c6f6e6c79",
+        "Mail.InZipInMail;Engine:51-255,Target:0,Intermediates:CL_TYPE_MAIL>CL_TYPE_ZIP;0;7a6970696e6d61696c",
+        "Mail.Header;Engine:51-255,Target:4;0&1;582d4c64622d546573743a;73706f6f6b79",
+    ]
+    .join("\n")
+        + "\n";
+    let samples: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "any.eml",
+            support::mail_with("a.bin", &binary(&[b"mailany", b"othermail"]), "base64"),
+        ),
+        (
+            "inmail.eml",
+            support::mail_with("b.bin", &binary(&[b"inmailonly"]), "base64"),
+        ),
+        ("inmail-file", binary(&[b"inmailonly"])),
+        (
+            "zipinmail.eml",
+            support::mail_with(
+                "c.zip",
+                &support::zip(&[("z.bin", &binary(&[b"zipinmail"]))], true),
+                "base64",
+            ),
+        ),
+        (
+            "zip-alone",
+            support::zip(&[("z.bin", &binary(&[b"zipinmail"]))], true),
+        ),
+        (
+            "header.eml",
+            b"From: a@example.org\r\nX-Ldb-Test: spooky\r\nSubject: h\r\n\r\nhello\r\n".to_vec(),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let dbdir = dir.path().join("db");
+    std::fs::create_dir(&dbdir).unwrap();
+    std::fs::write(dbdir.join("mail.ldb"), &ldb).unwrap();
+    let s = scanner(&ldb);
+    let mut files = Vec::new();
+    for (name, bytes) in &samples {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        files.push(p);
+    }
+    let theirs = clamscan_all(&prog, &dbdir, &files);
+    let mut differ = Vec::new();
+    for (p, (name, bytes)) in files.iter().zip(&samples) {
+        let v = if name.ends_with(".eml") {
+            s.scan_mail(bytes)
+        } else {
+            s.scan_file(bytes)
+        };
+        let mine: BTreeSet<String> = match v {
+            Verdict::Infected { name } => [name].into(),
+            _ => BTreeSet::new(),
+        };
+        println!("{name:<14} sluice={mine:?} clamscan={:?}", theirs[p]);
+        if mine != theirs[p] {
+            differ.push(name.to_string());
+        }
+    }
+    assert!(differ.is_empty(), "verdicts differ on {differ:?}");
+}
