@@ -437,8 +437,8 @@ pub(crate) struct LogicalSig {
     pub always: bool,
 }
 
-/// What parsing one line gives: the logical signature, its body subsignatures (each
-/// with its subsignature number), or a reason it was not loaded.
+/// What parsing one line gives: the logical signature and its body subsignatures
+/// (each with its subsignature number).
 #[derive(Debug)]
 pub(crate) struct LdbLine {
     pub sig: LogicalSig,

@@ -3,8 +3,11 @@
 //!
 //! `.ndb` lines are `Name:Target:Offset:HexSignature[:MinFLevel[:MaxFLevel]]`.
 //! Supported in the hex signature: bytes, `??`, nibble wildcards `a?`/`?a`, bounded
-//! gaps `{n}`, `{-n}`, `{n-m}`, unbounded gaps `*` and `{n-}`, alternatives
-//! `(aa|bbcc)`. Offsets: `*`, `n`, `n,m`, `EOF-n`, `EOF-n,m`. Target types: 0 (any
+//! gaps `{n}`, `{-n}`, `{n-m}`, unbounded gaps `*` and `{n-}` (and, as ClamAV reads
+//! them, `{0}` and `{0-0}`), alternatives `(aa|bbcc)`. The subsignatures of logical
+//! signatures add the `::i` (ASCII case folded), `::w` (UTF-16LE: every byte
+//! followed by `00`, gaps unchanged), `::a` (with `::w`: the plain form too) and
+//! `::f` (not touching an alphanumeric byte on either side) modifiers. Offsets: `*`, `n`, `n,m`, `EOF-n`, `EOF-n,m`. Target types: 0 (any
 //! file), 1 (PE), 4 (mail: matched on the raw message of a mail session), 5 (images),
 //! 6 (ELF), 9 (Mach-O), 10 (PDF), 11 (Flash), 12 (Java); the others need normalisation
 //! or parsing this engine does not do. Anything else is refused with a reason that the
