@@ -101,6 +101,13 @@ impl std::fmt::Display for LoadReport {
         for (reason, n) in &self.refused_lines {
             write!(f, "; {n} refused ({reason})")?;
         }
+        if !self.errors.is_empty() {
+            let first: Vec<&str> = self.errors.iter().take(3).map(String::as_str).collect();
+            write!(f, "; errors: {}", first.join(" | "))?;
+            if self.errors.len() > 3 {
+                write!(f, " | ...")?;
+            }
+        }
         for (ext, n) in &self.unsupported_files {
             write!(f, "; {n} unsupported .{ext} file(s)")?;
             if let Some(sigs) = self.unsupported_signatures.get(ext) {
@@ -788,6 +795,10 @@ mod tests {
         let text = report.to_string();
         assert!(
             text.contains("1 unsupported .mdb file(s) (2 signatures)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("errors: main.ldb:4: ldb: subsignature count"),
             "{text}"
         );
         let mut b = DatabaseBuilder::new();
