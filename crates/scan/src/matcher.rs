@@ -35,6 +35,12 @@ use crate::signature::{match_backward, match_forward, same, Offset};
 /// Bytes stepped through the automaton between two looks at the pending candidates.
 const BLOCK: usize = 64 * 1024;
 
+/// Bytes the PCRE searches of one file may cover in all (each search counts the
+/// bytes from where it starts to the end of its subject): with many signatures whose
+/// triggers a crafted file fires, the regular expressions would otherwise cost the
+/// window size times their number. Searches past it are skipped and counted.
+const REGEX_BUDGET: u64 = 256 << 20;
+
 /// Most candidates waiting for their trailing bytes at once; beyond this new anchor
 /// hits are dropped (and counted), which only pathological input reaches.
 const MAX_PENDING: usize = 1 << 16;
@@ -126,8 +132,11 @@ pub(crate) struct BodyMatcher {
     window: Vec<u8>,
     /// The file was longer than the window.
     pub window_truncated: bool,
-    /// PCRE searches that hit the backtracking limit.
+    /// PCRE searches that hit the backtracking limit, or were not run because the
+    /// file's regex budget was spent.
     pub pcre_limit_hits: u64,
+    /// Bytes of window the PCRE searches of this file may still cover.
+    regex_budget: u64,
     /// Anchor hits dropped because too many candidates were pending.
     pub dropped: u64,
 }
@@ -150,6 +159,7 @@ impl BodyMatcher {
             window: Vec::new(),
             window_truncated: false,
             pcre_limit_hits: 0,
+            regex_budget: REGEX_BUDGET,
             dropped: 0,
         }
     }
@@ -542,6 +552,12 @@ impl BodyMatcher {
         let subject = &self.window[adj as usize..(adj + adjlen) as usize];
         let mut from = 0usize;
         loop {
+            let work = (subject.len() - from) as u64;
+            if work > self.regex_budget {
+                self.pcre_limit_hits += 1;
+                break;
+            }
+            self.regex_budget -= work;
             let (s, e) = match re.find_at(subject, from, anchored) {
                 Found::At(s, e) => (s, e),
                 Found::None => break,
@@ -706,6 +722,22 @@ mod tests {
         assert!(m.feed(&d, FileType::Other, &long, 50).is_none());
         assert!(m.finish(&d, FileType::Other, &[]).is_none());
         assert!(m.window_truncated);
+    }
+
+    #[test]
+    fn regex_work_per_file_is_bounded() {
+        // 200 signatures whose trigger the file fires, each running a regular
+        // expression over a 2 MiB window: 400 MiB of searching, over the budget.
+        let text: String = (0..200)
+            .map(|i| format!("L.{i};Target:0;0&1;74726967;0/zzzq{i:03}[0-9]/\n"))
+            .collect();
+        let d = ldb(&text);
+        let mut file = vec![b'.'; 2 << 20];
+        file[..4].copy_from_slice(b"trig");
+        let mut m = BodyMatcher::new(&d);
+        assert!(m.feed(&d, FileType::Other, &file, 2 << 20).is_none());
+        assert!(m.finish(&d, FileType::Other, &[]).is_none());
+        assert!(m.pcre_limit_hits > 0 && m.pcre_limit_hits < 200);
     }
 
     #[test]

@@ -157,7 +157,8 @@ pub struct Stats {
     /// Files longer than [`Limits::max_regex_window`] while PCRE subsignatures were
     /// loaded: their regular expressions saw only the first bytes.
     pub regex_window_truncated: u64,
-    /// PCRE searches stopped by the backtracking limit (taken as no match).
+    /// PCRE searches stopped by the backtracking limit, or skipped because the
+    /// file's regular expressions had covered 256 MiB already (taken as no match).
     pub regex_limit_hits: u64,
     /// Detections dropped because the file they were in, or a file around it, has
     /// a false-positive hash (`.fp`, `.sfp`).
