@@ -25,7 +25,7 @@ use std::collections::{HashMap, VecDeque};
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::Anchored;
 
-use crate::anchor::gram_maybe;
+use crate::anchor::{bit, gram_maybe};
 use crate::database::{Database, Hit};
 use crate::filetype::FileType;
 use crate::logical::PcreSub;
@@ -50,6 +50,19 @@ struct Candidate {
     pattern: u32,
     anchor_start: u64,
     ready: u64,
+}
+
+/// Queues the patterns `pids`, whose anchors start at `at`, as candidates.
+fn push_candidates(fresh: &mut Vec<Candidate>, db: &Database, pids: &[u32], at: u64) {
+    for &pid in pids {
+        let pr = db.patterns[pid as usize];
+        let g = &db.sigs[pr.sig as usize].groups[pr.group as usize];
+        fresh.push(Candidate {
+            pattern: pid,
+            anchor_start: at,
+            ready: at + (g.anchor.len() + g.after_max) as u64,
+        });
+    }
 }
 
 /// Match counts of one logical signature's subsignatures in one file (about a
@@ -220,27 +233,35 @@ impl BodyMatcher {
             }
             self.state = sid;
         }
-        if !idx.gram_bits.is_empty() {
+        if idx.has_grams() {
             let end = self.pos().saturating_sub(3);
             let from = self.next_gram.max(self.buf_start);
             if from < end {
                 let lo = (from - self.buf_start) as usize;
                 let hi = (end - self.buf_start) as usize;
-                let bits = &idx.gram_bits;
+                let (four, three, two) = (
+                    !idx.gram_bits.is_empty(),
+                    !idx.tri_bits.is_empty(),
+                    !idx.bi_bits.is_empty(),
+                );
                 for (i, w) in self.buf[lo..hi + 3].windows(4).enumerate() {
+                    let at = from + i as u64;
                     let g = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                    if gram_maybe(bits, g) {
+                    if four && gram_maybe(&idx.gram_bits, g) {
                         if let Some(pids) = idx.grams.get(&g) {
-                            let at = from + i as u64;
-                            for &pid in pids {
-                                let pr = db.patterns[pid as usize];
-                                let g = &db.sigs[pr.sig as usize].groups[pr.group as usize];
-                                self.fresh.push(Candidate {
-                                    pattern: pid,
-                                    anchor_start: at,
-                                    ready: at + (g.anchor.len() + g.after_max) as u64,
-                                });
-                            }
+                            push_candidates(&mut self.fresh, db, pids, at);
+                        }
+                    }
+                    let g3 = g & 0x00ff_ffff;
+                    if three && bit(&idx.tri_bits, g3) {
+                        if let Some(pids) = idx.tris.get(&g3) {
+                            push_candidates(&mut self.fresh, db, pids, at);
+                        }
+                    }
+                    let g2 = g & 0xffff;
+                    if two && bit(&idx.bi_bits, g2) {
+                        if let Some(pids) = idx.bis.get(&g2) {
+                            push_candidates(&mut self.fresh, db, pids, at);
                         }
                     }
                 }
@@ -251,6 +272,43 @@ impl BodyMatcher {
             return;
         }
         // Both sources together: keep the queue in anchor order (see the module doc).
+        self.fresh.sort_by_key(|c| c.anchor_start);
+        for c in self.fresh.drain(..) {
+            if self.pending.len() >= MAX_PENDING {
+                self.dropped += 1;
+            } else {
+                self.pending.push_back(c);
+            }
+        }
+    }
+
+    /// At the end of the file: the last positions, which have fewer than four bytes
+    /// after them, for the two- and three-byte anchors.
+    fn step_tail(&mut self, db: &Database) {
+        let idx = &db.anchors;
+        let size = self.pos();
+        let from = self.next_gram.max(self.buf_start);
+        for at in from..size {
+            let rel = (at - self.buf_start) as usize;
+            let rest = &self.buf[rel..];
+            if rest.len() >= 3 && !idx.tri_bits.is_empty() {
+                let g3 = u32::from_le_bytes([rest[0], rest[1], rest[2], 0]);
+                if bit(&idx.tri_bits, g3) {
+                    if let Some(pids) = idx.tris.get(&g3) {
+                        push_candidates(&mut self.fresh, db, pids, at);
+                    }
+                }
+            }
+            if rest.len() >= 2 && !idx.bi_bits.is_empty() {
+                let g2 = u32::from(u16::from_le_bytes([rest[0], rest[1]]));
+                if bit(&idx.bi_bits, g2) {
+                    if let Some(pids) = idx.bis.get(&g2) {
+                        push_candidates(&mut self.fresh, db, pids, at);
+                    }
+                }
+            }
+        }
+        self.next_gram = size;
         self.fresh.sort_by_key(|c| c.anchor_start);
         for c in self.fresh.drain(..) {
             if self.pending.len() >= MAX_PENDING {
@@ -396,6 +454,7 @@ impl BodyMatcher {
     /// signatures anchored at the end of the file, then the logical signatures
     /// (`ancestry`: the types of the containers of this file, outermost first).
     pub fn finish(&mut self, db: &Database, ft: FileType, ancestry: &[FileType]) -> Option<Hit> {
+        self.step_tail(db);
         if let Some(hit) = self.verify_ready(db, ft, true) {
             return Some(hit);
         }
@@ -738,6 +797,22 @@ mod tests {
         assert!(m.feed(&d, FileType::Other, &file, 2 << 20).is_none());
         assert!(m.finish(&d, FileType::Other, &[]).is_none());
         assert!(m.pcre_limit_hits > 0 && m.pcre_limit_hits < 200);
+    }
+
+    #[test]
+    fn short_anchors_up_to_the_last_byte() {
+        // Anchors of two and three bytes (wildcards split the rest off) are found
+        // by the 2- and 3-gram bitmaps, at the very end of the file too.
+        for d in both("Two:0:*:7a79??\nThree:0:*:??717273") {
+            for cut in 0..4 {
+                let hay = b"...zy!";
+                let (a, b) = hay.split_at(cut);
+                assert_eq!(scan(&d, &[a, b]).as_deref(), Some("Two"), "cut {cut}");
+            }
+            assert_eq!(scan(&d, &[b"..", b".", b"!qrs"]).as_deref(), Some("Three"));
+            assert_eq!(scan(&d, &[b"qrs"]), None);
+            assert_eq!(scan(&d, &[b"zy"]), None);
+        }
     }
 
     #[test]
