@@ -1,12 +1,16 @@
 //! The index of literal anchors that finds where a body signature may match.
 //!
-//! Two structures, chosen by measurement (see the crate's report in `examples/`):
-//! anchors of four bytes or more are found through their first four bytes (a 4-gram)
-//! in a two-hash Bloom filter of 8 Mbit (1 MiB), backed by an exact hash map; anchors of two
-//! or three bytes, which a 4-gram cannot cover, go in an `aho-corasick` automaton. With
-//! 10,000 random signatures the automaton alone scanned about 65-75 MB/s, its 12 MiB of
-//! states missing the cache on nearly every byte; the 4-gram test costs a load, a
-//! multiply and a bit test per byte whatever the number of signatures.
+//! Chosen by measurement (see the crate's report in `examples/`): anchors of four
+//! bytes or more are found through their first four bytes (a 4-gram) in a two-hash
+//! Bloom filter of 8 Mbit (1 MiB), backed by an exact hash map; anchors of three
+//! bytes through a bitmap of every 3-gram (16 Mbit, 2 MiB, allocated only when
+//! there are such anchors), anchors of two through a bitmap of every 2-gram (8 KiB),
+//! each backed by a hash map too. With 10,000 random signatures an `aho-corasick`
+//! automaton alone scanned about 65-75 MB/s, its 12 MiB of states missing the cache
+//! on nearly every byte; even a few thousand short anchors in it held 200,000 logical
+//! subsignatures to about 45 MB/s, where the bit tests cost a few loads per byte
+//! whatever the number of signatures. The automaton remains for
+//! [`crate::DatabaseBuilder::automaton_only`], for comparison.
 //!
 //! Both carry their state across fed chunks: the automaton its state id, the 4-gram
 //! scan the position of the next gram (the three bytes before it stay in the
@@ -69,7 +73,7 @@ pub(crate) type GramMap = HashMap<u32, Vec<u32>, std::hash::BuildHasherDefault<G
 /// Where the matcher looks for anchors.
 #[derive(Debug)]
 pub(crate) struct AnchorIndex {
-    /// Short anchors (or all of them when the 4-gram index is off).
+    /// All anchors when the gram indexes are off (else none).
     pub automaton: Option<NFA>,
     /// Automaton pattern id → pattern index in the database.
     pub automaton_patterns: Vec<u32>,
@@ -77,6 +81,20 @@ pub(crate) struct AnchorIndex {
     pub gram_bits: Vec<u64>,
     /// First four bytes of an anchor → pattern indices.
     pub grams: GramMap,
+    /// One bit per 3-gram that a three-byte anchor is (empty when there are none).
+    pub tri_bits: Vec<u64>,
+    /// Three-byte anchor (little-endian in the low bytes) → pattern indices.
+    pub tris: GramMap,
+    /// One bit per 2-gram that a two-byte anchor is (empty when there are none).
+    pub bi_bits: Vec<u64>,
+    /// Two-byte anchor → pattern indices.
+    pub bis: GramMap,
+}
+
+/// Whether bit `i` is set.
+#[inline]
+pub(crate) fn bit(bits: &[u64], i: u32) -> bool {
+    bits[(i >> 6) as usize] & (1 << (i & 63)) != 0
 }
 
 impl AnchorIndex {
@@ -86,8 +104,24 @@ impl AnchorIndex {
         let mut automaton_patterns = Vec::new();
         let mut gram_bits = Vec::new();
         let mut grams = GramMap::default();
+        let (mut tri_bits, mut tris) = (Vec::new(), GramMap::default());
+        let (mut bi_bits, mut bis) = (Vec::new(), GramMap::default());
         for (pid, a) in anchors.iter().enumerate() {
-            if use_grams && a.len() >= 4 {
+            if use_grams && a.len() == 3 {
+                if tri_bits.is_empty() {
+                    tri_bits = vec![0u64; 1 << (24 - 6)];
+                }
+                let g = u32::from_le_bytes([a[0], a[1], a[2], 0]);
+                tri_bits[(g >> 6) as usize] |= 1 << (g & 63);
+                tris.entry(g).or_default().push(pid as u32);
+            } else if use_grams && a.len() == 2 {
+                if bi_bits.is_empty() {
+                    bi_bits = vec![0u64; 1 << (16 - 6)];
+                }
+                let g = u32::from(u16::from_le_bytes([a[0], a[1]]));
+                bi_bits[(g >> 6) as usize] |= 1 << (g & 63);
+                bis.entry(g).or_default().push(pid as u32);
+            } else if use_grams && a.len() >= 4 {
                 if gram_bits.is_empty() {
                     gram_bits = vec![0u64; 1 << (GRAM_BITS - 6)];
                 }
@@ -117,14 +151,23 @@ impl AnchorIndex {
             automaton_patterns,
             gram_bits,
             grams,
+            tri_bits,
+            tris,
+            bi_bits,
+            bis,
         })
+    }
+
+    /// Whether any gram index (4-, 3- or 2-byte) holds an anchor.
+    pub fn has_grams(&self) -> bool {
+        !self.gram_bits.is_empty() || !self.tri_bits.is_empty() || !self.bi_bits.is_empty()
     }
 
     /// Heap bytes used (approximate for the hash map).
     pub fn memory(&self) -> usize {
         use aho_corasick::automaton::Automaton;
         self.automaton.as_ref().map_or(0, |a| a.memory_usage())
-            + self.gram_bits.len() * 8
-            + self.grams.len() * 48
+            + (self.gram_bits.len() + self.tri_bits.len() + self.bi_bits.len()) * 8
+            + (self.grams.len() + self.tris.len() + self.bis.len()) * 48
     }
 }

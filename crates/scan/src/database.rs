@@ -1,7 +1,10 @@
 //! The loaded signature database: body signatures behind an index of their literal
-//! anchors ([`crate::anchor`]), and whole-file hash tables; loading from ClamAV database files
-//! (`.ndb`, `.hdb`, `.hsb`, their `.ndu`/`.hdu`/`.hsu` twins, `.ign2`, and `.cvd`/`.cld`
-//! containers), with a report of everything that was not loaded and why.
+//! anchors ([`crate::anchor`]), logical signatures ([`crate::logical`]) whose body
+//! subsignatures share that index, and whole-file hash tables; loading from ClamAV
+//! database files (`.ndb`, `.ldb`, `.hdb`, `.hsb`, the `.ign`/`.ign2` ignore lists, the
+//! `.fp`/`.sfp` false-positive hashes, and `.cvd`/`.cld` containers; the PUA twins `.ndu`, `.ldu`, `.hdu`, `.hsu` only when asked, as clamd
+//! loads them only with `DetectPUA`), with a report of everything that was not loaded
+//! and why.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
@@ -9,7 +12,13 @@ use std::path::Path;
 
 use crate::anchor::AnchorIndex;
 use crate::error::ScanError;
-use crate::signature::{parse_hash, parse_ndb, BodySig, HashKind, HashSig, Offset, Refusal};
+use crate::logical::{parse_ldb, LdbRefusal, LogicalSig};
+use crate::signature::{
+    decode_hex, fold_variants, parse_hash, parse_ndb, BodySig, HashKind, HashSig, Offset, Refusal,
+};
+
+/// Most parse errors the load report keeps word for word (all are counted).
+const MAX_REPORTED_ERRORS: usize = 100;
 
 /// Name of the built-in EICAR test signature.
 ///
@@ -31,12 +40,30 @@ pub struct LoadReport {
     pub body_signatures: usize,
     /// Hash (`.hdb`/`.hsb`) signatures loaded.
     pub hash_signatures: usize,
+    /// Logical (`.ldb`) signatures loaded.
+    pub logical_signatures: usize,
+    /// PCRE subsignatures among them, and how many of those needed the backtracking
+    /// engine (see [`crate::pcre`]).
+    pub pcre_subsignatures: usize,
+    /// PCRE subsignatures that need the backtracking engine.
+    pub backtracking_pcre: usize,
+    /// Signatures loaded, by the format (file extension) they came from.
+    pub loaded_by_format: BTreeMap<String, usize>,
+    /// PUA database files (`.ndu`, `.ldu`, `.hdu`, `.hsu`) not loaded because PUA
+    /// detection is off (see [`DatabaseBuilder::pua`]), by extension.
+    pub pua_files_skipped: BTreeMap<String, usize>,
+    /// The first parse errors, each naming its file and line (`main.ldb:12: ...`);
+    /// every one is also counted in `refused_lines`.
+    pub errors: Vec<String>,
     /// Signatures dropped by name through `.ign2` files.
     pub ignored: usize,
     /// Signature lines refused, by reason.
     pub refused_lines: BTreeMap<String, usize>,
-    /// Files of formats this engine does not read (`.ldb`, `.mdb`, ...), by extension.
+    /// Files of formats this engine does not read (`.cdb`, `.mdb`, ...), by extension.
     pub unsupported_files: BTreeMap<String, usize>,
+    /// Signatures in those files, by extension (lines of the line-based formats;
+    /// a bytecode `.cbc` file is one), so that what is not loaded is counted too.
+    pub unsupported_signatures: BTreeMap<String, usize>,
 }
 
 impl LoadReport {
@@ -56,18 +83,36 @@ impl std::fmt::Display for LoadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} files: {} body and {} hash signatures loaded, {} refused, {} ignored",
+            "{} files: {} body, {} logical ({} PCRE subsignatures) and {} hash signatures loaded, {} refused, {} ignored",
             self.files,
             self.body_signatures,
+            self.logical_signatures,
+            self.pcre_subsignatures,
             self.hash_signatures,
             self.refused(),
             self.ignored
         )?;
+        for (ext, n) in &self.loaded_by_format {
+            write!(f, "; {n} from .{ext}")?;
+        }
+        for (ext, n) in &self.pua_files_skipped {
+            write!(f, "; {n} PUA .{ext} file(s) not loaded (PUA detection off)")?;
+        }
         for (reason, n) in &self.refused_lines {
             write!(f, "; {n} refused ({reason})")?;
         }
+        if !self.errors.is_empty() {
+            let first: Vec<&str> = self.errors.iter().take(3).map(String::as_str).collect();
+            write!(f, "; errors: {}", first.join(" | "))?;
+            if self.errors.len() > 3 {
+                write!(f, " | ...")?;
+            }
+        }
         for (ext, n) in &self.unsupported_files {
             write!(f, "; {n} unsupported .{ext} file(s)")?;
+            if let Some(sigs) = self.unsupported_signatures.get(ext) {
+                write!(f, " ({sigs} signatures)")?;
+            }
         }
         Ok(())
     }
@@ -116,6 +161,14 @@ impl HashTable {
 #[derive(Debug)]
 pub struct Database {
     pub(crate) sigs: Vec<BodySig>,
+    /// Logical signatures, in load order (the first that holds is reported).
+    pub(crate) lsigs: Vec<LogicalSig>,
+    /// Logical signatures evaluated on every file: their expression, or the trigger of
+    /// one of their PCRE subsignatures, holds with nothing matched.
+    pub(crate) always_lsigs: Vec<u32>,
+    /// Some logical signature has a PCRE or byte-compare subsignature: files keep a
+    /// prefix window.
+    pub(crate) has_pcre: bool,
     pub(crate) patterns: Vec<PatternRef>,
     pub(crate) anchors: AnchorIndex,
     /// Signatures with an `EOF-n` offset, checked against the tail of each file.
@@ -131,6 +184,9 @@ pub struct Database {
     pub(crate) md5: HashTable,
     pub(crate) sha1: HashTable,
     pub(crate) sha256: HashTable,
+    /// False-positive hashes (`.fp` MD5, `.sfp` SHA-1/SHA-256): a file with one of
+    /// them is known good, and nothing found in it or inside it is reported.
+    pub(crate) fp: [HashTable; 3],
     pub(crate) names: Vec<String>,
 }
 
@@ -163,7 +219,14 @@ impl Database {
                 .map(|e| e.path())
                 .filter(|p| p.is_file())
                 .collect();
-            entries.sort();
+            // Ignore lists first, as ClamAV loads them, so that they apply to every
+            // signature file whatever its name.
+            entries.sort_by_key(|p| {
+                let ext = p
+                    .extension()
+                    .map(|e| e.to_string_lossy().to_ascii_lowercase());
+                (!matches!(ext.as_deref(), Some("ign" | "ign2")), p.clone())
+            });
             for path in entries {
                 let name = path
                     .file_name()
@@ -180,6 +243,34 @@ impl Database {
     /// Number of body signatures (the built-in one included).
     pub fn body_signatures(&self) -> usize {
         self.sigs.len()
+    }
+
+    /// Number of logical signatures.
+    pub fn logical_signatures(&self) -> usize {
+        self.lsigs.len()
+    }
+
+    /// The detection hash tables: MD5, SHA-1, SHA-256.
+    pub(crate) fn hash_tables(&self) -> [&HashTable; 3] {
+        [&self.md5, &self.sha1, &self.sha256]
+    }
+
+    /// The false-positive hash tables: MD5, SHA-1, SHA-256.
+    pub(crate) fn fp_tables(&self) -> [&HashTable; 3] {
+        [&self.fp[0], &self.fp[1], &self.fp[2]]
+    }
+
+    /// Whether any false-positive hash is loaded.
+    pub(crate) fn has_fp(&self) -> bool {
+        self.fp.iter().any(|t| !t.is_empty())
+    }
+
+    /// The name a match reports.
+    pub(crate) fn hit_name(&self, hit: Hit) -> &str {
+        match hit {
+            Hit::Body(i) => &self.sigs[i as usize].name,
+            Hit::Logical(i) => &self.lsigs[i as usize].name,
+        }
     }
 
     /// Number of hash signatures.
@@ -199,12 +290,26 @@ impl Database {
     }
 }
 
+/// A signature that matched: a body signature or a logical one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hit {
+    Body(u32),
+    Logical(u32),
+}
+
 /// Collects signatures from text or files, then builds a [`Database`].
 #[derive(Debug, Default)]
 pub struct DatabaseBuilder {
     sigs: Vec<BodySig>,
+    lsigs: Vec<LogicalSig>,
+    pua: bool,
     hashes: Vec<HashSig>,
+    fp_hashes: Vec<HashSig>,
+    /// Names dropped whatever their line says.
     ignore: HashSet<String>,
+    /// Names dropped only where the MD5 of their whole line is one of these
+    /// (`.ign2` lines `Name:md5`).
+    ignore_line: HashMap<String, Vec<[u8; 16]>>,
     report: LoadReport,
     automaton_only: bool,
 }
@@ -226,35 +331,144 @@ impl DatabaseBuilder {
         self
     }
 
+    /// Loads the PUA databases (`.ndu`, `.ldu`, `.hdu`, `.hsu`) too; off by default,
+    /// as clamd's `DetectPUA`.
+    pub fn pua(&mut self, yes: bool) -> &mut Self {
+        self.pua = yes;
+        self
+    }
+
+    fn loaded(&mut self, format: &str, n: usize) {
+        if n > 0 {
+            *self
+                .report
+                .loaded_by_format
+                .entry(format.to_string())
+                .or_default() += n;
+        }
+    }
+
     /// Adds `.ndb` text (one signature a line; `#` comments and blank lines skipped).
     pub fn add_ndb(&mut self, text: &str) -> &mut Self {
+        let before = self.sigs.len();
         for line in lines(text) {
             match parse_ndb(line) {
+                Ok(sig) if self.ignored(&sig.name, line) => {}
                 Ok(sig) => self.sigs.push(sig),
                 Err(r) => self.report.refuse(r),
             }
         }
+        self.loaded("ndb", self.sigs.len() - before);
+        self
+    }
+
+    /// Adds `.ldb` text (logical signatures, one a line). Lines in error are counted
+    /// by reason and the first ones kept in the report with their line number.
+    pub fn add_ldb(&mut self, text: &str) -> &mut Self {
+        self.add_ldb_from("ldb", text)
+    }
+
+    fn add_ldb_from(&mut self, file: &str, text: &str) -> &mut Self {
+        let before = self.lsigs.len();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim_end_matches('\r');
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            match parse_ldb(line) {
+                Ok(parsed) if self.ignored(&parsed.sig.name, line) => {}
+                Ok(parsed) => {
+                    let idx = self.lsigs.len() as u32;
+                    for (id, mut body) in parsed.bodies {
+                        body.owner = Some((idx, id));
+                        self.sigs.push(body);
+                    }
+                    self.lsigs.push(parsed.sig);
+                }
+                Err(LdbRefusal::Skip(r)) => self.report.refuse(r),
+                Err(LdbRefusal::Error(r)) => {
+                    self.report.refuse(r);
+                    if self.report.errors.len() < MAX_REPORTED_ERRORS {
+                        self.report.errors.push(format!("{file}:{}: {r}", n + 1));
+                    }
+                }
+            }
+        }
+        let ext = file.rsplit_once('.').map_or("ldb", |(_, e)| e).to_string();
+        self.loaded(&ext, self.lsigs.len() - before);
         self
     }
 
     /// Adds `.hdb` or `.hsb` text (the digest kind is told by the hash length).
     pub fn add_hashes(&mut self, text: &str) -> &mut Self {
+        let before = self.hashes.len();
         for line in lines(text) {
             match parse_hash(line) {
+                Ok(h) if self.ignored(&h.name, line) => {}
                 Ok(h) => self.hashes.push(h),
                 Err(r) => self.report.refuse(r),
+            }
+        }
+        self.loaded("hdb", self.hashes.len() - before);
+        self
+    }
+
+    /// Adds `.fp` or `.sfp` text: hashes of known-good files, in the `.hdb` format.
+    pub fn add_false_positives(&mut self, text: &str) -> &mut Self {
+        let before = self.fp_hashes.len();
+        for line in lines(text) {
+            match parse_hash(line) {
+                Ok(h) => self.fp_hashes.push(h),
+                Err(r) => self.report.refuse(r),
+            }
+        }
+        self.loaded("fp", self.fp_hashes.len() - before);
+        self
+    }
+
+    /// Adds `.ign2` or `.ign` text: signatures to drop, by name (`Name`), by name and
+    /// the MD5 of their whole line (`Name:md5`), or in the old `.ign` form
+    /// (`file:line:Name`). A name-and-MD5 entry applies to the lines added after it
+    /// (directories are loaded ignore files first, as ClamAV loads them); a name
+    /// alone applies to everything.
+    pub fn add_ignore(&mut self, text: &str) -> &mut Self {
+        for line in lines(text) {
+            let fields: Vec<&str> = line.split(':').collect();
+            match fields.as_slice() {
+                [name] => {
+                    self.ignore.insert(name.trim().to_string());
+                }
+                [name, md5] => {
+                    match decode_hex(md5.trim()).and_then(|d| <[u8; 16]>::try_from(d).ok()) {
+                        Some(d) => self
+                            .ignore_line
+                            .entry(name.to_string())
+                            .or_default()
+                            .push(d),
+                        None => self.report.refuse("ign2: bad MD5"),
+                    }
+                }
+                [_, _, name] => {
+                    self.ignore.insert(name.trim().to_string());
+                }
+                _ => self.report.refuse("ign2: too many fields"),
             }
         }
         self
     }
 
-    /// Adds `.ign2` text: signature names to drop.
-    pub fn add_ignore(&mut self, text: &str) -> &mut Self {
-        for line in lines(text) {
-            let name = line.split(':').next().unwrap_or(line).trim();
-            self.ignore.insert(name.to_string());
+    /// Whether the signature `name` on `line` is to be dropped now.
+    fn ignored(&mut self, name: &str, line: &str) -> bool {
+        let drop = self.ignore.contains(name)
+            || self.ignore_line.get(name).is_some_and(|sums| {
+                use md5::Digest;
+                let d: [u8; 16] = md5::Md5::digest(line.as_bytes()).into();
+                sums.contains(&d)
+            });
+        if drop {
+            self.report.ignored += 1;
         }
-        self
+        drop
     }
 
     /// Adds one database file by its name's extension; `.cvd`/`.cld`/`.cud` containers
@@ -263,14 +477,30 @@ impl DatabaseBuilder {
         let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
         let ext = ext.as_deref().unwrap_or("");
         let text = || String::from_utf8_lossy(bytes);
+        if matches!(ext, "ndu" | "ldu" | "hdu" | "hsu") && !self.pua {
+            *self
+                .report
+                .pua_files_skipped
+                .entry(ext.to_string())
+                .or_default() += 1;
+            return Ok(self);
+        }
         match ext {
             "ndb" | "ndu" => {
                 self.report.files += 1;
                 self.add_ndb(&text());
             }
+            "ldb" | "ldu" => {
+                self.report.files += 1;
+                self.add_ldb_from(name, &text());
+            }
             "hdb" | "hdu" | "hsb" | "hsu" => {
                 self.report.files += 1;
                 self.add_hashes(&text());
+            }
+            "fp" | "sfp" => {
+                self.report.files += 1;
+                self.add_false_positives(&text());
             }
             "ign2" | "ign" => {
                 self.report.files += 1;
@@ -280,15 +510,27 @@ impl DatabaseBuilder {
                 self.add_container(name, bytes)?;
             }
             _ => {
-                *self
-                    .report
-                    .unsupported_files
-                    .entry(if ext.is_empty() {
-                        name.to_string()
-                    } else {
-                        ext.to_string()
-                    })
-                    .or_default() += 1;
+                let key = if ext.is_empty() {
+                    name.to_string()
+                } else {
+                    ext.to_string()
+                };
+                // ClamAV's line-based formats this engine does not read yet.
+                let sigs = match ext {
+                    "cbc" => Some(1),
+                    "cdb" | "mdb" | "mdu" | "msb" | "msu" | "imp" | "pdb" | "gdb" | "wdb"
+                    | "ftm" | "crb" | "idb" | "ioc" | "yar" | "yara" | "db" | "zmd" | "rmd"
+                    | "sdb" | "hwp" => Some(lines(&text()).count()),
+                    _ => None,
+                };
+                if let Some(n) = sigs {
+                    *self
+                        .report
+                        .unsupported_signatures
+                        .entry(key.clone())
+                        .or_default() += n;
+                }
+                *self.report.unsupported_files.entry(key).or_default() += 1;
             }
         }
         Ok(self)
@@ -348,9 +590,26 @@ impl DatabaseBuilder {
             })
         };
         let ignore = &self.ignore;
+        // Logical signatures dropped by name leave gaps: renumber the rest.
+        let mut lsig_map: Vec<Option<u32>> = Vec::new();
+        let mut lsigs = Vec::new();
+        for l in std::mem::take(&mut self.lsigs) {
+            if ignore.contains(&l.name) {
+                report.ignored += 1;
+                lsig_map.push(None);
+                continue;
+            }
+            lsig_map.push(Some(lsigs.len() as u32));
+            lsigs.push(l);
+        }
         let mut sigs = Vec::new();
-        for s in std::mem::take(&mut self.sigs) {
-            if ignore.contains(&s.name) && s.name != EICAR_NAME {
+        for mut s in std::mem::take(&mut self.sigs) {
+            if let Some((l, id)) = s.owner {
+                match lsig_map[l as usize] {
+                    Some(l) => s.owner = Some((l, id)),
+                    None => continue,
+                }
+            } else if ignore.contains(&s.name) && s.name != EICAR_NAME {
                 report.ignored += 1;
                 continue;
             }
@@ -365,7 +624,7 @@ impl DatabaseBuilder {
             sigs.push(s);
         }
         let mut patterns = Vec::new();
-        let mut anchors: Vec<&[u8]> = Vec::new();
+        let mut anchors: Vec<Vec<u8>> = Vec::new();
         let mut eof_sigs = Vec::new();
         let mut eof_window = 0usize;
         let mut max_before = 0usize;
@@ -381,15 +640,52 @@ impl DatabaseBuilder {
             for (g, group) in s.groups.iter().enumerate() {
                 max_before = max_before.max(group.before_max);
                 max_anchor = max_anchor.max(group.anchor.len());
-                patterns.push(PatternRef {
-                    sig: i as u32,
-                    group: g as u16,
-                });
-                anchors.push(&group.anchor);
+                let a = &group.anchor;
+                let variants = if !group.anchor_fold {
+                    vec![a.clone()]
+                } else if !self.automaton_only && a.len() >= 4 {
+                    // The 4-gram index looks at the first four bytes only: vary
+                    // those, or one position would be a candidate once per variant
+                    // of the rest (and counted twice for a logical signature).
+                    fold_variants(&a[..4])
+                        .into_iter()
+                        .map(|mut v| {
+                            v.extend_from_slice(&a[4..]);
+                            v
+                        })
+                        .collect()
+                } else {
+                    fold_variants(a)
+                };
+                for v in variants {
+                    patterns.push(PatternRef {
+                        sig: i as u32,
+                        group: g as u16,
+                    });
+                    anchors.push(v);
+                }
             }
         }
-        let anchors = AnchorIndex::build(&anchors, !self.automaton_only)?;
-        report.body_signatures = sigs.len();
+        let anchor_refs: Vec<&[u8]> = anchors.iter().map(Vec::as_slice).collect();
+        let anchors = AnchorIndex::build(&anchor_refs, !self.automaton_only)?;
+        report.body_signatures = sigs.iter().filter(|s| s.owner.is_none()).count();
+        report.logical_signatures = lsigs.len();
+        report.pcre_subsignatures = lsigs.iter().map(|l| l.pcre.len()).sum();
+        report.backtracking_pcre = lsigs
+            .iter()
+            .flat_map(|l| &l.pcre)
+            .filter(|p| p.re.backtracking())
+            .count();
+        let zeros = [0u32; crate::logical::MAX_SUBSIGS];
+        let always_lsigs = lsigs
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.always || l.pcre.iter().any(|p| p.trigger.eval(&zeros).is_some()))
+            .map(|(i, _)| i as u32)
+            .collect();
+        let has_pcre = lsigs
+            .iter()
+            .any(|l| !l.pcre.is_empty() || !l.bytecmp.is_empty());
 
         let mut md5 = HashTable::default();
         let mut sha1 = HashTable::default();
@@ -416,9 +712,31 @@ impl DatabaseBuilder {
                 .push((h.size, n));
             report.hash_signatures += 1;
         }
-        let has_mail_sigs = sigs.iter().any(|s| s.target == 4);
+        let mut fp: [HashTable; 3] = Default::default();
+        for h in std::mem::take(&mut self.fp_hashes) {
+            let table = &mut fp[match h.kind {
+                HashKind::Md5 => 0,
+                HashKind::Sha1 => 1,
+                HashKind::Sha256 => 2,
+            }];
+            match h.size {
+                Some(s) => table.max_size = table.max_size.max(s),
+                None => table.any_size = true,
+            }
+            let n = intern(&h.name, &mut names);
+            table
+                .map
+                .entry(h.digest.into_boxed_slice())
+                .or_default()
+                .push((h.size, n));
+        }
+        let has_mail_sigs =
+            sigs.iter().any(|s| s.target == 4) || lsigs.iter().any(|l| l.target == 4);
         let db = Database {
             sigs,
+            lsigs,
+            always_lsigs,
+            has_pcre,
             patterns,
             anchors,
             has_mail_sigs,
@@ -429,6 +747,7 @@ impl DatabaseBuilder {
             md5,
             sha1,
             sha256,
+            fp,
             names,
         };
         Ok((db, report))
@@ -450,16 +769,69 @@ mod tests {
         let mut b = DatabaseBuilder::new();
         b.add_ndb("Good:0:*:41424344\nBad:0:EP+0:41424344\n# comment\n");
         b.add_hashes("44d88612fea8a8f36de82e1278abb02f:68:Eicar-Hash\nzz:1:x\n");
-        b.add_file("main.ldb", b"x").unwrap();
+        b.add_file("main.mdb", b"x\n# c\ny\n").unwrap();
+        b.add_file(
+            "main.ldb",
+            b"Good.L;Target:0;0&1;41424344;45464748\n# c\n\nBad.L;Target:0;0&1;41424344\n",
+        )
+        .unwrap();
+        b.add_file("extra.ldu", b"Pua.L;Target:0;0;41424344\n")
+            .unwrap();
         let (db, report) = b.build().unwrap();
         assert_eq!(report.body_signatures, 2);
         assert_eq!(report.hash_signatures, 1);
-        assert_eq!(report.refused(), 2);
-        assert_eq!(report.unsupported_files.get("ldb"), Some(&1));
-        assert_eq!(db.body_signatures(), 2);
+        assert_eq!(report.logical_signatures, 1);
+        assert_eq!(report.refused(), 3);
+        assert_eq!(
+            report.errors,
+            ["main.ldb:4: ldb: subsignature count does not match the logical expression"]
+        );
+        assert_eq!(report.unsupported_files.get("mdb"), Some(&1));
+        assert_eq!(report.pua_files_skipped.get("ldu"), Some(&1));
+        assert_eq!(report.loaded_by_format.get("ldb"), Some(&1));
+        assert_eq!(db.body_signatures(), 4);
+        assert_eq!(db.logical_signatures(), 1);
         assert_eq!(db.hash_signatures(), 1);
         let text = report.to_string();
-        assert!(text.contains("1 unsupported .ldb"), "{text}");
+        assert!(
+            text.contains("1 unsupported .mdb file(s) (2 signatures)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("errors: main.ldb:4: ldb: subsignature count"),
+            "{text}"
+        );
+        let mut b = DatabaseBuilder::new();
+        b.pua(true);
+        b.add_file("extra.ldu", b"Pua.L;Target:0;0;41424344\n")
+            .unwrap();
+        assert_eq!(b.build().unwrap().1.loaded_by_format.get("ldu"), Some(&1));
+    }
+
+    #[test]
+    fn ignore_lists() {
+        use md5::Digest;
+        let line = "Drop.ByLine;Target:0;0;41424344";
+        let sum: String = md5::Md5::digest(line.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut b = DatabaseBuilder::new();
+        b.add_file(
+            "local.ign2",
+            format!("Drop.ByName\nDrop.ByLine:{sum}\nKeep.OtherLine:{sum}\n").as_bytes(),
+        )
+        .unwrap();
+        b.add_file("old.ign", b"main.ndb:12:Drop.Old\n").unwrap();
+        b.add_ldb(&format!(
+            "{line}\nDrop.ByName;Target:0;0;45464748\nKeep.OtherLine;Target:0;0;494a4b4c\n"
+        ));
+        b.add_ndb("Drop.Old:0:*:4d4e4f50\nKeep.Ndb:0:*:51525354");
+        let (db, report) = b.build().unwrap();
+        assert_eq!(report.ignored, 3);
+        assert_eq!(db.logical_signatures(), 1);
+        assert_eq!(db.lsigs[0].name, "Keep.OtherLine");
+        assert_eq!(db.body_signatures(), 3); // EICAR, Keep.Ndb, the kept subsignature
     }
 
     #[test]
@@ -473,6 +845,12 @@ mod tests {
             h.set_mode(0o644);
             h.set_cksum();
             t.append_data(&mut h, "test.ndb", &data[..]).unwrap();
+            let data = b"InCvd.L;Target:0;0&1;5155555a;5a5a5a5a\nBroken.L;Target:0;0;\n";
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            t.append_data(&mut h, "test.ldb", &data[..]).unwrap();
             t.finish().unwrap();
         }
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -485,6 +863,14 @@ mod tests {
         b.add_file("daily.cvd", &cvd).unwrap();
         let (_, report) = b.build().unwrap();
         assert_eq!(report.body_signatures, 2);
-        assert_eq!(report.files, 1);
+        assert_eq!(report.logical_signatures, 1);
+        assert_eq!(report.loaded_by_format.get("ldb"), Some(&1));
+        assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+        assert!(
+            report.errors[0].starts_with("test.ldb:2: "),
+            "{:?}",
+            report.errors
+        );
+        assert_eq!(report.files, 2);
     }
 }

@@ -3,7 +3,8 @@
 //! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
 //! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
 //! decompression (gzip, zip, tar, bzip2, xz, recursively) and signature matching
-//! (ClamAV `.ndb`, `.hdb`, `.hsb`, in `.cvd`/`.cld` containers too) are interleaved on
+//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, with `.ign2` ignore lists and `.fp`/`.sfp`
+//! false-positive hashes, in `.cvd`/`.cld` containers too) are interleaved on
 //! each chunk, in memory bounded by [`Limits`] rather than by the message, with no temp
 //! files and no I/O of its own (the optional [`clamd`] client aside). The session's
 //! [`Verdict`] comes at the end.
@@ -28,13 +29,16 @@
 #![warn(missing_docs)]
 
 mod anchor;
+mod bytecmp;
 pub mod clamd;
 mod database;
 pub mod decode;
 mod error;
 pub mod filetype;
+mod logical;
 mod matcher;
 pub mod mime;
+mod pcre;
 mod pipeline;
 mod session;
 mod signature;

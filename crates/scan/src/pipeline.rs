@@ -5,7 +5,7 @@
 
 use md5::Digest;
 
-use crate::database::Database;
+use crate::database::{Database, HashTable};
 use crate::filetype::{Action, FileType, SNIFF_LEN};
 use crate::matcher::BodyMatcher;
 use crate::unpack::Unpacker;
@@ -14,12 +14,43 @@ use crate::verdict::{LimitKind, Limits, Stats};
 /// What a session has found so far.
 #[derive(Debug, Default)]
 pub(crate) struct Findings {
+    /// The detection that ends the scan.
     pub infected: Option<String>,
+    /// With false-positive hashes loaded (`.fp`, `.sfp`), detections wait for the
+    /// end of the file they were made in and of every file around it, any of
+    /// which may turn out to be a known-good file: (name, serials of those files).
+    pub pending: Vec<(String, Vec<u64>)>,
+    /// Serials of the files around the one being scanned, outermost first.
+    pub chain: Vec<u64>,
+    /// Last serial given to a file.
+    pub serial: u64,
+    /// Types of the files that contain the one being scanned, outermost first (for
+    /// the `Container` and `Intermediates` of logical signatures).
+    pub ancestry: Vec<FileType>,
     pub limit: Option<LimitKind>,
     pub stats: Stats,
 }
 
 impl Findings {
+    /// Records a detection in the file `serial`: final, or pending when a
+    /// false-positive hash may still clear it.
+    pub fn detect(&mut self, db: &Database, name: &str, serial: u64) {
+        if db.has_fp() {
+            let mut chain = self.chain.clone();
+            chain.push(serial);
+            self.pending.push((name.to_string(), chain));
+        } else {
+            self.infected = Some(name.to_string());
+        }
+    }
+
+    /// The detection to report: the final one, or the first still pending.
+    pub fn detection(&self) -> Option<&str> {
+        self.infected
+            .as_deref()
+            .or_else(|| self.pending.first().map(|(n, _)| n.as_str()))
+    }
+
     /// Records a limit; the first one hit is the one reported.
     pub fn limit(&mut self, kind: LimitKind) {
         self.limit.get_or_insert(kind);
@@ -33,7 +64,8 @@ pub(crate) struct Ctx<'a> {
     pub found: &'a mut Findings,
 }
 
-/// Streaming digests for the hash signatures the database holds.
+/// Streaming digests for a set of hash tables (the detection ones, or the
+/// false-positive ones).
 struct Hashes {
     md5: Option<md5::Md5>,
     sha1: Option<sha1::Sha1>,
@@ -41,23 +73,23 @@ struct Hashes {
 }
 
 impl Hashes {
-    fn new(db: &Database) -> Self {
+    fn new([md5, sha1, sha256]: [&HashTable; 3]) -> Self {
         Self {
-            md5: (!db.md5.is_empty()).then(md5::Md5::new),
-            sha1: (!db.sha1.is_empty()).then(sha1::Sha1::new),
-            sha256: (!db.sha256.is_empty()).then(sha2::Sha256::new),
+            md5: (!md5.is_empty()).then(md5::Md5::new),
+            sha1: (!sha1.is_empty()).then(sha1::Sha1::new),
+            sha256: (!sha256.is_empty()).then(sha2::Sha256::new),
         }
     }
 
     /// Hashes the next bytes; digests no entry could match at this size are dropped.
-    fn update(&mut self, db: &Database, size_after: u64, data: &[u8]) {
-        if self.md5.is_some() && !db.md5.wants(size_after) {
+    fn update(&mut self, [md5, sha1, sha256]: [&HashTable; 3], size_after: u64, data: &[u8]) {
+        if self.md5.is_some() && !md5.wants(size_after) {
             self.md5 = None;
         }
-        if self.sha1.is_some() && !db.sha1.wants(size_after) {
+        if self.sha1.is_some() && !sha1.wants(size_after) {
             self.sha1 = None;
         }
-        if self.sha256.is_some() && !db.sha256.wants(size_after) {
+        if self.sha256.is_some() && !sha256.wants(size_after) {
             self.sha256 = None;
         }
         if let Some(h) = self.md5.as_mut() {
@@ -71,19 +103,19 @@ impl Hashes {
         }
     }
 
-    fn lookup(self, db: &Database, size: u64) -> Option<u32> {
+    fn lookup(self, [md5, sha1, sha256]: [&HashTable; 3], size: u64) -> Option<u32> {
         if let Some(h) = self.md5 {
-            if let Some(n) = db.md5.lookup(&h.finalize(), size) {
+            if let Some(n) = md5.lookup(&h.finalize(), size) {
                 return Some(n);
             }
         }
         if let Some(h) = self.sha1 {
-            if let Some(n) = db.sha1.lookup(&h.finalize(), size) {
+            if let Some(n) = sha1.lookup(&h.finalize(), size) {
                 return Some(n);
             }
         }
         if let Some(h) = self.sha256 {
-            if let Some(n) = db.sha256.lookup(&h.finalize(), size) {
+            if let Some(n) = sha256.lookup(&h.finalize(), size) {
                 return Some(n);
             }
         }
@@ -99,6 +131,13 @@ pub(crate) struct FileNode {
     ft: Option<FileType>,
     matcher: BodyMatcher,
     hashes: Hashes,
+    /// Digests for the false-positive hashes (`.fp`, `.sfp`).
+    fp: Hashes,
+    /// Serial of this file among the session's files (0 until it gets bytes).
+    serial: u64,
+    /// A detection is pending in this file: nothing more in it can change the
+    /// verdict, only its false-positive digests are still computed.
+    done: bool,
     size: u64,
     unpack: Option<Unpacker>,
 }
@@ -110,7 +149,10 @@ impl FileNode {
             head: Vec::new(),
             ft: None,
             matcher: BodyMatcher::new(db),
-            hashes: Hashes::new(db),
+            hashes: Hashes::new(db.hash_tables()),
+            fp: Hashes::new(db.fp_tables()),
+            serial: 0,
+            done: false,
             size: 0,
             unpack: None,
         }
@@ -120,6 +162,10 @@ impl FileNode {
     pub fn feed(&mut self, data: &[u8], ctx: &mut Ctx<'_>) {
         if ctx.found.infected.is_some() || data.is_empty() {
             return;
+        }
+        if self.serial == 0 {
+            ctx.found.serial += 1;
+            self.serial = ctx.found.serial;
         }
         if self.ft.is_none() {
             let take = (SNIFF_LEN - self.head.len()).min(data.len());
@@ -161,18 +207,31 @@ impl FileNode {
         }
         let ft = self.ft.unwrap_or(FileType::Other);
         self.size += data.len() as u64;
-        self.hashes.update(ctx.db, self.size, data);
-        if let Some(sig) = self.matcher.feed(ctx.db, ft, data) {
-            ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+        self.fp.update(ctx.db.fp_tables(), self.size, data);
+        if self.done {
+            return;
+        }
+        self.hashes.update(ctx.db.hash_tables(), self.size, data);
+        if let Some(hit) = self
+            .matcher
+            .feed(ctx.db, ft, data, ctx.limits.max_regex_window)
+        {
+            ctx.found.detect(ctx.db, ctx.db.hit_name(hit), self.serial);
+            self.done = true;
             return;
         }
         if let Some(u) = self.unpack.as_mut() {
+            ctx.found.ancestry.push(ft);
+            ctx.found.chain.push(self.serial);
             u.feed(data, ctx);
+            ctx.found.chain.pop();
+            ctx.found.ancestry.pop();
         }
     }
 
     /// Ends the file: pending signature checks, hash lookups, and the end of any
-    /// archive inside.
+    /// archive inside; then, with false-positive hashes loaded, the detections made
+    /// in or under this file are dropped if it is a known-good file.
     pub fn finish(mut self, ctx: &mut Ctx<'_>) {
         if self.ft.is_none() {
             self.recognise(ctx);
@@ -183,17 +242,59 @@ impl FileNode {
         if ctx.found.infected.is_some() {
             return;
         }
+        if self.serial == 0 {
+            ctx.found.serial += 1;
+            self.serial = ctx.found.serial;
+        }
+        if !self.done {
+            self.finish_scan(ctx);
+        }
+        if ctx.db.has_fp()
+            && ctx
+                .found
+                .pending
+                .iter()
+                .any(|(_, c)| c.contains(&self.serial))
+        {
+            let serial = self.serial;
+            if self.fp.lookup(ctx.db.fp_tables(), self.size).is_some() {
+                ctx.found.stats.false_positives += ctx
+                    .found
+                    .pending
+                    .iter()
+                    .filter(|(_, c)| c.contains(&serial))
+                    .count() as u64;
+                ctx.found.pending.retain(|(_, c)| !c.contains(&serial));
+            }
+        }
+    }
+
+    fn finish_scan(&mut self, ctx: &mut Ctx<'_>) {
         let ft = self.ft.unwrap_or(FileType::Other);
-        if let Some(sig) = self.matcher.finish(ctx.db, ft) {
-            ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+        let hit = self.matcher.finish(ctx.db, ft, &ctx.found.ancestry);
+        let stats = &mut ctx.found.stats;
+        stats.regex_limit_hits += self.matcher.pcre_limit_hits;
+        stats.regex_window_truncated += u64::from(self.matcher.window_truncated);
+        if let Some(hit) = hit {
+            ctx.found.detect(ctx.db, ctx.db.hit_name(hit), self.serial);
             return;
         }
-        if let Some(n) = self.hashes.lookup(ctx.db, self.size) {
-            ctx.found.infected = Some(ctx.db.name(n).to_string());
+        let none = Hashes {
+            md5: None,
+            sha1: None,
+            sha256: None,
+        };
+        let hashes = std::mem::replace(&mut self.hashes, none);
+        if let Some(n) = hashes.lookup(ctx.db.hash_tables(), self.size) {
+            ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
             return;
         }
         if let Some(u) = self.unpack.take() {
+            ctx.found.ancestry.push(ft);
+            ctx.found.chain.push(self.serial);
             u.finish(ctx);
+            ctx.found.chain.pop();
+            ctx.found.ancestry.pop();
         }
     }
 }

@@ -45,11 +45,14 @@ impl Scanner {
             .db
             .has_mail_sigs
             .then(|| Box::new(BodyMatcher::new(&self.db)));
-        self.open(Mode::Mail {
+        let mut s = self.open(Mode::Mail {
             parser: Box::new(parser),
             nodes: Vec::new(),
             raw,
-        })
+        });
+        // The parts of a message are contained in it, as ClamAV sees them.
+        s.found.ancestry.push(FileType::Mail);
+        s
     }
 
     /// A session that treats its input as one file (an attachment, a zip on disk),
@@ -168,8 +171,9 @@ impl Session {
         match &mut self.mode {
             Mode::Mail { parser, nodes, raw } => {
                 if let Some(m) = raw.as_mut() {
-                    if let Some(sig) = m.feed(ctx.db, FileType::Mail, chunk) {
-                        ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+                    let window = ctx.limits.max_regex_window;
+                    if let Some(hit) = m.feed(ctx.db, FileType::Mail, chunk, window) {
+                        ctx.found.infected = Some(ctx.db.hit_name(hit).to_string());
                         return;
                     }
                 }
@@ -186,6 +190,8 @@ impl Session {
     }
 
     /// The name of the signature found so far, if any: a caller may stop feeding.
+    /// (With false-positive hashes loaded, a detection is known only when the file
+    /// it is in ends: until then this says nothing.)
     pub fn infected(&self) -> Option<&str> {
         self.found.infected.as_deref()
     }
@@ -210,8 +216,8 @@ impl Session {
         match &mut self.mode {
             Mode::Mail { parser, nodes, raw } => {
                 if let (Some(m), None) = (raw.as_mut(), &ctx.found.infected) {
-                    if let Some(sig) = m.finish(ctx.db, FileType::Mail) {
-                        ctx.found.infected = Some(ctx.db.sigs[sig as usize].name.clone());
+                    if let Some(hit) = m.finish(ctx.db, FileType::Mail, &[]) {
+                        ctx.found.infected = Some(ctx.db.hit_name(hit).to_string());
                     }
                 }
                 if ctx.found.infected.is_none() {
@@ -233,8 +239,10 @@ impl Session {
             }
         }
         let f = &self.found;
-        let verdict = if let Some(name) = &f.infected {
-            Verdict::Infected { name: name.clone() }
+        let verdict = if let Some(name) = f.detection() {
+            Verdict::Infected {
+                name: name.to_string(),
+            }
         } else if let Some(kind) = f.limit {
             Verdict::LimitExceeded(kind)
         } else if f.stats.encrypted_entries > 0 && self.limits.encrypted == EncryptedPolicy::Reject
@@ -285,6 +293,53 @@ mod tests {
             s.scan_mail(b"X-Note: not in mail!\r\n\r\nhi\r\n"),
             Verdict::Clean
         );
+    }
+
+    #[test]
+    fn false_positive_hashes_clear_detections_in_and_under_a_file() {
+        use md5::Digest;
+        let good = b"known good file with the marker FPMARK in it".to_vec();
+        let hex: String = md5::Md5::digest(&good)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut b = crate::DatabaseBuilder::new();
+        b.add_ndb("Fp.Marker:0:*:46504d41524b");
+        b.add_false_positives(&format!("{hex}:{}:Good.File\n", good.len()));
+        let s = Scanner::new(Arc::new(b.build().unwrap().0), Limits::default());
+        // The marker comes in the first chunk, the end of the file later.
+        let mut session = s.file_session();
+        session.feed(&good[..40]);
+        assert_eq!(session.infected(), None);
+        session.feed(&good[40..]);
+        let (v, stats) = session.finish_with_stats();
+        assert_eq!(v, Verdict::Clean);
+        assert_eq!(stats.false_positives, 1);
+        // Another file with the marker is still found, and so is a later one in
+        // the same message after a cleared one.
+        let other = b"another FPMARK file".to_vec();
+        assert!(matches!(s.scan_file(&other), Verdict::Infected { .. }));
+        let mail = [
+            b"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\n".as_slice(),
+            &good,
+            b"\r\n--b\r\n\r\n",
+            &other,
+            b"\r\n--b--\r\n",
+        ]
+        .concat();
+        assert_eq!(
+            s.scan_mail(&mail),
+            Verdict::Infected {
+                name: "Fp.Marker".into()
+            }
+        );
+        let mail = [
+            b"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\r\n".as_slice(),
+            &good,
+            b"\r\n--b--\r\n",
+        ]
+        .concat();
+        assert_eq!(s.scan_mail(&mail), Verdict::Clean);
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //!
 //! `.ndb` lines are `Name:Target:Offset:HexSignature[:MinFLevel[:MaxFLevel]]`.
 //! Supported in the hex signature: bytes, `??`, nibble wildcards `a?`/`?a`, bounded
-//! gaps `{n}`, `{-n}`, `{n-m}`, unbounded gaps `*` and `{n-}`, alternatives
-//! `(aa|bbcc)`. Offsets: `*`, `n`, `n,m`, `EOF-n`, `EOF-n,m`. Target types: 0 (any
+//! gaps `{n}`, `{-n}`, `{n-m}`, unbounded gaps `*` and `{n-}` (and, as ClamAV reads
+//! them, `{0}` and `{0-0}`), alternatives `(aa|bbcc)`. The subsignatures of logical
+//! signatures add the `::i` (ASCII case folded), `::w` (UTF-16LE: every byte
+//! followed by `00`, gaps unchanged), `::a` (with `::w`: the plain form too) and
+//! `::f` (not touching an alphanumeric byte on either side) modifiers. Offsets: `*`, `n`, `n,m`, `EOF-n`, `EOF-n,m`. Target types: 0 (any
 //! file), 1 (PE), 4 (mail: matched on the raw message of a mail session), 5 (images),
 //! 6 (ELF), 9 (Mach-O), 10 (PDF), 11 (Flash), 12 (Java); the others need normalisation
 //! or parsing this engine does not do. Anything else is refused with a reason that the
@@ -28,16 +31,19 @@ pub(crate) enum Elem {
     Masked { mask: u8, value: u8 },
     /// A bounded gap of `min..=max` arbitrary bytes.
     Gap { min: usize, max: usize },
-    /// One of several literal byte strings.
-    Alt(Vec<Vec<u8>>),
+    /// One of several literal byte strings (compared without regard to ASCII case
+    /// when `fold` is set: the `::i` modifier of logical subsignatures).
+    Alt { alts: Vec<Vec<u8>>, fold: bool },
+    /// An ASCII letter matched in either case (stored in lower case; `::i`).
+    Fold(u8),
 }
 
 impl Elem {
     fn max_len(&self) -> usize {
         match self {
-            Elem::Byte(_) | Elem::Masked { .. } => 1,
+            Elem::Byte(_) | Elem::Masked { .. } | Elem::Fold(_) => 1,
             Elem::Gap { max, .. } => *max,
-            Elem::Alt(alts) => alts.iter().map(Vec::len).max().unwrap_or(0),
+            Elem::Alt { alts, .. } => alts.iter().map(Vec::len).max().unwrap_or(0),
         }
     }
 }
@@ -47,8 +53,11 @@ impl Elem {
 pub(crate) struct Group {
     /// The elements before the anchor.
     pub before: Vec<Elem>,
-    /// The literal anchor searched for by the automaton.
+    /// The literal anchor searched for by the automaton (ASCII letters in lower case
+    /// when `anchor_fold` is set; the index then holds every case variant).
     pub anchor: Vec<u8>,
+    /// The anchor is compared without regard to ASCII case (`::i`).
+    pub anchor_fold: bool,
     /// The elements after the anchor.
     pub after: Vec<Elem>,
     /// Least number of bytes between the end of the previous group and this one.
@@ -93,6 +102,12 @@ pub(crate) struct BodySig {
     pub target: u8,
     pub offset: Offset,
     pub groups: Vec<Group>,
+    /// For a subsignature of a logical signature: (logical signature, subsignature
+    /// index). Its matches are counted for the logical expression, not reported.
+    pub owner: Option<(u32, u8)>,
+    /// `::f`: the match must not touch an alphanumeric character on either side
+    /// (a wide one, `alnum 00`, when `wide`), as ClamAV's `(W)` boundary.
+    pub fullword: Option<bool>,
 }
 
 /// Why a signature line was not loaded; the load report counts each reason.
@@ -119,10 +134,12 @@ pub(crate) fn parse_ndb(line: &str) -> Result<BodySig, Refusal> {
         target,
         offset,
         groups,
+        owner: None,
+        fullword: None,
     })
 }
 
-fn parse_offset(s: &str) -> Result<Offset, Refusal> {
+pub(crate) fn parse_offset(s: &str) -> Result<Offset, Refusal> {
     if s == "*" {
         return Ok(Offset::Any);
     }
@@ -168,6 +185,12 @@ pub(crate) fn parse_hex(hex: &str) -> Result<Vec<Group>, Refusal> {
                     lo.parse().map_err(|_| "ndb: bad gap")?
                 };
                 match hi {
+                    // ClamAV reads a gap whose upper bound is 0 (`{0}`, `{0-0}`,
+                    // `{-0}`) as unbounded: checked against clamscan 1.4.
+                    Some("0") | None if lo == 0 => {
+                        runs.push((min_gap, std::mem::take(&mut cur)));
+                        min_gap = 0;
+                    }
                     Some("") => {
                         // {n-}: at least n bytes, no upper bound.
                         runs.push((min_gap, std::mem::take(&mut cur)));
@@ -205,7 +228,7 @@ pub(crate) fn parse_hex(hex: &str) -> Result<Vec<Group>, Refusal> {
                     }
                     alts.push(v);
                 }
-                cur.push(Elem::Alt(alts));
+                cur.push(Elem::Alt { alts, fold: false });
                 i = end + 1;
             }
             b'!' => return Err("ndb: negated alternatives not supported"),
@@ -257,13 +280,14 @@ fn make_group(min_gap: usize, elems: Vec<Elem>) -> Result<Group, Refusal> {
     if span > MAX_GROUP_SPAN {
         return Err("ndb: bounded part longer than the matcher's window");
     }
-    // The longest run of exact bytes is the anchor.
+    let exact = |e: &Elem| matches!(e, Elem::Byte(_) | Elem::Fold(_));
+    // The longest run of exact bytes (or case-folded letters) is the anchor.
     let (mut best_start, mut best_len) = (0, 0);
     let mut i = 0;
     while i < elems.len() {
-        if matches!(elems[i], Elem::Byte(_)) {
+        if exact(&elems[i]) {
             let s = i;
-            while i < elems.len() && matches!(elems[i], Elem::Byte(_)) {
+            while i < elems.len() && exact(&elems[i]) {
                 i += 1;
             }
             if i - s > best_len {
@@ -277,13 +301,24 @@ fn make_group(min_gap: usize, elems: Vec<Elem>) -> Result<Group, Refusal> {
     if best_len < MIN_ANCHOR {
         return Err("ndb: no run of two exact bytes to anchor on");
     }
-    // Long runs: anchor on a prefix, verify the rest.
-    let anchor_len = best_len.min(MAX_ANCHOR);
+    // Long runs: anchor on a prefix, verify the rest. A case-folded letter doubles
+    // the anchor's variants in the index: at most MAX_FOLDS of them.
+    let mut anchor_len = 0;
+    let mut folds = 0;
+    for e in &elems[best_start..best_start + best_len.min(MAX_ANCHOR)] {
+        if matches!(e, Elem::Fold(_)) {
+            if folds == MAX_FOLDS && anchor_len >= MIN_ANCHOR {
+                break;
+            }
+            folds += 1;
+        }
+        anchor_len += 1;
+    }
     let before = elems[..best_start].to_vec();
     let anchor: Vec<u8> = elems[best_start..best_start + anchor_len]
         .iter()
         .map(|e| match e {
-            Elem::Byte(b) => *b,
+            Elem::Byte(b) | Elem::Fold(b) => *b,
             _ => unreachable!("anchor is made of exact bytes"),
         })
         .collect();
@@ -293,13 +328,112 @@ fn make_group(min_gap: usize, elems: Vec<Elem>) -> Result<Group, Refusal> {
         after_max: after.iter().map(Elem::max_len).sum(),
         before,
         anchor,
+        anchor_fold: folds > 0,
         after,
         min_gap,
     })
 }
 
+/// Most case-folded letters in one anchor (2^4 = 16 variants in the index).
+const MAX_FOLDS: usize = 4;
+
+/// Every ASCII-case variant of a folded anchor (letters are stored in lower case).
+pub(crate) fn fold_variants(anchor: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = vec![Vec::with_capacity(anchor.len())];
+    for &b in anchor {
+        if b.is_ascii_lowercase() {
+            let mut upper = out.clone();
+            for v in &mut out {
+                v.push(b);
+            }
+            for v in &mut upper {
+                v.push(b.to_ascii_uppercase());
+            }
+            out.extend(upper);
+        } else {
+            for v in &mut out {
+                v.push(b);
+            }
+        }
+    }
+    out
+}
+
+/// Applies the `::i` modifier: letters match in either case, alternatives too.
+pub(crate) fn fold_case(groups: &mut [Group]) {
+    let fold = |elems: &mut Vec<Elem>| {
+        for e in elems.iter_mut() {
+            match e {
+                Elem::Byte(b) if b.is_ascii_alphabetic() => *e = Elem::Fold(b.to_ascii_lowercase()),
+                Elem::Alt { fold, .. } => *fold = true,
+                _ => {}
+            }
+        }
+    };
+    for g in groups {
+        fold(&mut g.before);
+        fold(&mut g.after);
+        if g.anchor.iter().any(u8::is_ascii_alphabetic) {
+            // Rebuild the group so the anchor respects MAX_FOLDS.
+            let mut elems = std::mem::take(&mut g.before);
+            elems.extend(g.anchor.iter().map(|&b| {
+                if b.is_ascii_alphabetic() {
+                    Elem::Fold(b.to_ascii_lowercase())
+                } else {
+                    Elem::Byte(b)
+                }
+            }));
+            elems.append(&mut g.after);
+            *g = make_group(g.min_gap, elems).expect("a group that parsed still anchors");
+        }
+    }
+}
+
+/// Applies the `::w` modifier to the text of a hex signature the way ClamAV does
+/// (`cli_sigopts_handler`): every byte, nibble wildcard and alternative byte is
+/// followed by `00`; gaps keep their byte counts; `[n-m]` becomes `{n-m}`.
+pub(crate) fn widen_hex(hex: &str) -> Result<String, Refusal> {
+    let b = hex.as_bytes();
+    let mut out = String::with_capacity(hex.len() * 2);
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'*' | b'|' | b')' | b'(' | b'!' => out.push(b[i] as char),
+            b'[' => {
+                let end = hex[i..].find(']').ok_or("ldb: unclosed [")? + i;
+                out.push('{');
+                out.push_str(&hex[i + 1..end]);
+                out.push('}');
+                i = end;
+            }
+            b'{' => {
+                let end = hex[i..].find('}').ok_or("ndb: unclosed {")? + i;
+                out.push_str(&hex[i..=end]);
+                i = end;
+            }
+            _ => {
+                let pair = hex.get(i..i + 2).ok_or("ndb: odd hex length")?;
+                out.push_str(pair);
+                out.push_str("00");
+                i += 1;
+            }
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
 /// Work allowed for one verification (gaps and alternatives backtrack).
 const VERIFY_BUDGET: usize = 20_000;
+
+/// Byte strings equal, or equal but for ASCII case when `fold`.
+pub(crate) fn same(a: &[u8], b: &[u8], fold: bool) -> bool {
+    if fold {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a == b
+    }
+}
 
 /// Matches `elems` forwards from `pos` in `data`; returns the end of the earliest match.
 pub(crate) fn match_forward(elems: &[Elem], data: &[u8], pos: usize) -> Option<usize> {
@@ -337,9 +471,18 @@ fn fwd(elems: &[Elem], data: &[u8], mut pos: usize, budget: &mut usize) -> Optio
                 }
                 return None;
             }
-            Elem::Alt(alts) => {
+            Elem::Fold(b) => {
+                if data.get(pos).is_none_or(|d| d.to_ascii_lowercase() != *b) {
+                    return None;
+                }
+                pos += 1;
+            }
+            Elem::Alt { alts, fold } => {
                 for a in alts {
-                    if data.get(pos..pos + a.len()) == Some(a.as_slice()) {
+                    if data
+                        .get(pos..pos + a.len())
+                        .is_some_and(|d| same(d, a, *fold))
+                    {
                         if let Some(end) = fwd(&elems[k + 1..], data, pos + a.len(), budget) {
                             return Some(end);
                         }
@@ -400,9 +543,15 @@ fn bwd(
                 }
                 return None;
             }
-            Elem::Alt(alts) => {
+            Elem::Fold(b) => {
+                if pos == 0 || data[pos - 1].to_ascii_lowercase() != *b {
+                    return None;
+                }
+                pos -= 1;
+            }
+            Elem::Alt { alts, fold } => {
                 for a in alts {
-                    if pos >= a.len() && data[pos - a.len()..pos] == a[..] {
+                    if pos >= a.len() && same(&data[pos - a.len()..pos], a, *fold) {
                         if let Some(s) = bwd(&elems[..k], data, pos - a.len(), accept, budget) {
                             return Some(s);
                         }
@@ -506,6 +655,8 @@ mod tests {
     fn groups_and_refusals() {
         let g = parse_hex("4142*4344{10-}4546").unwrap();
         assert_eq!(g.len(), 3);
+        assert_eq!(parse_hex("41424142{0}43444344").unwrap().len(), 2);
+        assert_eq!(parse_hex("41424142{0-0}43444344").unwrap().len(), 2);
         assert_eq!(g[2].min_gap, 10);
         assert!(parse_hex("41??42").is_err());
         assert!(parse_ndb("X:0:EP+0:41424344").is_err());

@@ -103,6 +103,12 @@ pub struct Limits {
     pub max_mime_depth: usize,
     /// Header bytes kept per MIME part. Default 64 KiB.
     pub max_header_bytes: usize,
+    /// First bytes of each file kept for the PCRE subsignatures of logical
+    /// signatures, which run when the file ends (only with a database that has
+    /// any). A file's regular expressions see no further than this; the memory it
+    /// costs is this much per open file, and files nest at most `max_depth` deep.
+    /// Default 2 MiB (clamd reads up to its `PCREMaxFileSize`, 100 MB, instead).
+    pub max_regex_window: usize,
     /// Encrypted archive entries: allow or reject. Default reject.
     pub encrypted: EncryptedPolicy,
 }
@@ -118,6 +124,7 @@ impl Default for Limits {
             max_parts: 1_000,
             max_mime_depth: 32,
             max_header_bytes: 64 << 10,
+            max_regex_window: 2 << 20,
             encrypted: EncryptedPolicy::Reject,
         }
     }
@@ -147,4 +154,13 @@ pub struct Stats {
     pub dropped_header_bytes: u64,
     /// Signature anchor hits dropped because too many were pending (hostile input).
     pub dropped_candidates: u64,
+    /// Files longer than [`Limits::max_regex_window`] while PCRE subsignatures were
+    /// loaded: their regular expressions saw only the first bytes.
+    pub regex_window_truncated: u64,
+    /// PCRE searches stopped by the backtracking limit, or skipped because the
+    /// file's regular expressions had covered 256 MiB already (taken as no match).
+    pub regex_limit_hits: u64,
+    /// Detections dropped because the file they were in, or a file around it, has
+    /// a false-positive hash (`.fp`, `.sfp`).
+    pub false_positives: u64,
 }
