@@ -268,6 +268,9 @@ pub struct ScanConfig {
     pub max_parts: u64,
     /// Deepest MIME nesting.
     pub max_mime_depth: usize,
+    /// Bytes of each file that PCRE and byte-compare subsignatures of
+    /// logical signatures (`.ldb`) can see.
+    pub max_regex_window: usize,
 }
 
 impl Default for ScanConfig {
@@ -288,6 +291,7 @@ impl Default for ScanConfig {
             max_entries: limits.max_entries,
             max_parts: limits.max_parts,
             max_mime_depth: limits.max_mime_depth,
+            max_regex_window: limits.max_regex_window,
         }
     }
 }
@@ -322,6 +326,7 @@ impl ScanConfig {
             max_entries: self.max_entries,
             max_parts: self.max_parts,
             max_mime_depth: self.max_mime_depth,
+            max_regex_window: self.max_regex_window,
             encrypted: match self.on_encrypted {
                 smtp::Action::Reject => scan::EncryptedPolicy::Reject,
                 smtp::Action::Accept => scan::EncryptedPolicy::Allow,

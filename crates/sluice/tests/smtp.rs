@@ -137,11 +137,7 @@ for _ in range(3):
         &[&user],
     );
     assert_eq!(out, ["250", "250", "550", "354", "250", "250", "221"]);
-    let data: Vec<u8> = server
-        .db()
-        .query_row("SELECT data FROM blob_chunks", [], |r| r.get(0))
-        .unwrap();
-    let text = String::from_utf8(data).unwrap();
+    let text = String::from_utf8(server.stored_text("1")).unwrap();
     assert!(
         text.ends_with("Subject: piped\r\n\r\n.leading dot\r\n"),
         "{text:?}"
@@ -171,10 +167,7 @@ s.sendall(b"QUIT\r\n"); print(reply())
     );
     let codes: Vec<&str> = out.iter().map(|l| &l[..3]).collect();
     assert_eq!(codes, ["250", "250", "250", "250", "503", "221"], "{out:?}");
-    let data: Vec<u8> = server
-        .db()
-        .query_row("SELECT data FROM blob_chunks", [], |r| r.get(0))
-        .unwrap();
+    let data = server.stored_text("1");
     assert!(data.ends_with(b"Subject: chunked\r\n\r\n.not stuffed\r\nsecond part\r\n"));
 }
 
@@ -219,15 +212,7 @@ with smtplib.SMTP(host, int(port)) as s:
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let data: Vec<u8> = server
-        .db()
-        .query_row(
-            "SELECT c.data FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id WHERE b.hdr_subject = 'swaks tls'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    let text = String::from_utf8(data).unwrap();
+    let text = String::from_utf8(server.stored_text("b.hdr_subject = 'swaks tls'")).unwrap();
     assert!(text.contains("with ESMTPS id"), "{text}");
     assert_eq!(server.count("SELECT count(*) FROM messages"), 2);
 }

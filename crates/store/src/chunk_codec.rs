@@ -24,11 +24,25 @@ pub(crate) const ZSTD: i64 = 1;
 const LEVEL: i32 = 1;
 
 /// A chunk as stored: its codec and bytes.
-pub(crate) fn pack(data: &[u8]) -> (i64, Cow<'_, [u8]>) {
-    match zstd::bulk::compress(data, LEVEL) {
-        Ok(packed) if packed.len() <= data.len() - data.len() / 8 => (ZSTD, Cow::Owned(packed)),
-        _ => (RAW, Cow::Borrowed(data)),
+pub(crate) fn pack(data: Vec<u8>) -> (i64, Vec<u8>) {
+    match zstd::bulk::compress(&data, LEVEL) {
+        Ok(packed) if packed.len() <= data.len() - data.len() / 8 => (ZSTD, packed),
+        _ => (RAW, data),
     }
+}
+
+/// Like [`unpack`], for a chunk read into a vector of its own.
+pub(crate) fn unpack_owned(codec: i64, data: Vec<u8>, blob: i64) -> Result<Vec<u8>> {
+    match codec {
+        RAW => Ok(data),
+        _ => unpack(codec, &data, blob).map(Cow::into_owned),
+    }
+}
+
+/// A chunk as the database holds it (`blob_chunks.codec` and `.data`),
+/// decoded: for tools and tests that read the database file directly.
+pub fn decode_chunk(codec: i64, data: &[u8]) -> Result<Vec<u8>> {
+    unpack(codec, data, 0).map(Cow::into_owned)
 }
 
 /// A stored chunk's bytes as they came. `blob` names it in errors.
@@ -54,24 +68,31 @@ mod tests {
     #[test]
     fn text_is_compressed_and_random_bytes_stay_raw() {
         let text = b"Subject: hello\r\n\r\n".repeat(500);
-        let (codec, packed) = pack(&text);
+        let (codec, packed) = pack(text.clone());
         assert_eq!(codec, ZSTD);
         assert!(packed.len() < text.len() / 4, "{}", packed.len());
         assert_eq!(unpack(codec, &packed, 1).unwrap(), &text[..]);
+        assert_eq!(unpack_owned(codec, packed, 1).unwrap(), text);
 
-        let noise: Vec<u8> = (0..4096u32)
-            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        // Incompressible, like an already compressed attachment.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
             .collect();
-        let (codec, packed) = pack(&noise);
+        let (codec, packed) = pack(noise.clone());
         assert_eq!(codec, RAW);
-        assert_eq!(&*packed, &noise[..]);
-        assert_eq!(pack(b"").0, RAW);
+        assert_eq!(packed, noise);
+        assert_eq!(pack(Vec::new()).0, RAW);
     }
 
     #[test]
     fn damage_and_unknown_codecs_are_errors_naming_the_blob() {
-        let (_, packed) = pack(&b"abc".repeat(1000));
-        let mut damaged = packed.into_owned();
+        let (_, mut damaged) = pack(b"abc".repeat(1000));
         damaged.truncate(damaged.len() / 2);
         let e = unpack(ZSTD, &damaged, 42).unwrap_err().to_string();
         assert!(e.contains("blob 42"), "{e}");
@@ -83,9 +104,9 @@ mod tests {
         #[test]
         fn every_chunk_reads_back_as_written(data in proptest::collection::vec(any::<u8>(), 0..4096), repeat in 1usize..40) {
             let data = data.repeat(repeat);
-            let data = &data[..data.len().min(CHUNK_SIZE)];
-            let (codec, packed) = pack(data);
-            prop_assert_eq!(unpack(codec, &packed, 0).unwrap(), data);
+            let data = data[..data.len().min(CHUNK_SIZE)].to_vec();
+            let (codec, packed) = pack(data.clone());
+            prop_assert_eq!(unpack_owned(codec, packed, 0).unwrap(), data);
         }
     }
 }

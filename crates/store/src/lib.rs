@@ -9,6 +9,8 @@
 #![forbid(unsafe_code)]
 
 mod auth;
+mod chunk_codec;
+pub use chunk_codec::decode_chunk;
 mod directory;
 mod error;
 mod index;

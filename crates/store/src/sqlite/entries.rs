@@ -349,13 +349,14 @@ fn from_chunks(c: &Connection, blob: i64) -> Result<(MessageStructure, Vec<u8>)>
     let mut builder = StructureBuilder::new();
     let mut head = Vec::new();
     let mut stmt =
-        c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
+        c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
     let mut rows = stmt.query([blob])?;
     while let Some(row) = rows.next()? {
         let data = row
-            .get_ref(0)?
+            .get_ref(1)?
             .as_blob()
             .map_err(|_| StoreError::Corrupt(format!("a chunk of blob {blob}")))?;
+        let data = &*crate::chunk_codec::unpack(row.get(0)?, data, blob)?;
         builder.feed(data);
         if head.len() < INDEX_WINDOW && header_block(&head).len() == head.len() {
             let room = INDEX_WINDOW - head.len();

@@ -251,11 +251,12 @@ fn ready(w: &Waiting) -> bool {
 fn text_from_chunks(c: &Connection, blob: BlobId) -> Result<FtsText> {
     let mut head = Vec::new();
     let mut stmt =
-        c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
+        c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
     let mut rows = stmt.query([blob])?;
     while head.len() < INDEX_WINDOW {
         let Some(row) = rows.next()? else { break };
-        let data: &[u8] = row.get_ref(0)?.as_blob().unwrap_or_default();
+        let data: &[u8] = row.get_ref(1)?.as_blob().unwrap_or_default();
+        let data = &*crate::chunk_codec::unpack(row.get(0)?, data, blob)?;
         let room = INDEX_WINDOW - head.len();
         head.extend_from_slice(&data[..room.min(data.len())]);
     }

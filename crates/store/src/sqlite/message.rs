@@ -13,7 +13,7 @@ use crate::error::{Result, StoreError};
 use crate::index::{header_block, index_message, MessageIndex};
 use crate::keyword;
 use crate::model::{BlobId, Delivery, DeliveryReceipt};
-use crate::{MessageWriter, CHUNK_SIZE, INDEX_WINDOW};
+use crate::{chunk_codec, MessageWriter, CHUNK_SIZE, INDEX_WINDOW};
 
 /// Messages up to this size are indexed inline; larger ones on a blocking
 /// thread, so parsing a megabyte of MIME does not hold a runtime thread.
@@ -62,8 +62,10 @@ impl SqliteMessageWriter {
 
     async fn flush_chunk(&mut self) -> Result<()> {
         let data = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK_SIZE));
+        // Compressed here, so the writer thread only stores it.
+        let chunk = chunk_codec::pack(data);
         let blob = self.blob;
-        let seq = self.next_seq;
+        let seq = i64::from(self.next_seq);
         // Not durable: the delivery that completes this blob fsyncs the log,
         // and a crash before it leaves an incomplete blob that recovery drops.
         let id = self
@@ -74,7 +76,7 @@ impl SqliteMessageWriter {
                     Some(id) => id,
                     None => new_blob(c)?,
                 };
-                insert_chunk(c, id, seq, &data)?;
+                insert_chunk(c, id, seq, &chunk)?;
                 Ok(id)
             })
             .await?;
@@ -89,13 +91,17 @@ fn new_blob(c: &Connection) -> Result<BlobId> {
     Ok(c.last_insert_rowid())
 }
 
-fn insert_chunk(c: &Connection, blob: BlobId, seq: u32, data: &[u8]) -> Result<()> {
-    insert_chunk_at(c, blob, i64::from(seq), data)
-}
-
-fn insert_chunk_at(c: &Connection, blob: BlobId, seq: i64, data: &[u8]) -> Result<()> {
-    c.prepare_cached("INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?1, ?2, ?3)")?
-        .execute(params![blob, seq, data])?;
+/// Stores chunk `seq` of `blob`, as [`chunk_codec::pack`] made it.
+fn insert_chunk(
+    c: &Connection,
+    blob: BlobId,
+    seq: i64,
+    (codec, data): &(i64, Vec<u8>),
+) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO blob_chunks (blob_id, seq, codec, data) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![blob, seq, codec, data])?;
     Ok(())
 }
 
@@ -177,9 +183,27 @@ impl MessageWriter for SqliteMessageWriter {
             }
         };
         let blob = self.blob;
-        let seq = self.next_seq;
+        let seq = i64::from(self.next_seq);
         let last = std::mem::take(&mut self.pending);
         let size = self.size + lead.len() as u64;
+        let chunks: Vec<(i64, (i64, Vec<u8>))> = if blob.is_some() {
+            // Chunks are written already: the lead is a chunk of its own
+            // before them (seq -1), which `read_chunk` folds back into
+            // chunks of the usual size.
+            [(LEAD_SEQ, lead.clone()), (seq, last)]
+                .into_iter()
+                .filter(|(_, data)| !data.is_empty())
+                .map(|(n, data)| (n, chunk_codec::pack(data)))
+                .collect()
+        } else {
+            // The whole message is still here: the lead simply comes first.
+            [lead.as_slice(), last.as_slice()]
+                .concat()
+                .chunks(CHUNK_SIZE)
+                .enumerate()
+                .map(|(n, data)| (seq + n as i64, chunk_codec::pack(data.to_vec())))
+                .collect()
+        };
         let mut header = std::mem::take(&mut self.header);
         if !lead.is_empty() && !header.starts_with(&lead) {
             // A large message's header was cut out before the lead existed.
@@ -190,8 +214,7 @@ impl MessageWriter for SqliteMessageWriter {
         let text = FtsText::new(&mut index, &header);
         self.finished = true;
         let stored = Stored {
-            lead,
-            last,
+            chunks,
             size,
             index,
             structure,
@@ -202,9 +225,7 @@ impl MessageWriter for SqliteMessageWriter {
         let result = self
             .inner
             .writer
-            .exec(true, move |c| {
-                commit_delivery(c, blob, seq, &stored, &delivery)
-            })
+            .exec(true, move |c| commit_delivery(c, blob, &stored, &delivery))
             .await;
         match &result {
             // Durable now: IDLE sessions on the target mailboxes may look.
@@ -271,10 +292,10 @@ fn discard(c: &Connection, blob: BlobId) -> Result<()> {
 
 /// What a delivery writes beside the mailbox entries.
 struct Stored {
-    /// Header fields in front of the message ([`Delivery::lead`]).
-    lead: Vec<u8>,
-    /// The last, partial chunk.
-    last: Vec<u8>,
+    /// Chunks still to store, numbered and packed: the last, partial one
+    /// and the lead ([`Delivery::lead`]), or the whole message when it
+    /// fitted in memory.
+    chunks: Vec<(i64, (i64, Vec<u8>))>,
     size: u64,
     index: MessageIndex,
     /// `MessageStructure::to_bytes()`.
@@ -290,13 +311,11 @@ struct Stored {
 fn commit_delivery(
     c: &Connection,
     blob: Option<BlobId>,
-    seq: u32,
     stored: &Stored,
     delivery: &Delivery,
 ) -> Result<DeliveryReceipt> {
     let Stored {
-        lead,
-        last,
+        chunks,
         size,
         index,
         structure,
@@ -306,28 +325,12 @@ fn commit_delivery(
     } = stored;
     let size = *size;
     let blob = match blob {
-        Some(blob) => {
-            // Chunks are written already: the lead is a chunk of its own
-            // before them (seq -1), which `read_chunk` folds back into
-            // chunks of the usual size.
-            if !lead.is_empty() {
-                insert_chunk_at(c, blob, LEAD_SEQ, lead)?;
-            }
-            if !last.is_empty() {
-                insert_chunk(c, blob, seq, last)?;
-            }
-            blob
-        }
-        None => {
-            // The whole message is still here: the lead simply comes first.
-            let blob = new_blob(c)?;
-            let whole = [lead.as_slice(), last.as_slice()].concat();
-            for (n, chunk) in whole.chunks(CHUNK_SIZE).enumerate() {
-                insert_chunk(c, blob, seq + n as u32, chunk)?;
-            }
-            blob
-        }
+        Some(blob) => blob,
+        None => new_blob(c)?,
     };
+    for (seq, chunk) in chunks {
+        insert_chunk(c, blob, *seq, chunk)?;
+    }
     let h = &index.headers;
     c.prepare_cached(
         "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,

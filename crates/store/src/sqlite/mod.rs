@@ -170,9 +170,9 @@ impl SqliteStore {
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         // A WAL file left larger than this after a checkpoint is cut back.
         conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
-        let checkpointer = checkpoint::Checkpointer::start(&path, options.wal_limit)?;
+        let checkpointer = checkpoint::Checkpointer::start(&path)?;
         let readers = ReadPool::open(&path, options.readers.max(1))?;
-        let writer = Writer::start(conn, options.group_commit);
+        let writer = Writer::start(conn, options.group_commit, options.wal_limit);
         // Sweeps at once whatever a previous run released and left.
         let pins = Arc::new(crate::ViewPins::default());
         let fts = fts_batch::FtsBatch::start(&path, writer.clone())?;
@@ -216,7 +216,17 @@ impl SqliteStore {
         tokio::task::spawn_blocking(move || {
             let conn = Connection::open(&path)?;
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
-            checkpoint::checkpoint(&conn, "TRUNCATE")
+            // SQLite answers busy at once, without waiting, while the
+            // checkpoint thread runs a PASSIVE round: try again until the
+            // deadline.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let done = checkpoint::checkpoint(&conn, "TRUNCATE")?;
+                if done || std::time::Instant::now() > deadline {
+                    return Ok(done);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         })
         .await
         .map_err(|_| StoreError::Closed)?
@@ -1254,9 +1264,12 @@ impl Store for SqliteStore {
 /// next.
 fn read_chunk(c: &Connection, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
     let mut get =
-        c.prepare_cached("SELECT data FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")?;
+        c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")?;
     let mut chunk = |n: i64| -> Result<Option<Vec<u8>>> {
-        Ok(get.query_row(params![blob, n], |r| r.get(0)).optional()?)
+        get.query_row(params![blob, n], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .map(|(codec, data)| crate::chunk_codec::unpack_owned(codec, data, blob))
+            .transpose()
     };
     let Some(lead) = chunk(message::LEAD_SEQ)? else {
         return chunk(i64::from(seq));

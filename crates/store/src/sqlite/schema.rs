@@ -371,6 +371,11 @@ const MIGRATIONS: &[&str] = &[
     DROP INDEX blobs_from;
     DROP INDEX blobs_subject;
     "#,
+    // Chunks are compressed when that saves space (chunk_codec.rs); each
+    // names its codec, and the ones written before are raw (0).
+    r#"
+    ALTER TABLE blob_chunks ADD COLUMN codec INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// Newest schema version this build knows.

@@ -15,6 +15,7 @@ use rusqlite::hooks::Wal;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::checkpoint::Truncation;
 use crate::error::{Result, StoreError};
 
 /// Most jobs folded into one transaction.
@@ -71,13 +72,16 @@ pub(crate) struct Writer {
 impl Writer {
     /// Starts the writer thread on `conn`. With `group_commit` off, every
     /// job gets its own transaction (and its own fsync when durable).
-    pub(crate) fn start(conn: Connection, group_commit: bool) -> Writer {
+    /// The writer also keeps the log under `wal_limit` bytes
+    /// ([`checkpoint::Truncation`]).
+    pub(crate) fn start(conn: Connection, group_commit: bool, wal_limit: u64) -> Writer {
         let (tx, rx) = mpsc::channel::<Job>();
         let counters = Arc::new(Counters::default());
         let c = Arc::clone(&counters);
+        let batch = if group_commit { MAX_BATCH } else { 1 };
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || run(conn, rx, if group_commit { MAX_BATCH } else { 1 }, &c))
+            .spawn(move || run(conn, rx, batch, wal_limit, &c))
             .expect("spawn store writer thread");
         Writer { tx, counters }
     }
@@ -269,13 +273,30 @@ fn frames_written() -> u64 {
     WAL_FRAMES.with(|cell| cell.get().1)
 }
 
-fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize, counters: &Counters) {
+/// Frames in the log after this thread's last commit.
+fn frames_in_log() -> u64 {
+    WAL_FRAMES.with(|cell| cell.get().0)
+}
+
+/// The log was cut to nothing: the next commit starts it again.
+fn log_truncated() {
+    WAL_FRAMES.with(|cell| cell.set((0, cell.get().1)));
+}
+
+fn run(
+    conn: Connection,
+    rx: mpsc::Receiver<Job>,
+    max_batch: usize,
+    wal_limit: u64,
+    counters: &Counters,
+) {
     // After `wal_autocheckpoint`, which would replace it.
     conn.wal_hook(Some(count_frames));
     let frame_bytes = conn
         .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
         .map_or(4096, |size| size as u64)
         + 24;
+    let mut truncation = Truncation::new(wal_limit / frame_bytes);
     let mut synchronous_full = None;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -336,6 +357,10 @@ fn run(conn: Connection, rx: mpsc::Receiver<Job>, max_batch: usize, counters: &C
         }
         for finish in done {
             finish(err);
+        }
+        // Between transactions, with every caller answered.
+        if truncation.after_commit(&conn, frames_in_log()) {
+            log_truncated();
         }
     }
 }
