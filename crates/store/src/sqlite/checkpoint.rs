@@ -17,7 +17,7 @@
 //! lock, and SQLite's busy handler is a sleep-and-retry loop with no queue.
 //! The writer thread takes the lock again the moment it commits, so under
 //! sustained load the checkpoint thread almost never found it free: with
-//! a 64 MiB limit the log still reached 620 MB while 21,282 messages
+//! a 64 MiB limit the log still reached 620 MB (with 8 KiB pages) while 21,282 messages
 //! streamed in. So the writer cuts the log itself ([`Truncation`]), between
 //! two of its transactions, once its own commits have pushed the log past
 //! the limit: it holds no lock then, no other writer exists, and the
