@@ -704,3 +704,154 @@ fn pop3_fetchmail_through_the_proxy() {
     assert!(!text.contains("after the attachment"), "{text}");
     let _ = clean;
 }
+
+#[test]
+fn proxy_protocol_gives_the_upstream_the_real_client() {
+    let (postfix, proxy, listen) = smtp_pair(
+        "smtpd_upstream_proxy_protocol = haproxy\n",
+        "client_address = \"proxy-v2\"",
+    );
+    let out = python(
+        r#"
+import smtplib, sys
+host, port = sys.argv[1].rsplit(':', 1)
+s = smtplib.SMTP(host, int(port), timeout=30, source_address=('127.0.0.3', 0))
+s.sendmail('sender@example.com', ['rcpt@example.net'], b'Subject: x\r\n\r\nby haproxy header\r\n')
+s.quit()
+print('ok')
+"#,
+        &[&listen.to_string()],
+    );
+    assert_eq!(out.trim(), "ok", "{}", proxy.log());
+    let got = String::from_utf8_lossy(&delivered(&postfix, 1)[0]).to_string();
+    assert!(got.contains("[127.0.0.3]"), "{got}");
+}
+
+#[test]
+fn starttls_to_the_upstream_is_verified_against_its_ca() {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec!["upstream.example.net".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca, &ca_key)
+        .unwrap();
+    let postfix = PostfixMx::start("upstream.example.net", &leaf.pem(), &key.serialize_pem());
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let trusted = local(free_port());
+    let untrusted = local(free_port());
+    let tls =
+        "tls = \"none\"\nupstream_tls = \"starttls\"\nupstream_name = \"upstream.example.net\"";
+    let proxy = Proxy::start(
+        "",
+        &format!(
+            "{}{}",
+            entry(
+                "smtp",
+                trusted,
+                postfix.addr,
+                &format!("{tls}\nupstream_ca_file = {ca_file:?}")
+            ),
+            // Public roots only: Postfix's certificate is not trusted.
+            entry("smtp", untrusted, postfix.addr, tls)
+        ),
+    );
+    let out = python(
+        r#"
+import smtplib, socket, sys
+host, port = sys.argv[1].rsplit(':', 1)
+s = smtplib.SMTP(host, int(port), timeout=30)
+s.sendmail('sender@example.com', ['rcpt@example.net'], b'Subject: x\r\n\r\nover TLS upstream\r\n')
+s.quit()
+host, port = sys.argv[2].rsplit(':', 1)
+s = socket.create_connection((host, int(port)), timeout=30)
+print(s.makefile('rb').readline().decode().strip())
+"#,
+        &[&trusted.to_string(), &untrusted.to_string()],
+    );
+    assert!(
+        out.trim().starts_with("421 4.3.0"),
+        "{out}\n{}",
+        proxy.log()
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            let log = postfix.log();
+            log.contains("TLS connection established from") && log.contains("status=sent")
+        }),
+        "{}",
+        postfix.log()
+    );
+    proxy.wait_log("upstream unavailable");
+}
+
+/// The proxy's peak resident memory so far, in KiB.
+fn peak_kb(proxy: &Proxy) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", proxy.child.id())).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_50_mb_message_goes_through_in_flat_memory() {
+    let (postfix, proxy, listen) = smtp_pair(
+        "message_size_limit = 100000000\nvirtual_mailbox_limit = 100000000\n",
+        "tls = \"none\"",
+    );
+    // Warm up: one small message, so the baseline has a session's buffers.
+    python(
+        r#"
+import smtplib, sys
+host, port = sys.argv[1].rsplit(':', 1)
+s = smtplib.SMTP(host, int(port), timeout=30)
+s.sendmail('sender@example.com', ['rcpt@example.net'], b'Subject: small\r\n\r\nsmall\r\n')
+s.quit()
+"#,
+        &[&listen.to_string()],
+    );
+    delivered(&postfix, 1);
+    let before = peak_kb(&proxy);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.eml");
+    let out = python(
+        r#"
+import os, smtplib, sys, email.policy
+from email.message import EmailMessage
+m = EmailMessage()
+m['From'] = 'sender@example.com'
+m['To'] = 'rcpt@example.net'
+m['Subject'] = 'big'
+m['Date'] = 'Wed, 25 Nov 2026 12:00:00 +0000'
+m['Message-ID'] = '<big@example.com>'
+m.set_content('A large attachment follows.\n')
+m.add_attachment(os.urandom(37 * 1024 * 1024), maintype='application', subtype='octet-stream', filename='big.bin')
+data = m.as_bytes(policy=email.policy.SMTP)
+open(sys.argv[2], 'wb').write(data)
+host, port = sys.argv[1].rsplit(':', 1)
+s = smtplib.SMTP(host, int(port), timeout=120)
+s.sendmail('sender@example.com', ['rcpt@example.net'], data)
+s.quit()
+print(len(data))
+"#,
+        &[&listen.to_string(), path.to_str().unwrap()],
+    );
+    let size: usize = out.trim().parse().unwrap();
+    assert!(size > 50_000_000, "{size}");
+    let got = delivered(&postfix, 2);
+    let big = got
+        .iter()
+        .find(|m| m.len() > 50_000_000)
+        .expect("the big message");
+    same_but_trace(big, &std::fs::read(&path).unwrap());
+    let after = peak_kb(&proxy);
+    // The message is 50 MB; the proxy's peak grew by a small fraction of it.
+    assert!(
+        after - before < 8 * 1024,
+        "peak resident memory grew from {before} KiB to {after} KiB for a {size}-byte message"
+    );
+    println!("peak resident memory {before} KiB before, {after} KiB after a {size}-byte message");
+}
