@@ -162,8 +162,20 @@ impl Session<'_> {
 
     async fn client_line(&mut self) -> Result<Vec<u8>, End> {
         loop {
+            let token = self.ctx.shutdown.token.clone();
             let read = tokio::time::timeout(self.timeout, self.input.read_line(&mut self.client));
-            match read.await {
+            let read = tokio::select! {
+                biased;
+                r = read => Some(r),
+                _ = token.cancelled() => None,
+            };
+            let Some(read) = read else {
+                let _ = self
+                    .send(b"-ERR [SYS/TEMP] Shutting down, try again later\r\n")
+                    .await;
+                return Err(End);
+            };
+            match read {
                 Err(_) => return Err(End),
                 Ok(Ok(line)) => return Ok(line.to_vec()),
                 Ok(Err(LineError::TooLong)) => self.send(b"-ERR Line too long\r\n").await?,

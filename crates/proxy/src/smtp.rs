@@ -370,8 +370,20 @@ impl Session<'_> {
 
     async fn client_line(&mut self) -> Result<Vec<u8>, End> {
         loop {
+            let token = self.ctx.shutdown.token.clone();
             let read = tokio::time::timeout(self.timeout, self.input.read_line(&mut self.client));
-            match read.await {
+            // Waiting for a command is where a stop signal ends a session;
+            // a message in transfer is left to finish.
+            let read = tokio::select! {
+                biased;
+                r = read => Some(r),
+                _ = token.cancelled() => None,
+            };
+            let Some(read) = read else {
+                let _ = self.reply("421 4.3.0 Shutting down, try again later").await;
+                return Err(End);
+            };
+            match read {
                 Err(_) => {
                     let _ = self.reply("421 4.4.2 Timeout, closing connection").await;
                     return Err(End);

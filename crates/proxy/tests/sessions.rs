@@ -19,6 +19,14 @@ fn check() -> Arc<proxy::ContentCheck> {
 
 /// Starts a proxy for `protocol` in front of `upstream`; returns where it listens.
 async fn start_proxy(protocol: &str, upstream: SocketAddr) -> SocketAddr {
+    start_proxy_with(protocol, upstream, net::Shutdown::default()).await
+}
+
+async fn start_proxy_with(
+    protocol: &str,
+    upstream: SocketAddr,
+    shutdown: net::Shutdown,
+) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config: proxy::ProxyConfig = toml::from_str(&format!(
@@ -32,7 +40,7 @@ async fn start_proxy(protocol: &str, upstream: SocketAddr) -> SocketAddr {
         tls: None,
         upstream_tls: None,
         scan: Some(check()),
-        shutdown: net::Shutdown::default(),
+        shutdown,
     });
     tokio::spawn(proxy::serve(listener, ctx));
     addr
@@ -287,4 +295,22 @@ async fn pop3_cuts_a_long_infected_part_in_the_middle_and_closes_the_message() {
     client.get_mut().write_all(b"QUIT\r\n").await.unwrap();
     let _ = tokio::time::timeout(Duration::from_secs(5), client.read_to_end(&mut rest)).await;
     assert_eq!(rest, b"+OK bye\r\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_signal_closes_idle_sessions_with_421() {
+    let (upstream, _) = smtp_upstream().await;
+    let shutdown = net::Shutdown::default();
+    let addr = start_proxy_with("smtp", upstream, shutdown.clone()).await;
+    let mut client = BufReader::new(TcpStream::connect(addr).await.unwrap());
+    let mut greeting = String::new();
+    client.read_line(&mut greeting).await.unwrap();
+    exchange(&mut client, b"EHLO client\r\n", 3).await;
+    shutdown.token.cancel();
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(10), client.read_line(&mut line))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(line.starts_with("421 4.3.0 "), "{line}");
 }
