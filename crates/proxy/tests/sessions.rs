@@ -19,18 +19,19 @@ fn check() -> Arc<proxy::ContentCheck> {
 
 /// Starts a proxy for `protocol` in front of `upstream`; returns where it listens.
 async fn start_proxy(protocol: &str, upstream: SocketAddr) -> SocketAddr {
-    start_proxy_with(protocol, upstream, net::Shutdown::default()).await
+    start_proxy_with(protocol, upstream, net::Shutdown::default(), "").await
 }
 
 async fn start_proxy_with(
     protocol: &str,
     upstream: SocketAddr,
     shutdown: net::Shutdown,
+    more: &str,
 ) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config: proxy::ProxyConfig = toml::from_str(&format!(
-        "protocol = \"{protocol}\"\nlisten = \"{addr}\"\nupstream = \"{upstream}\"\ntls = \"none\"\ntimeout_secs = 10\n"
+        "protocol = \"{protocol}\"\nlisten = \"{addr}\"\nupstream = \"{upstream}\"\ntls = \"none\"\ntimeout_secs = 10\n{more}"
     ))
     .unwrap();
     let ctx = Arc::new(proxy::Context {
@@ -301,7 +302,7 @@ async fn pop3_cuts_a_long_infected_part_in_the_middle_and_closes_the_message() {
 async fn a_stop_signal_closes_idle_sessions_with_421() {
     let (upstream, _) = smtp_upstream().await;
     let shutdown = net::Shutdown::default();
-    let addr = start_proxy_with("smtp", upstream, shutdown.clone()).await;
+    let addr = start_proxy_with("smtp", upstream, shutdown.clone(), "").await;
     let mut client = BufReader::new(TcpStream::connect(addr).await.unwrap());
     let mut greeting = String::new();
     client.read_line(&mut greeting).await.unwrap();
@@ -313,4 +314,103 @@ async fn a_stop_signal_closes_idle_sessions_with_421() {
         .unwrap()
         .unwrap();
     assert!(line.starts_with("421 4.3.0 "), "{line}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_per_address_are_limited() {
+    let (upstream, _) = smtp_upstream().await;
+    let addr = start_proxy_with(
+        "smtp",
+        upstream,
+        net::Shutdown::default(),
+        "max_connections_per_ip = 1\n",
+    )
+    .await;
+    let mut first = BufReader::new(TcpStream::connect(addr).await.unwrap());
+    let mut line = String::new();
+    first.read_line(&mut line).await.unwrap();
+    assert!(line.starts_with("220 "), "{line}");
+    let mut second = BufReader::new(TcpStream::connect(addr).await.unwrap());
+    let mut refused = String::new();
+    tokio::time::timeout(Duration::from_secs(10), second.read_line(&mut refused))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(refused.starts_with("421 4.7.0 "), "{refused}");
+}
+
+/// An SMTP upstream that stops reading once DATA is accepted.
+async fn stalling_upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (socket, _) = listener.accept().await.unwrap();
+        let (read, mut write) = socket.into_split();
+        let mut read = BufReader::new(read);
+        write.write_all(b"220 slow\r\n").await.unwrap();
+        loop {
+            let mut line = String::new();
+            if read.read_line(&mut line).await.unwrap_or(0) == 0 {
+                return;
+            }
+            if line.starts_with("DATA") {
+                write.write_all(b"354 go ahead\r\n").await.unwrap();
+                // Never reads again, but keeps the connection.
+                std::future::pending::<()>().await;
+            }
+            write.write_all(b"250 ok\r\n").await.unwrap();
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_upstream_stops_the_client_instead_of_filling_memory() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let upstream = stalling_upstream().await;
+    let addr = start_proxy("smtp", upstream).await;
+    let mut client = BufReader::new(TcpStream::connect(addr).await.unwrap());
+    let mut line = String::new();
+    client.read_line(&mut line).await.unwrap();
+    let r = exchange(
+        &mut client,
+        b"HELO c\r\nMAIL FROM:<a@x>\r\nRCPT TO:<b@y>\r\nDATA\r\n",
+        4,
+    )
+    .await;
+    assert!(r.ends_with("354 go ahead\r\n"), "{r}");
+    const TOTAL: usize = 256 * 1024 * 1024;
+    let written = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&written);
+    let mut stream = client.into_inner();
+    let writer = tokio::spawn(async move {
+        let chunk = [&b"x".repeat(998)[..], b"\r\n"].concat().repeat(64);
+        while count.load(Ordering::Relaxed) < TOTAL {
+            if stream.write_all(&chunk).await.is_err() {
+                return;
+            }
+            count.fetch_add(chunk.len(), Ordering::Relaxed);
+        }
+    });
+    // Wait until the client can write no more: the socket buffers on
+    // both sides are full and the proxy holds only its fixed buffers.
+    let mut last = usize::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = written.load(Ordering::Relaxed);
+        if now == last {
+            break;
+        }
+        assert!(
+            now < TOTAL,
+            "the client wrote everything: nothing held it back"
+        );
+        last = now;
+    }
+    assert!(
+        last < 64 * 1024 * 1024,
+        "{last} bytes went before the client was held back"
+    );
+    println!("the client was held back after {last} bytes");
+    writer.abort();
 }
