@@ -609,6 +609,11 @@ impl Session<'_> {
         if self.bdat.is_none() {
             self.bdat = Some(Txn::new(self.ctx, &self.sender, self.recipients));
         }
+        if size == 0 && last {
+            // Nothing to pass on: the end waits for the verdict.
+            let txn = self.bdat.take().ok_or(End)?;
+            return self.finish_bdat(txn).await;
+        }
         // The chunk goes on as a plain one: LAST waits for the verdict.
         let header = format!("BDAT {size}\r\n");
         let up = self.up.as_mut().ok_or(End)?;
@@ -654,8 +659,14 @@ impl Session<'_> {
             }
             return self.send(&reply.raw).await;
         }
-        let mut txn = self.bdat.take().ok_or(End)?;
-        normal.clear();
+        let txn = self.bdat.take().ok_or(End)?;
+        self.finish_bdat(txn).await
+    }
+
+    /// The client's last chunk has gone on: the verdict decides whether
+    /// `BDAT 0 LAST` follows it.
+    async fn finish_bdat(&mut self, mut txn: Txn) -> Result<(), End> {
+        let mut normal = Vec::new();
         txn.line_ends.finish(&mut normal);
         txn.feed(&normal);
         self.finish(txn, b"BDAT 0 LAST\r\n").await

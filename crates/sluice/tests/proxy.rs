@@ -331,6 +331,10 @@ for i, c in enumerate(chunks):
 s.sendall(out)
 for _ in range(5):
     print(reply()[-1])
+# A message whose last chunk is empty: BDAT 0 LAST alone.
+s.sendall(b'MAIL FROM:<sender@example.com>\r\nRCPT TO:<e@example.net>\r\nBDAT %d\r\n' % len(message) + message + b'BDAT 0 LAST\r\n')
+for _ in range(4):
+    print(reply()[-1])
 # An infected message by BDAT is refused at LAST.
 s.sendall(b'MAIL FROM:<sender@example.com>\r\nRCPT TO:<d@example.net>\r\nBDAT %d LAST\r\n' % len(bad) + bad)
 for _ in range(3):
@@ -357,20 +361,20 @@ fn pipelining_and_bdat_pass_through() {
         codes,
         [
             "220", "250", "250", "250", "250", "354", "250", "250", "250", "250", "250", "250",
-            "250", "250", "554", "221"
+            "250", "250", "250", "250", "250", "250", "554", "221"
         ],
         "{out}\n{}",
         proxy.log()
     );
-    // Two recipients by DATA, one by BDAT; the infected BDAT message for
-    // d@ never arrives.
-    let got = delivered(&postfix, 3);
+    // Two recipients by DATA, two messages by BDAT; the infected BDAT
+    // message for d@ never arrives.
+    let got = delivered(&postfix, 4);
     for g in &got {
         same_but_trace(g, &clean);
     }
     std::thread::sleep(Duration::from_millis(500));
     let got = postfix.delivered();
-    assert_eq!(got.len(), 3);
+    assert_eq!(got.len(), 4);
     assert!(!got
         .iter()
         .any(|m| String::from_utf8_lossy(m).contains("d@example.net")));
