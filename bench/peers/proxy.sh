@@ -12,6 +12,9 @@
 #   MESSAGES   messages per run                  (default: 4000)
 #   SIZE       message size in bytes             (default: 4096)
 #   SESSIONS   parallel SMTP sessions            (default: 10)
+#   POP3_MSGS  messages per POP3 account for the RETR comparison, 10
+#              accounts fetched in parallel straight from Dovecot and
+#              through the proxy                 (default: 300; 0: skip)
 #   HOLD       then this many sessions each send 1 MB of DATA and wait
 #              before the end, and the proxy's resident memory per session
 #              is printed                        (default: 200; 0: skip)
@@ -22,7 +25,8 @@ MESSAGES=${MESSAGES:-4000}
 SIZE=${SIZE:-4096}
 SESSIONS=${SESSIONS:-10}
 HOLD=${HOLD:-200}
-P_SMTP=24525 X_SMTP=24526
+POP3_MSGS=${POP3_MSGS:-300}
+P_SMTP=24525 X_SMTP=24526 D_POP3=24110 X_POP3=24111
 
 die() { printf 'proxy.sh: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root"
@@ -32,6 +36,7 @@ dir=$(mktemp -d)
 cleanup() {
   [ -n "${proxy_pid:-}" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
   postfix -c "$dir/postfix" stop >/dev/null 2>&1 || true
+  [ -n "${dovecot_pid:-}" ] && kill "$dovecot_pid" 2>/dev/null && wait "$dovecot_pid" 2>/dev/null
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -79,6 +84,12 @@ listen = "127.0.0.1:$X_SMTP"
 upstream = "127.0.0.1:$P_SMTP"
 tls = "none"
 max_connections_per_ip = 1000
+[[proxy]]
+protocol = "pop3"
+listen = "127.0.0.1:$X_POP3"
+upstream = "127.0.0.1:$D_POP3"
+tls = "none"
+max_connections_per_ip = 1000
 CF
 "$SLUICE" proxy --config "$dir/sluice.toml" 2> "$dir/proxy.log" &
 proxy_pid=$!
@@ -113,6 +124,88 @@ printf 'smtp-source -c -l %s -m %s -s %s, messages/s\n' "$SIZE" "$MESSAGES" "$SE
 printf '  direct to Postfix      %8.1f  %8.1f\n' "$direct" "$direct2"
 printf '  through sluice proxy   %8.1f  %8.1f\n' "$proxied" "$proxied2"
 printf '  ratio                  %8.3f\n' "$(echo "($proxied + $proxied2) / ($direct + $direct2)" | bc -l)"
+
+if [ "$POP3_MSGS" -gt 0 ]; then
+  command -v dovecot >/dev/null && [ -x /usr/lib/dovecot/pop3 ] || die "apt-get install dovecot-pop3d"
+  mkdir -p "$dir/dovecot/mail"
+  : > "$dir/dovecot/passwd"
+  for i in $(seq 10); do echo "pop$i@example.org:{PLAIN}secret" >> "$dir/dovecot/passwd"; done
+  python3 - "$dir/dovecot/mail" "$POP3_MSGS" <<'PY'
+import os, sys
+base, n = sys.argv[1], int(sys.argv[2])
+body = ''.join('line %04d of a message of about four kilobytes, padded to length....\r\n' % i for i in range(56))
+for u in range(1, 11):
+    for sub in ('cur', 'new', 'tmp'):
+        os.makedirs(os.path.join(base, 'pop%d@example.org' % u, sub), exist_ok=True)
+    for m in range(n):
+        text = 'From: a@example.com\r\nTo: pop%d@example.org\r\nSubject: %d\r\n\r\n%s' % (u, m, body)
+        open(os.path.join(base, 'pop%d@example.org' % u, 'new', '%d.M%d.bench' % (1700000000 + m, m)), 'w').write(text)
+PY
+  chown -R mail:mail "$dir/dovecot/mail"
+  chmod 755 "$dir/dovecot"
+  cat > "$dir/dovecot/dovecot.conf" <<CF
+base_dir = $dir/dovecot/run
+state_dir = $dir/dovecot/state
+log_path = $dir/dovecot/dovecot.log
+protocols = pop3
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+mail_location = maildir:$dir/dovecot/mail/%u
+mail_uid = mail
+mail_gid = mail
+first_valid_uid = 8
+first_valid_gid = 8
+passdb {
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u $dir/dovecot/passwd
+}
+userdb {
+  driver = static
+  args = home=$dir/dovecot/mail/%u
+}
+service pop3-login {
+  inet_listener pop3 {
+    address = 127.0.0.1
+    port = $D_POP3
+  }
+  inet_listener pop3s {
+    port = 0
+  }
+}
+CF
+  dovecot -F -c "$dir/dovecot/dovecot.conf" > /dev/null 2>&1 &
+  dovecot_pid=$!
+  wait_port "$D_POP3"
+  wait_port "$X_POP3"
+  fetch() {
+    python3 - "$1" <<'PY'
+import poplib, sys, threading, time
+port = int(sys.argv[1])
+def run(u):
+    p = poplib.POP3('127.0.0.1', port, timeout=60)
+    p.user('pop%d@example.org' % u)
+    p.pass_('secret')
+    n, _ = p.stat()
+    for i in range(1, n + 1):
+        p.retr(i)
+    p.quit()
+    counts.append(n)
+counts = []
+start = time.time()
+threads = [threading.Thread(target=run, args=(u,)) for u in range(1, 11)]
+for t in threads: t.start()
+for t in threads: t.join()
+print('%.1f' % (sum(counts) / (time.time() - start)))
+PY
+  }
+  fetch "$D_POP3" > /dev/null
+  pd=$(fetch "$D_POP3"); px=$(fetch "$X_POP3"); pd2=$(fetch "$D_POP3"); px2=$(fetch "$X_POP3")
+  printf 'POP3 RETR, 10 accounts x %s messages of 4 KB in parallel (Python poplib), messages/s\n' "$POP3_MSGS"
+  printf '  direct to Dovecot      %8.1f  %8.1f\n' "$pd" "$pd2"
+  printf '  through sluice proxy   %8.1f  %8.1f\n' "$px" "$px2"
+  printf '  ratio                  %8.3f\n' "$(echo "($px + $px2) / ($pd + $pd2)" | bc -l)"
+fi
 
 [ "$HOLD" -gt 0 ] || exit 0
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$proxy_pid/status"; }
