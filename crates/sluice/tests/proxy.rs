@@ -859,3 +859,27 @@ print(len(data))
     );
     println!("peak resident memory {before} KiB before, {after} KiB after a {size}-byte message");
 }
+
+#[test]
+fn implicit_tls_with_the_client() {
+    let (postfix, proxy, listen) = smtp_pair("", "tls = \"implicit\"");
+    let out = python(
+        r#"
+import smtplib, ssl, sys
+host, port = sys.argv[1].rsplit(':', 1)
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+s = smtplib.SMTP_SSL(host, int(port), timeout=30, context=ctx)
+code, caps = s.ehlo('client.example.com')
+assert b'STARTTLS' not in caps, caps
+s.sendmail('sender@example.com', ['rcpt@example.net'], b'Subject: tls\r\n\r\nover implicit TLS\r\n')
+s.quit()
+print('ok')
+"#,
+        &[&listen.to_string()],
+    );
+    assert_eq!(out.trim(), "ok", "{}", proxy.log());
+    let got = String::from_utf8_lossy(&delivered(&postfix, 1)[0]).to_string();
+    assert!(got.contains("over implicit TLS"), "{got}");
+}
