@@ -18,6 +18,7 @@ packages=(
   clamav clamav-daemon clamav-testfiles     # scanner cross-check, test corpus
   rbldnsd                                   # DNSBL server cross-check
   dovecot-core dovecot-imapd                # IMAP bench workload peer
+  dovecot-pop3d                             # upstream POP3 server behind the scanning proxy
   dovecot-sieve                             # sieve-test, the Sieve cross-check peer
   nsd dnsutils                              # the tests' DNS server, and dig
   ldnsutils                                 # signs the test zones (DANE)

@@ -4,12 +4,14 @@
 #![forbid(unsafe_code)]
 
 mod accept;
+mod dot;
 pub mod fuzzing;
 mod input;
 mod limit;
 mod stream;
 
 pub use accept::Acceptor;
+pub use dot::{DotStuffer, DotUnstuffer, LineEnds};
 pub use input::{Input, LineError};
 pub use limit::{ConnGuard, ConnLimiter, Refused};
 pub use stream::{open_stream, send, send_buffered, start_tls, Io, Stream};

@@ -21,6 +21,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::net::TcpStream;
 
 use crate::tls_policy::{MxTls, TlsOutcome};
+use net::DotStuffer;
 
 /// The longest reply line read (RFC 5321 §4.5.3.1.5 says 512; some
 /// servers send more), and the most lines one reply may have.
@@ -734,73 +735,10 @@ async fn ehlo(
     Ok(Extensions::default())
 }
 
-/// Dot-stuffing for DATA (RFC 5321 §4.5.2), a piece at a time: a `.` at
-/// the start of a line is doubled; the end makes sure the text ends with
-/// CRLF and adds the final `.` line.
-#[derive(Debug, Clone)]
-pub struct DotStuffer {
-    at_line_start: bool,
-    last: u8,
-}
-
-impl Default for DotStuffer {
-    fn default() -> Self {
-        DotStuffer {
-            at_line_start: true,
-            last: b'\n',
-        }
-    }
-}
-
-impl DotStuffer {
-    /// Appends `input`, stuffed, to `out`.
-    pub fn push(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        let mut start = 0;
-        for (i, &b) in input.iter().enumerate() {
-            if self.at_line_start && b == b'.' {
-                out.extend_from_slice(&input[start..i]);
-                out.push(b'.');
-                start = i;
-            }
-            self.at_line_start = b == b'\n';
-        }
-        out.extend_from_slice(&input[start..]);
-        if let Some(&b) = input.last() {
-            self.last = b;
-        }
-    }
-
-    /// Appends the end of data to `out`.
-    pub fn finish(&mut self, out: &mut Vec<u8>) {
-        if self.last != b'\n' {
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(b".\r\n");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    fn stuff(pieces: &[&[u8]]) -> Vec<u8> {
-        let mut s = DotStuffer::default();
-        let mut out = Vec::new();
-        for p in pieces {
-            s.push(p, &mut out);
-        }
-        s.finish(&mut out);
-        out
-    }
-
-    #[test]
-    fn dots_at_line_starts_are_doubled_and_the_end_is_added() {
-        assert_eq!(stuff(&[b".a\r\nb.\r\n.\r\n"]), b"..a\r\nb.\r\n..\r\n.\r\n");
-        assert_eq!(stuff(&[b"no newline"]), b"no newline\r\n.\r\n");
-        assert_eq!(stuff(&[b"x\r\n", b".y\r\n"]), b"x\r\n..y\r\n.\r\n");
-        assert_eq!(stuff(&[]), b".\r\n");
-    }
 
     #[test]
     fn reply_lines_are_read() {
@@ -849,46 +787,6 @@ mod tests {
                 prop_assert!((200..600).contains(&code));
                 prop_assert_eq!(code.to_string(), &line[..3]);
             }
-        }
-
-        /// However the message is cut into pieces, the stuffed bytes are
-        /// the same, and unstuffing them gives the message back.
-        #[test]
-        fn stuffing_does_not_depend_on_the_pieces(
-            text in proptest::collection::vec(prop_oneof![Just(b'.'), Just(b'\r'), Just(b'\n'), Just(b'a')], 0..200),
-            cuts in proptest::collection::vec(0usize..200, 0..6),
-        ) {
-            let whole = stuff(&[&text]);
-            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(text.len())).collect();
-            cuts.sort_unstable();
-            let mut pieces: Vec<&[u8]> = Vec::new();
-            let mut at = 0;
-            for c in cuts {
-                pieces.push(&text[at..c]);
-                at = c;
-            }
-            pieces.push(&text[at..]);
-            prop_assert_eq!(&stuff(&pieces), &whole);
-            // Unstuff: drop the final ".\r\n", then a dot at a line start.
-            let body = &whole[..whole.len() - 3];
-            let mut back = Vec::new();
-            let mut line_start = true;
-            let mut i = 0;
-            while i < body.len() {
-                if line_start && body[i] == b'.' {
-                    i += 1;
-                }
-                if i < body.len() {
-                    back.push(body[i]);
-                    line_start = body[i] == b'\n';
-                }
-                i += 1;
-            }
-            let mut expect = text.clone();
-            if expect.last().is_some_and(|&b| b != b'\n') {
-                expect.extend_from_slice(b"\r\n");
-            }
-            prop_assert_eq!(back, expect);
         }
     }
 }

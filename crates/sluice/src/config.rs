@@ -55,6 +55,8 @@ pub struct Config {
     pub dns: DnsConfig,
     /// Logging.
     pub log: LogConfig,
+    /// Stream-scanning proxies in front of other servers (`[[proxy]]`).
+    pub proxy: Vec<proxy::ProxyConfig>,
 }
 
 /// One address or a list of them.
@@ -466,6 +468,7 @@ impl Default for Config {
             spam: smtp::SpamConfig::default(),
             dns: DnsConfig::default(),
             log: LogConfig::default(),
+            proxy: Vec::new(),
         }
     }
 }
@@ -517,6 +520,9 @@ fn validate(c: &Config) -> anyhow::Result<()> {
         bail!("key `tls`: set both `cert` and `key`, or neither");
     }
     validate_acme(c)?;
+    for entry in &c.proxy {
+        entry.validate()?;
+    }
     if c.smtp.max_line_length < 512 {
         bail!("key `smtp.max_line_length`: must be at least 512 (RFC 5321 §4.5.3.1.4)");
     }
@@ -640,6 +646,26 @@ mod tests {
             c.listen.smtp.list(),
             vec!["127.0.0.1:2525".parse().unwrap()]
         );
+    }
+
+    #[test]
+    fn proxy_entries_parse_and_are_checked() {
+        let c = parse(
+            "[[proxy]]\nprotocol = \"smtp\"\nlisten = \"127.0.0.1:2526\"\nupstream = \"127.0.0.1:25\"\n\
+             [[proxy]]\nprotocol = \"pop3\"\nlisten = \"127.0.0.1:1111\"\nupstream = \"mail.example.org:995\"\nupstream_tls = \"implicit\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.proxy.len(), 2);
+        assert_eq!(c.proxy[1].upstream_tls, proxy::UpstreamTls::Implicit);
+        let e = parse("[[proxy]]\nprotocol = \"pop3\"\nlisten = \"127.0.0.1:1\"\nupstream = \"h:1\"\nclient_address = \"xclient\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("proxy.client_address"), "{e}");
+        let e =
+            parse("[[proxy]]\nprotocol = \"imap\"\nlisten = \"127.0.0.1:1\"\nupstream = \"h:1\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("proxy"), "{e}");
     }
 
     #[test]

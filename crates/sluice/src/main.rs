@@ -14,6 +14,7 @@ mod import;
 mod import_imap;
 mod metrics_http;
 mod privileges;
+mod proxy;
 mod scan_files;
 mod serve;
 mod sieve_admin;
@@ -52,6 +53,9 @@ struct Cli {
 enum Command {
     /// Run the mail server.
     Serve,
+    /// Run only the scanning SMTP/POP3 proxies of the `[[proxy]]` entries,
+    /// in front of another mail server.
+    Proxy,
     /// Manage local domains.
     Domain {
         #[command(subcommand)]
@@ -157,6 +161,7 @@ fn main() -> ExitCode {
         runtime.block_on(async move {
             match cli.command {
                 Command::Serve => serve::run(config).await,
+                Command::Proxy => proxy::run(config).await,
                 Command::Domain { action } => admin::domain(&config, action).await,
                 Command::User { action } => admin::user(&config, action).await,
                 Command::Alias { action } => admin::alias(&config, action).await,

@@ -18,7 +18,7 @@ const DIRECTORY_POLL: Duration = Duration::from_millis(500);
 /// How long sessions get to finish after a stop signal.
 const GRACE: Duration = Duration::from_secs(30);
 
-fn init_logging(config: &Config) {
+pub(crate) fn init_logging(config: &Config) {
     let mut filter = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log.level.clone());
     // rustls warns at every handshake whose SNI is an IP address, which is
     // what clients connecting by address send: harmless, so kept out of
@@ -205,7 +205,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let https_listeners = bind("https", config.listen.https.list()).await?;
     let metrics_listeners = bind("metrics", config.listen.metrics.list()).await?;
     let acme_http_listeners = bind("acme_http", config.listen.acme_http.list()).await?;
-    let bound: Vec<std::net::SocketAddr> = [
+    let proxy_listeners = crate::proxy::bind(&config).await?;
+    let mut bound: Vec<std::net::SocketAddr> = [
         &smtp_listeners,
         &submission_listeners,
         &submissions_listeners,
@@ -222,6 +223,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     .iter()
     .flat_map(|ls| ls.iter().filter_map(|l| l.local_addr().ok()))
     .collect();
+    bound.extend(proxy_listeners.addrs());
     crate::privileges::drop_root(&config.server, &bound, &config.data_dir)?;
     let _lock = lock_data_dir(&config)?;
     let sqlite = SqliteStore::open(
@@ -457,6 +459,23 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for l in managesieve_listeners {
         accept_loops.spawn(managesieve::serve(l, Arc::clone(&managesieve_ctx)));
     }
+    let builtin = content.as_ref().and_then(|c| match &c.engine {
+        smtp::Engine::Builtin(scanner) => Some(scanner),
+        smtp::Engine::Clamd(_) => None,
+    });
+    let proxy_check = if config.proxy.is_empty() {
+        None
+    } else {
+        crate::proxy::content_check(&config, builtin)?
+    };
+    crate::proxy::start(
+        &config,
+        proxy_listeners,
+        Some(tls.clone()),
+        proxy_check,
+        &shutdown,
+        &mut accept_loops,
+    )?;
     let outbound = start_outbound(&config, &store, srs_for_reports, &directory, &reporter)?;
     // Certificates from the CA, once the listeners that answer its
     // challenges are up.
@@ -599,7 +618,7 @@ fn reload_on_hangup(identity: Arc<crate::tls::Identity>) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+pub(crate) fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;

@@ -2,9 +2,9 @@
 //! byte path of the data stage over arbitrary input and panics when a
 //! property fails, which the fuzzer reports.
 
-use crate::data::DotUnstuffer;
 use crate::header_fix::{fix_header, Fixes};
 use crate::message_auth::Collector;
+use net::DotUnstuffer;
 
 /// Cuts `data` at two places taken from its first bytes; returns the
 /// pieces of the rest.

@@ -66,7 +66,7 @@ struct Bdat {
     /// The content scan and the authentication checks, fed chunk by chunk.
     taps: Taps,
     /// Bare CR or LF become CRLF across chunk boundaries.
-    line_ends: data::LineEnds,
+    line_ends: net::LineEnds,
 }
 
 /// Where the DNSBL check of this connection stands.
@@ -907,7 +907,7 @@ impl<'a> Session<'a> {
                         writer,
                         too_big: false,
                         taps: self.taps(),
-                        line_ends: data::LineEnds::default(),
+                        line_ends: net::LineEnds::default(),
                     },
                     Err(e) => return self.local_error(&id, e),
                 }

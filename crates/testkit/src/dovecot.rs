@@ -1,7 +1,7 @@
 //! A real Dovecot IMAP server on loopback for tests: its own config in a
 //! temp directory, plain-text passwords from a passwd file, Maildir under
-//! the temp directory owned by the `mail` user. IMAP only, no TLS (the
-//! clients are on loopback).
+//! the temp directory owned by the `mail` user. IMAP, and POP3 when asked
+//! for; no TLS (the clients are on loopback).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -15,12 +15,59 @@ pub struct Dovecot {
     child: Child,
     /// Where its IMAP listener is.
     pub imap: SocketAddr,
+    /// Where its POP3 listener is, when started with [`Dovecot::start_with_pop3`].
+    pub pop3: Option<SocketAddr>,
 }
 
 impl Dovecot {
     /// Starts Dovecot with these `(address, password)` accounts. Must run
     /// as root (mail belongs to the `mail` user).
     pub fn start(accounts: &[(&str, &str)]) -> Dovecot {
+        Dovecot::launch(accounts, false)
+    }
+
+    /// Like [`Dovecot::start`], with a POP3 listener too (Debian's
+    /// `dovecot-pop3d`).
+    pub fn start_with_pop3(accounts: &[(&str, &str)]) -> Dovecot {
+        crate::require_program("dovecot", "dovecot-pop3d");
+        assert!(
+            std::path::Path::new("/usr/lib/dovecot/pop3").exists(),
+            "Dovecot's POP3 server is not installed: apt-get install dovecot-pop3d (./test.sh installs it)"
+        );
+        Dovecot::launch(accounts, true)
+    }
+
+    /// Puts `message` in the inbox of `address` as a new Maildir file, as
+    /// a delivery agent would.
+    pub fn deliver(&self, address: &str, message: &[u8]) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let user = self.dir.path().join("mail").join(address);
+        for sub in ["cur", "new", "tmp"] {
+            std::fs::create_dir_all(user.join(sub)).expect("maildir");
+        }
+        let name = format!(
+            "{}.M{}P{}.testkit",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+            SEQ.fetch_add(1, Ordering::SeqCst),
+            std::process::id()
+        );
+        let tmp = user.join("tmp").join(&name);
+        std::fs::write(&tmp, message).expect("write the message");
+        std::fs::rename(&tmp, user.join("new").join(&name)).expect("move into new/");
+        let ok = Command::new("chown")
+            .arg("-R")
+            .arg("mail:mail")
+            .arg(&user)
+            .status()
+            .expect("chown");
+        assert!(ok.success(), "chown mail: the test must run as root");
+    }
+
+    fn launch(accounts: &[(&str, &str)], with_pop3: bool) -> Dovecot {
         let program = crate::require_program("dovecot", "dovecot-imapd");
         let dir = tempfile::tempdir().expect("temp dir");
         let d = dir.path();
@@ -45,10 +92,17 @@ impl Dovecot {
             .collect();
         std::fs::write(d.join("passwd"), passwd).expect("passwd");
         let port = crate::free_port();
-        let conf = format!(
-            "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {d}/dovecot.log\nprotocols = imap\nlisten = 127.0.0.1\nssl = no\ndisable_plaintext_auth = no\nauth_mechanisms = plain login\nmail_location = maildir:{d}/mail/%u\nmail_uid = mail\nmail_gid = mail\nfirst_valid_uid = 8\nfirst_valid_gid = 8\npassdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {d}/passwd\n}}\nuserdb {{\n  driver = static\n  args = home={d}/mail/%u\n}}\nservice imap-login {{\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n  inet_listener imaps {{\n    port = 0\n  }}\n}}\n",
+        let pop3_port = with_pop3.then(crate::free_port);
+        let protocols = if with_pop3 { "imap pop3" } else { "imap" };
+        let mut conf = format!(
+            "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {d}/dovecot.log\nprotocols = {protocols}\nlisten = 127.0.0.1\nssl = no\ndisable_plaintext_auth = no\nauth_mechanisms = plain login\nmail_location = maildir:{d}/mail/%u\nmail_uid = mail\nmail_gid = mail\nfirst_valid_uid = 8\nfirst_valid_gid = 8\npassdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {d}/passwd\n}}\nuserdb {{\n  driver = static\n  args = home={d}/mail/%u\n}}\nservice imap-login {{\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n  inet_listener imaps {{\n    port = 0\n  }}\n}}\n",
             d = d.display()
         );
+        if let Some(p) = pop3_port {
+            conf.push_str(&format!(
+                "service pop3-login {{\n  inet_listener pop3 {{\n    address = 127.0.0.1\n    port = {p}\n  }}\n  inet_listener pop3s {{\n    port = 0\n  }}\n}}\npop3_uidl_format = %08Xu%08Xv\n"
+            ));
+        }
         std::fs::write(d.join("dovecot.conf"), conf).expect("dovecot.conf");
         let child = Command::new(program)
             .arg("-F")
@@ -73,7 +127,19 @@ impl Dovecot {
             assert!(Instant::now() < deadline, "dovecot did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Dovecot { dir, child, imap }
+        let pop3 = pop3_port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+        if let Some(addr) = pop3 {
+            assert!(
+                crate::wait_until(Duration::from_secs(20), || crate::accepts(addr)),
+                "dovecot's POP3 listener did not start"
+            );
+        }
+        Dovecot {
+            dir,
+            child,
+            imap,
+            pop3,
+        }
     }
 }
 

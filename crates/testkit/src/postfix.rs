@@ -1,7 +1,8 @@
-//! A real Postfix SMTP server on loopback for tests, in one of two roles:
+//! A real Postfix SMTP server on loopback for tests, in one of three roles:
 //! an MX that offers STARTTLS with the certificate the test gives, accepts
-//! mail for any recipient and discards it; or a sending MTA that relays
-//! whatever loopback clients give it to the server under test. Its own
+//! mail for any recipient and discards it; a sending MTA that relays
+//! whatever loopback clients give it to the server under test; or a final
+//! destination that delivers every message into one Maildir. Its own
 //! config and queue in a temp directory; the system's `/etc/postfix` is
 //! left as it is.
 
@@ -51,6 +52,64 @@ impl PostfixMx {
         )
     }
 
+    /// Starts Postfix as the final destination `hostname` on a free
+    /// loopback port: every recipient's mail is delivered into one Maildir
+    /// ([`PostfixMx::delivered`]). `extra` is appended to `main.cf` (for
+    /// `smtpd_authorized_xclient_hosts` and the like).
+    pub fn delivering(hostname: &str, extra: &str) -> PostfixMx {
+        PostfixMx::launch(
+            hostname,
+            &format!(
+                "virtual_mailbox_domains = static:ALL\n\
+                 virtual_transport = virtual\n\
+                 virtual_mailbox_base = {{d}}/mail\n\
+                 virtual_mailbox_maps = static:box/\n\
+                 virtual_minimum_uid = 8\n\
+                 virtual_uid_maps = static:8\n\
+                 virtual_gid_maps = static:8\n\
+                 default_transport = error\n\
+                 {extra}\n"
+            ),
+            None,
+        )
+    }
+
+    /// The messages delivered so far (with [`PostfixMx::delivering`]), in
+    /// the order of their file names.
+    pub fn delivered(&self) -> Vec<Vec<u8>> {
+        let dir = self.path("mail/box/new");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.sort();
+        files.iter().filter_map(|f| std::fs::read(f).ok()).collect()
+    }
+
+    /// Messages in Postfix's queue (incoming, active, deferred, hold,
+    /// maildrop): what it accepted and has not delivered yet.
+    pub fn queued(&self) -> usize {
+        fn count(dir: &std::path::Path) -> usize {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return 0;
+            };
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| {
+                    let p = e.path();
+                    if p.is_dir() {
+                        count(&p)
+                    } else {
+                        1
+                    }
+                })
+                .sum()
+        }
+        ["incoming", "active", "deferred", "hold", "maildrop"]
+            .iter()
+            .map(|q| count(&self.path("queue").join(q)))
+            .sum()
+    }
+
     /// Writes the config (the common part, then `role` with `{d}` standing
     /// for the directory) and starts Postfix.
     fn launch(hostname: &str, role: &str, identity: Option<(&str, &str)>) -> PostfixMx {
@@ -66,10 +125,20 @@ impl PostfixMx {
         // Postfix's daemons drop to the `postfix` user: they must reach
         // their queue and data directories.
         set_mode(d, 0o755);
-        for sub in ["queue", "data"] {
+        for sub in ["queue", "data", "mail"] {
             std::fs::create_dir_all(d.join(sub)).expect("postfix dirs");
         }
         chown_postfix(&d.join("data"));
+        // virtual(8) delivers as the `mail` user (uid 8).
+        let out = Command::new("chown")
+            .arg("mail:mail")
+            .arg(d.join("mail"))
+            .output()
+            .expect("chown");
+        assert!(
+            out.status.success(),
+            "chown mail: the test must run as root"
+        );
         if let Some((cert_chain_pem, key_pem)) = identity {
             std::fs::write(d.join("cert.pem"), cert_chain_pem).expect("cert");
             std::fs::write(d.join("key.pem"), key_pem).expect("key");

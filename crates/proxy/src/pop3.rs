@@ -1,0 +1,421 @@
+//! The POP3 proxy (RFC 1939, RFC 2449, RFC 5034).
+//!
+//! Commands and responses pass through one at a time; the proxy answers
+//! STLS itself and offers it in CAPA. RETR and TOP responses are scanned
+//! as they stream to the client, one line held back: a line goes to the
+//! client only once the line after it has been scanned, so the line that
+//! completes a find (or ends the infected part) is never sent.
+//!
+//! What a client receives when a message is found infected:
+//!
+//! 1. The message as the upstream sent it, up to the held-back line: the
+//!    header, the parts before the infected one, and the start of the
+//!    infected part (how much of it depends on where the signature sits
+//!    and how the scanner decodes; never the whole part: at least its
+//!    last line is missing, so a hash signature over the whole file does
+//!    not match what arrives either).
+//! 2. If the message is multipart: a line break, then a new `text/plain`
+//!    part (`removed-by-sluice.txt`) in the innermost open multipart,
+//!    saying what was found and that the rest was removed, then the
+//!    closing delimiter of every open multipart, innermost first. Parts
+//!    after the infected one are not sent.
+//! 3. A message of a single part just ends after the cut (nothing can be
+//!    added to a body whose header was already sent).
+//! 4. The terminating `.` line, so the session goes on normally; the
+//!    upstream's remaining lines of that message are read and dropped.
+//!
+//! The response's first line (`+OK`, with the size the upstream counted)
+//! was already sent, so the client may see fewer octets than announced.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use net::{Input, LineError, Stream};
+use tokio::net::TcpStream;
+
+use crate::config::{ClientTls, UpstreamTls};
+use crate::structure::Structure;
+use crate::upstream::{Upstream, UpstreamError};
+use crate::Context;
+
+/// Longest command line from a client (SASL answers included).
+const CLIENT_LINE: usize = 8 * 1024;
+
+/// Message text collected before it is written to the client.
+const OUT_FLUSH: usize = 16 * 1024;
+
+struct Session<'a> {
+    ctx: &'a Context,
+    client: Stream,
+    input: Input,
+    up: Upstream,
+    timeout: Duration,
+    client_tls: bool,
+}
+
+/// Why a session ends.
+struct End;
+
+/// Runs one proxied POP3 connection.
+pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) {
+    let local = socket
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let timeout = ctx.timeout();
+    let implicit = ctx.client_tls(ClientTls::Implicit);
+    let Some(mut client) = net::open_stream(socket, implicit, timeout).await else {
+        return;
+    };
+    let (up, greeting) = match open_upstream(ctx, peer, local).await {
+        Ok(pair) => pair,
+        Err(e) => {
+            tracing::warn!(upstream = %ctx.config.upstream, error = %e, "upstream unavailable");
+            net::send(
+                &mut client,
+                b"-ERR [SYS/TEMP] The mail server behind this proxy cannot be reached\r\n",
+                timeout,
+            )
+            .await;
+            return;
+        }
+    };
+    if !net::send(&mut client, &greeting, timeout).await {
+        return;
+    }
+    let mut s = Session {
+        ctx,
+        client,
+        input: Input::new(CLIENT_LINE),
+        up,
+        timeout,
+        client_tls: implicit.is_some(),
+    };
+    while s.step().await.is_ok() {}
+}
+
+async fn open_upstream(
+    ctx: &Context,
+    peer: SocketAddr,
+    local: SocketAddr,
+) -> Result<(Upstream, Vec<u8>), UpstreamError> {
+    let mut up = Upstream::connect(ctx, peer, local).await?;
+    let greeting = up.line().await?.to_vec();
+    if !greeting.starts_with(b"+OK") {
+        return Err(UpstreamError::Refused(
+            String::from_utf8_lossy(&greeting).trim_end().to_string(),
+        ));
+    }
+    if ctx.config.upstream_tls == UpstreamTls::Starttls {
+        up.send(b"STLS\r\n").await?;
+        let reply = up.line().await?;
+        if !reply.starts_with(b"+OK") {
+            return Err(UpstreamError::Refused(
+                String::from_utf8_lossy(reply).trim_end().to_string(),
+            ));
+        }
+        up.start_tls(ctx).await?;
+    }
+    Ok((up, greeting))
+}
+
+fn verb_and_args(line: &[u8]) -> (String, bool) {
+    let text = String::from_utf8_lossy(line);
+    let mut words = text.split_ascii_whitespace();
+    let verb = words.next().unwrap_or("").to_ascii_uppercase();
+    (verb, words.next().is_some())
+}
+
+fn is_end(line: &[u8]) -> bool {
+    line == b".\r\n" || line == b".\n"
+}
+
+impl Session<'_> {
+    async fn send(&mut self, bytes: &[u8]) -> Result<(), End> {
+        if net::send(&mut self.client, bytes, self.timeout).await {
+            Ok(())
+        } else {
+            Err(End)
+        }
+    }
+
+    async fn upstream_failed(&mut self, e: UpstreamError) -> End {
+        tracing::warn!(upstream = %self.ctx.config.upstream, error = %e, "upstream connection failed");
+        let _ = self
+            .send(b"-ERR [SYS/TEMP] Connection to the mail server behind this proxy lost\r\n")
+            .await;
+        End
+    }
+
+    async fn up_line(&mut self) -> Result<Vec<u8>, End> {
+        match self.up.line().await {
+            Ok(l) => Ok(l.to_vec()),
+            Err(e) => Err(self.upstream_failed(e).await),
+        }
+    }
+
+    async fn up_send(&mut self, bytes: &[u8]) -> Result<(), End> {
+        match self.up.send(bytes).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.upstream_failed(e).await),
+        }
+    }
+
+    async fn client_line(&mut self) -> Result<Vec<u8>, End> {
+        loop {
+            let token = self.ctx.shutdown.token.clone();
+            let read = tokio::time::timeout(self.timeout, self.input.read_line(&mut self.client));
+            let read = tokio::select! {
+                biased;
+                r = read => Some(r),
+                _ = token.cancelled() => None,
+            };
+            let Some(read) = read else {
+                let _ = self
+                    .send(b"-ERR [SYS/TEMP] Shutting down, try again later\r\n")
+                    .await;
+                return Err(End);
+            };
+            match read {
+                Err(_) => return Err(End),
+                Ok(Ok(line)) => return Ok(line.to_vec()),
+                Ok(Err(LineError::TooLong)) => self.send(b"-ERR Line too long\r\n").await?,
+                Ok(Err(_)) => return Err(End),
+            }
+        }
+    }
+
+    async fn step(&mut self) -> Result<(), End> {
+        let line = self.client_line().await?;
+        let (verb, has_args) = verb_and_args(&line);
+        match verb.as_str() {
+            "STLS" => self.stls().await,
+            "CAPA" => {
+                self.up_send(&line).await?;
+                let status = self.up_line().await?;
+                self.send(&status).await?;
+                if status.starts_with(b"+OK") {
+                    self.relay_list(true).await?;
+                }
+                Ok(())
+            }
+            "RETR" | "TOP" => {
+                self.up_send(&line).await?;
+                let status = self.up_line().await?;
+                self.send(&status).await?;
+                if status.starts_with(b"+OK") {
+                    self.message(&line).await?;
+                }
+                Ok(())
+            }
+            "LIST" | "UIDL" | "AUTH" if !has_args => {
+                self.up_send(&line).await?;
+                let status = self.up_line().await?;
+                self.send(&status).await?;
+                if status.starts_with(b"+OK") {
+                    self.relay_list(false).await?;
+                }
+                Ok(())
+            }
+            "AUTH" => {
+                // RFC 5034 §4: continuations start with "+ " until the end.
+                self.up_send(&line).await?;
+                loop {
+                    let reply = self.up_line().await?;
+                    self.send(&reply).await?;
+                    if !(reply.starts_with(b"+ ") || reply.starts_with(b"+\r\n")) {
+                        return Ok(());
+                    }
+                    let answer = self.client_line().await?;
+                    self.up_send(&answer).await?;
+                }
+            }
+            "QUIT" => {
+                self.up_send(&line).await?;
+                let reply = self.up_line().await?;
+                let _ = self.send(&reply).await;
+                Err(End)
+            }
+            _ => {
+                self.up_send(&line).await?;
+                let reply = self.up_line().await?;
+                self.send(&reply).await
+            }
+        }
+    }
+
+    async fn stls(&mut self) -> Result<(), End> {
+        let Some(acceptor) = self.ctx.client_tls(ClientTls::Starttls).cloned() else {
+            return self.send(b"-ERR STLS not available\r\n").await;
+        };
+        if self.client_tls {
+            return self.send(b"-ERR Already in TLS\r\n").await;
+        }
+        self.send(b"+OK Begin TLS negotiation\r\n").await?;
+        self.input.clear();
+        if !net::start_tls(&mut self.client, &acceptor, self.timeout).await {
+            return Err(End);
+        }
+        self.client_tls = true;
+        Ok(())
+    }
+
+    /// Relays a multi-line response up to its `.` line. For CAPA, the
+    /// upstream's STLS is left out and the proxy's own offered instead.
+    async fn relay_list(&mut self, capa: bool) -> Result<(), End> {
+        let mut out = Vec::new();
+        loop {
+            let line = self.up_line().await?;
+            if is_end(&line) {
+                if capa && !self.client_tls && self.ctx.client_tls(ClientTls::Starttls).is_some() {
+                    out.extend_from_slice(b"STLS\r\n");
+                }
+                out.extend_from_slice(&line);
+                return self.send(&out).await;
+            }
+            if capa && line.trim_ascii().eq_ignore_ascii_case(b"STLS") {
+                continue;
+            }
+            out.extend_from_slice(&line);
+            if out.len() >= OUT_FLUSH {
+                self.send(&out).await?;
+                out.clear();
+            }
+        }
+    }
+
+    /// Streams a RETR or TOP response to the client through the scanner.
+    async fn message(&mut self, command: &[u8]) -> Result<(), End> {
+        let started = Instant::now();
+        let check = self.ctx.scan.clone();
+        let mut scan = check.as_ref().map(|c| c.scanner.session());
+        let depth = check
+            .as_ref()
+            .map_or(32, |c| c.scanner.limits().max_mime_depth);
+        let mut sent = Structure::new(depth);
+        let mut out: Vec<u8> = Vec::with_capacity(OUT_FLUSH + crate::upstream::LINE);
+        // The held-back piece, as received (dot-stuffed), and whether it
+        // starts a line with a stuffing dot.
+        let mut pending: Vec<u8> = Vec::with_capacity(crate::upstream::LINE);
+        let mut pending_dot = false;
+        let mut at_line_start = true;
+        let mut cut: Option<String> = None;
+        let mut size = 0u64;
+        loop {
+            // The next piece: a line, or as much of a long one as fits.
+            let len = loop {
+                let buffered = self.up.input.buffered();
+                if let Some(p) = memchr::memchr(b'\n', buffered) {
+                    break p + 1;
+                }
+                if buffered.len() >= self.up.input.capacity() {
+                    break buffered.len();
+                }
+                if !out.is_empty() {
+                    self.send(&out).await?;
+                    out.clear();
+                }
+                if let Err(e) = self.up.fill().await {
+                    return Err(self.upstream_failed(e).await);
+                }
+            };
+            let piece = &self.up.input.buffered()[..len];
+            let starts = at_line_start;
+            at_line_start = piece.ends_with(b"\n");
+            if starts && is_end(piece) {
+                self.up.input.consume(len);
+                let verdict = scan.map(|s| s.finish());
+                if cut.is_none() {
+                    let refusal = match (&check, &verdict) {
+                        (Some(c), Some(v)) => c.refusal(v),
+                        _ => None,
+                    };
+                    match refusal {
+                        Some(why) => {
+                            out.extend_from_slice(&sent.close(&notice(&why)));
+                            cut = Some(why);
+                        }
+                        None => {
+                            push_sent(&mut sent, &pending, pending_dot);
+                            out.extend_from_slice(&pending);
+                        }
+                    }
+                }
+                out.extend_from_slice(b".\r\n");
+                self.send(&out).await?;
+                let verdict = match (&cut, verdict) {
+                    (Some(why), _) => format!("cut: {why}"),
+                    (None, Some(v)) => format!("{v:?}"),
+                    (None, None) => "unscanned".into(),
+                };
+                tracing::info!(
+                    command = %String::from_utf8_lossy(command).trim_end(),
+                    size,
+                    verdict = %verdict,
+                    ms = started.elapsed().as_millis() as u64,
+                    "message proxied"
+                );
+                return Ok(());
+            }
+            if cut.is_some() {
+                // The rest of the upstream's response is dropped.
+                self.up.input.consume(len);
+                continue;
+            }
+            let stuffed = starts && piece.first() == Some(&b'.');
+            let text = if stuffed { &piece[1..] } else { piece };
+            size += text.len() as u64;
+            if let (Some(s), Some(c)) = (scan.as_mut(), &check) {
+                s.feed(text);
+                if let Some(name) = s.infected() {
+                    let why = c
+                        .refusal(&scan::Verdict::Infected { name: name.into() })
+                        .unwrap_or_default();
+                    // Neither the held-back piece nor this one is sent.
+                    out.extend_from_slice(&sent.close(&notice(&why)));
+                    cut = Some(why);
+                    self.up.input.consume(len);
+                    continue;
+                }
+            }
+            push_sent(&mut sent, &pending, pending_dot);
+            out.extend_from_slice(&pending);
+            pending.clear();
+            pending.extend_from_slice(piece);
+            pending_dot = stuffed;
+            self.up.input.consume(len);
+            if out.len() >= OUT_FLUSH {
+                self.send(&out).await?;
+                out.clear();
+            }
+        }
+    }
+}
+
+fn push_sent(sent: &mut Structure, pending: &[u8], dot: bool) {
+    if pending.is_empty() {
+        return;
+    }
+    sent.push(if dot { &pending[1..] } else { pending });
+}
+
+/// The text of the part that replaces what was removed.
+fn notice(why: &str) -> String {
+    format!(
+        "This message was cut short by the mail server's virus scanner: {why}.\r\n\
+         The part it was found in ends where it was found, and the parts after\r\n\
+         it were removed. Ask the sender for a clean copy if you need it.\r\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_and_ends() {
+        assert_eq!(verb_and_args(b"retr 1\r\n"), ("RETR".into(), true));
+        assert_eq!(verb_and_args(b"LIST\r\n"), ("LIST".into(), false));
+        assert!(is_end(b".\r\n") && !is_end(b"..\r\n"));
+        assert!(notice("virus found (X)").contains("virus found (X)"));
+    }
+}

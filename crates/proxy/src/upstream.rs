@@ -1,0 +1,219 @@
+//! The connection to the upstream server: TCP with a deadline, the PROXY
+//! header when configured, TLS (implicit, or after STARTTLS/STLS), and
+//! reading its lines with a timeout.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use net::{Input, LineError, Stream};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use tokio::net::TcpStream;
+
+use crate::config::{ClientAddress, ProxyConfig, UpstreamTls};
+use crate::Context;
+
+/// Longest line the proxy takes from the upstream as one unit (replies and
+/// responses; message lines longer than this are passed on in pieces).
+pub(crate) const LINE: usize = 16 * 1024;
+
+/// Why the upstream cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UpstreamError {
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    #[error("no answer in time")]
+    Timeout,
+    #[error("connection closed")]
+    Closed,
+    #[error("line too long")]
+    TooLong,
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("unexpected answer: {0}")]
+    Refused(String),
+}
+
+/// An open upstream connection and its input buffer.
+pub(crate) struct Upstream {
+    pub stream: Stream,
+    pub input: Input,
+    timeout: Duration,
+}
+
+/// Builds the TLS connector an entry asks for; `None` for `upstream_tls = "none"`.
+pub fn connector(config: &ProxyConfig) -> Result<Option<tokio_rustls::TlsConnector>, String> {
+    if config.upstream_tls == UpstreamTls::None {
+        return Ok(None);
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let tls = if config.upstream_verify {
+        let mut roots = rustls::RootCertStore::empty();
+        match &config.upstream_ca_file {
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|e| {
+                    format!("key `proxy.upstream_ca_file`: {}: {e}", path.display())
+                })?;
+                for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+                    let cert = cert.map_err(|e| {
+                        format!("key `proxy.upstream_ca_file`: {}: {e}", path.display())
+                    })?;
+                    roots.add(cert).map_err(|e| {
+                        format!("key `proxy.upstream_ca_file`: {}: {e}", path.display())
+                    })?;
+                }
+            }
+            None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    } else {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+            .with_no_client_auth()
+    };
+    Ok(Some(tokio_rustls::TlsConnector::from(Arc::new(tls))))
+}
+
+/// `upstream_verify = false`: the handshake's signatures are still checked
+/// (the session is encrypted to whoever holds the key), the certificate's
+/// issuer and names are not. For an upstream with a self-signed
+/// certificate on a private network.
+#[derive(Debug)]
+struct Unverified(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+impl Upstream {
+    /// Connects for a client at `client` that reached us at `local`: TCP,
+    /// the PROXY header if configured, and the TLS handshake when TLS is
+    /// implicit. The greeting is left for the caller.
+    pub async fn connect(
+        ctx: &Context,
+        client: SocketAddr,
+        local: SocketAddr,
+    ) -> Result<Upstream, UpstreamError> {
+        let c = &ctx.config;
+        let deadline = Duration::from_secs(c.connect_timeout_secs);
+        let tcp = match tokio::time::timeout(deadline, TcpStream::connect(&c.upstream)).await {
+            Ok(Ok(tcp)) => tcp,
+            Ok(Err(e)) => return Err(UpstreamError::Connect(e.to_string())),
+            Err(_) => return Err(UpstreamError::Timeout),
+        };
+        let _ = tcp.set_nodelay(true);
+        let mut up = Upstream {
+            stream: Box::new(tcp),
+            input: Input::new(LINE),
+            timeout: ctx.timeout(),
+        };
+        if c.client_address == ClientAddress::ProxyV2 {
+            up.send(&crate::proxy_v2::header(client, local)).await?;
+        }
+        if c.upstream_tls == UpstreamTls::Implicit {
+            up.start_tls(ctx).await?;
+        }
+        Ok(up)
+    }
+
+    /// The TLS handshake with the upstream, on the current connection.
+    pub async fn start_tls(&mut self, ctx: &Context) -> Result<(), UpstreamError> {
+        let Some(connector) = &ctx.upstream_tls else {
+            return Err(UpstreamError::Tls("no TLS configured".into()));
+        };
+        let host = ctx
+            .config
+            .upstream_name
+            .clone()
+            .or_else(|| ctx.config.upstream_host().map(str::to_string))
+            .unwrap_or_default();
+        let name = ServerName::try_from(host).map_err(|e| UpstreamError::Tls(e.to_string()))?;
+        let plain = std::mem::replace(&mut self.stream, Box::new(tokio::io::empty()));
+        let deadline = Duration::from_secs(ctx.config.connect_timeout_secs);
+        match tokio::time::timeout(deadline, connector.connect(name, plain)).await {
+            Ok(Ok(tls)) => {
+                self.stream = Box::new(tls);
+                self.input.clear();
+                Ok(())
+            }
+            Ok(Err(e)) => Err(UpstreamError::Tls(e.to_string())),
+            Err(_) => Err(UpstreamError::Timeout),
+        }
+    }
+
+    /// Writes and flushes `data`, waiting at most the timeout.
+    pub async fn send(&mut self, data: &[u8]) -> Result<(), UpstreamError> {
+        if net::send(&mut self.stream, data, self.timeout).await {
+            Ok(())
+        } else {
+            Err(UpstreamError::Closed)
+        }
+    }
+
+    /// The next line from the upstream, with its line end.
+    pub async fn line(&mut self) -> Result<&[u8], UpstreamError> {
+        match tokio::time::timeout(self.timeout, self.input.read_line(&mut self.stream)).await {
+            Err(_) => Err(UpstreamError::Timeout),
+            Ok(Ok(line)) => Ok(line),
+            Ok(Err(LineError::TooLong)) => Err(UpstreamError::TooLong),
+            Ok(Err(_)) => Err(UpstreamError::Closed),
+        }
+    }
+
+    /// Reads more bytes into the input buffer (for message text that is
+    /// passed on in pieces); an error at end of stream.
+    pub async fn fill(&mut self) -> Result<(), UpstreamError> {
+        match tokio::time::timeout(self.timeout, self.input.fill(&mut self.stream)).await {
+            Err(_) => Err(UpstreamError::Timeout),
+            Ok(Ok(0)) | Ok(Err(_)) => Err(UpstreamError::Closed),
+            Ok(Ok(_)) => Ok(()),
+        }
+    }
+}
