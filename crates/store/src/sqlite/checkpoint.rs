@@ -28,7 +28,7 @@
 //! keep deliveries waiting.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,6 +38,9 @@ use crate::error::Result;
 
 /// How often the WAL is checkpointed.
 const INTERVAL: Duration = Duration::from_millis(500);
+
+/// How often while the writer waits to cut the log.
+const HURRIED: Duration = Duration::from_millis(5);
 
 /// How long a TRUNCATE checkpoint waits for readers before it gives up
 /// for this round; deliveries wait behind it.
@@ -51,9 +54,29 @@ const RETRY: Duration = Duration::from_millis(250);
 /// The writer connection's usual wait for a lock (see `open_connection`).
 const WRITER_BUSY: Duration = Duration::from_secs(10);
 
+/// Frames left uncopied when the writer cuts the log: what it copies
+/// itself while deliveries wait (4 MiB of 4 KiB pages).
+const LAG_FRAMES: u64 = 1024;
+
+/// Longest the writer waits for the checkpoint thread to catch up before
+/// it cuts the log anyway: the bound holds even when copying cannot keep
+/// up with delivery.
+const CATCH_UP: Duration = Duration::from_secs(2);
+
+/// What the checkpoint thread and the writer tell each other.
+#[derive(Default)]
+pub(crate) struct Progress {
+    /// Set by the writer when the log is over the limit: the thread then
+    /// copies without pausing, so little is left when the writer cuts.
+    hurry: AtomicBool,
+    /// Frames of the log the thread's last round had copied.
+    backfilled: AtomicU64,
+}
+
 /// Stops the checkpoint thread when dropped.
 pub(crate) struct Checkpointer {
     stop: Arc<AtomicBool>,
+    pub(crate) progress: Arc<Progress>,
 }
 
 impl Checkpointer {
@@ -62,19 +85,26 @@ impl Checkpointer {
         let conn = Connection::open(path)?;
         conn.busy_timeout(TRUNCATE_WAIT)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
+        let progress = Arc::new(Progress::default());
+        let (flag, p) = (Arc::clone(&stop), Arc::clone(&progress));
         std::thread::Builder::new()
             .name("store-checkpoint".into())
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(INTERVAL);
-                    if let Err(e) = checkpoint(&conn, "PASSIVE") {
-                        tracing::warn!(error = %e, "WAL checkpoint failed");
+                    let pause = if p.hurry.load(Ordering::Relaxed) {
+                        HURRIED
+                    } else {
+                        INTERVAL
+                    };
+                    std::thread::sleep(pause);
+                    match passive(&conn) {
+                        Ok(copied) => p.backfilled.store(copied, Ordering::Relaxed),
+                        Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed"),
                     }
                 }
             })
             .expect("spawn store checkpoint thread");
-        Ok(Checkpointer { stop })
+        Ok(Checkpointer { stop, progress })
     }
 }
 
@@ -83,21 +113,40 @@ impl Checkpointer {
 pub(crate) struct Truncation {
     limit_frames: u64,
     next_try: Instant,
+    progress: Arc<Progress>,
+    /// Since when the log is over the limit.
+    over_since: Option<Instant>,
 }
 
 impl Truncation {
-    /// Keeps the log under `limit_frames` frames.
-    pub(crate) fn new(limit_frames: u64) -> Truncation {
+    /// Keeps the log under `limit_frames` frames, with the checkpoint
+    /// thread's `progress`.
+    pub(crate) fn new(limit_frames: u64, progress: Arc<Progress>) -> Truncation {
         Truncation {
             limit_frames: limit_frames.max(1),
             next_try: Instant::now(),
+            progress,
+            over_since: None,
         }
     }
 
     /// Called by the writer after a commit that left `frames` frames in
-    /// the log, outside any transaction; true when it cut the log.
+    /// the log, outside any transaction; true when it cut the log. It
+    /// waits (up to [`CATCH_UP`]) until the checkpoint thread, hurried,
+    /// has copied all but [`LAG_FRAMES`], so deliveries wait behind a
+    /// short copy, not behind the whole log.
     pub(crate) fn after_commit(&mut self, conn: &Connection, frames: u64) -> bool {
-        if frames <= self.limit_frames || Instant::now() < self.next_try {
+        if frames <= self.limit_frames {
+            return false;
+        }
+        let over_since = *self.over_since.get_or_insert_with(|| {
+            self.progress.hurry.store(true, Ordering::Relaxed);
+            Instant::now()
+        });
+        let behind = frames.saturating_sub(self.progress.backfilled.load(Ordering::Relaxed));
+        if Instant::now() < self.next_try
+            || (behind > LAG_FRAMES && over_since.elapsed() < CATCH_UP)
+        {
             return false;
         }
         let started = Instant::now();
@@ -107,7 +156,10 @@ impl Truncation {
         let ms = started.elapsed().as_secs_f64() * 1e3;
         match outcome {
             Ok(true) => {
-                tracing::debug!(frames, ms, "WAL truncated");
+                tracing::debug!(frames, behind, ms, "WAL truncated");
+                self.over_since = None;
+                self.progress.hurry.store(false, Ordering::Relaxed);
+                self.progress.backfilled.store(0, Ordering::Relaxed);
                 true
             }
             Ok(false) => {
@@ -129,6 +181,13 @@ pub(crate) fn wal_path(path: &Path) -> std::path::PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push("-wal");
     name.into()
+}
+
+/// Runs a PASSIVE checkpoint; returns how many frames of the log are
+/// copied into the database now.
+fn passive(conn: &Connection) -> Result<u64> {
+    let copied: i64 = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(2))?;
+    Ok(copied.max(0) as u64)
 }
 
 /// Runs a checkpoint in `mode`; true when it completed (not busy).

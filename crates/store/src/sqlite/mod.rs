@@ -172,7 +172,12 @@ impl SqliteStore {
         conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
         let checkpointer = checkpoint::Checkpointer::start(&path)?;
         let readers = ReadPool::open(&path, options.readers.max(1))?;
-        let writer = Writer::start(conn, options.group_commit, options.wal_limit);
+        let writer = Writer::start(
+            conn,
+            options.group_commit,
+            options.wal_limit,
+            Arc::clone(&checkpointer.progress),
+        );
         // Sweeps at once whatever a previous run released and left.
         let pins = Arc::new(crate::ViewPins::default());
         let fts = fts_batch::FtsBatch::start(&path, writer.clone())?;

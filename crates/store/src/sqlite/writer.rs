@@ -15,7 +15,7 @@ use rusqlite::hooks::Wal;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::checkpoint::Truncation;
+use super::checkpoint::{Progress, Truncation};
 use crate::error::{Result, StoreError};
 
 /// Most jobs folded into one transaction.
@@ -74,14 +74,19 @@ impl Writer {
     /// job gets its own transaction (and its own fsync when durable).
     /// The writer also keeps the log under `wal_limit` bytes
     /// ([`checkpoint::Truncation`]).
-    pub(crate) fn start(conn: Connection, group_commit: bool, wal_limit: u64) -> Writer {
+    pub(crate) fn start(
+        conn: Connection,
+        group_commit: bool,
+        wal_limit: u64,
+        progress: Arc<Progress>,
+    ) -> Writer {
         let (tx, rx) = mpsc::channel::<Job>();
         let counters = Arc::new(Counters::default());
         let c = Arc::clone(&counters);
         let batch = if group_commit { MAX_BATCH } else { 1 };
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || run(conn, rx, batch, wal_limit, &c))
+            .spawn(move || run(conn, rx, batch, (wal_limit, progress), &c))
             .expect("spawn store writer thread");
         Writer { tx, counters }
     }
@@ -287,7 +292,7 @@ fn run(
     conn: Connection,
     rx: mpsc::Receiver<Job>,
     max_batch: usize,
-    wal_limit: u64,
+    (wal_limit, progress): (u64, Arc<Progress>),
     counters: &Counters,
 ) {
     // After `wal_autocheckpoint`, which would replace it.
@@ -296,7 +301,7 @@ fn run(
         .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
         .map_or(4096, |size| size as u64)
         + 24;
-    let mut truncation = Truncation::new(wal_limit / frame_bytes);
+    let mut truncation = Truncation::new(wal_limit / frame_bytes, progress);
     let mut synchronous_full = None;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
