@@ -28,3 +28,20 @@ pub struct Shutdown {
     /// Every session task is spawned on this, so shutdown can wait for them.
     pub tracker: TaskTracker,
 }
+
+impl Shutdown {
+    /// Waits for the sessions still open, up to `grace`, once no new one
+    /// can start; logs how many were left.
+    pub async fn drain(&self, grace: std::time::Duration) {
+        self.tracker.close();
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                sessions = self.tracker.len(),
+                "sessions still open after the grace period"
+            );
+        }
+    }
+}

@@ -212,30 +212,7 @@ impl Database {
     ) -> Result<(Database, LoadReport), ScanError> {
         let mut builder = DatabaseBuilder::new();
         for dir in dirs {
-            let dir = dir.as_ref();
-            let mut entries: Vec<_> = std::fs::read_dir(dir)
-                .map_err(|e| ScanError::Io(dir.display().to_string(), e))?
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.is_file())
-                .collect();
-            // Ignore lists first, as ClamAV loads them, so that they apply to every
-            // signature file whatever its name.
-            entries.sort_by_key(|p| {
-                let ext = p
-                    .extension()
-                    .map(|e| e.to_string_lossy().to_ascii_lowercase());
-                (!matches!(ext.as_deref(), Some("ign" | "ign2")), p.clone())
-            });
-            for path in entries {
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let bytes = std::fs::read(&path)
-                    .map_err(|e| ScanError::Io(path.display().to_string(), e))?;
-                builder.add_file(&name, &bytes)?;
-            }
+            builder.add_dir(dir)?;
         }
         builder.build()
     }
@@ -469,6 +446,35 @@ impl DatabaseBuilder {
             self.report.ignored += 1;
         }
         drop
+    }
+
+    /// Adds every signature file in `dir` (not recursing), ignore lists first, as
+    /// ClamAV loads them, so that they apply to every signature file whatever its
+    /// name. Unreadable files are errors.
+    pub fn add_dir(&mut self, dir: impl AsRef<Path>) -> Result<&mut Self, ScanError> {
+        let dir = dir.as_ref();
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| ScanError::Io(dir.display().to_string(), e))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        entries.sort_by_key(|p| {
+            let ext = p
+                .extension()
+                .map(|e| e.to_string_lossy().to_ascii_lowercase());
+            (!matches!(ext.as_deref(), Some("ign" | "ign2")), p.clone())
+        });
+        for path in entries {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let bytes =
+                std::fs::read(&path).map_err(|e| ScanError::Io(path.display().to_string(), e))?;
+            self.add_file(&name, &bytes)?;
+        }
+        Ok(self)
     }
 
     /// Adds one database file by its name's extension; `.cvd`/`.cld`/`.cud` containers

@@ -273,6 +273,9 @@ pub struct ScanConfig {
     /// Bytes of each file that PCRE and byte-compare subsignatures of
     /// logical signatures (`.ldb`) can see.
     pub max_regex_window: usize,
+    /// Load the PUA signature files (`.ndu`, `.ldu`, `.hdu`, `.hsu`) too,
+    /// as clamd's `DetectPUA`; off by default, as there.
+    pub pua: bool,
 }
 
 impl Default for ScanConfig {
@@ -294,6 +297,7 @@ impl Default for ScanConfig {
             max_parts: limits.max_parts,
             max_mime_depth: limits.max_mime_depth,
             max_regex_window: limits.max_regex_window,
+            pua: false,
         }
     }
 }
@@ -317,6 +321,27 @@ impl ScanConfig {
         } else {
             scan::clamd::ClamdAddr::Tcp(self.clamd.clone())
         }
+    }
+
+    /// The signatures of `databases` (and the built-in EICAR one), loaded
+    /// and logged.
+    pub fn load_database(&self) -> anyhow::Result<scan::Database> {
+        let mut builder = scan::DatabaseBuilder::new();
+        builder.pua(self.pua);
+        for dir in &self.databases {
+            builder
+                .add_dir(dir)
+                .with_context(|| format!("key `scan.databases`: {}", dir.display()))?;
+        }
+        let (db, report) = builder.build().context("key `scan.databases`")?;
+        tracing::info!(
+            body = db.body_signatures(),
+            logical = db.logical_signatures(),
+            hashes = db.hash_signatures(),
+            report = %report,
+            "scan signatures loaded"
+        );
+        Ok(db)
     }
 
     /// The scanner's limits from this section.

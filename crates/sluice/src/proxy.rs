@@ -66,14 +66,7 @@ pub(crate) fn content_check(
                     "the proxy scans with the built-in engine and [scan] databases, not clamd"
                 );
             }
-            let (db, report) = scan::Database::load_dirs(&config.scan.databases)
-                .context("key `scan.databases`")?;
-            tracing::info!(
-                body = db.body_signatures(),
-                hashes = db.hash_signatures(),
-                report = %report,
-                "scan signatures loaded"
-            );
+            let db = config.scan.load_database()?;
             scan::Scanner::new(Arc::new(db), config.scan.limits())
         }
     };
@@ -132,16 +125,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     tracing::info!("stopping: no new connections, waiting for sessions to finish");
     shutdown.token.cancel();
     while loops.join_next().await.is_some() {}
-    shutdown.tracker.close();
-    if tokio::time::timeout(GRACE, shutdown.tracker.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            sessions = shutdown.tracker.len(),
-            "sessions still open after the grace period"
-        );
-    }
+    shutdown.drain(GRACE).await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -500,16 +500,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         task.abort();
     }
     while accept_loops.join_next().await.is_some() {}
-    shutdown.tracker.close();
-    if tokio::time::timeout(GRACE, shutdown.tracker.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            sessions = shutdown.tracker.len(),
-            "sessions still open after the grace period"
-        );
-    }
+    shutdown.drain(GRACE).await;
     if let Some(b) = &smtp_ctx.blocklist {
         let d = b.client.stats();
         tracing::info!(
@@ -551,14 +542,7 @@ fn content_policy(config: &Config) -> anyhow::Result<Option<smtp::ContentPolicy>
             ))
         }
         crate::config::ScanEngine::Builtin => {
-            let (db, report) = scan::Database::load_dirs(&config.scan.databases)
-                .context("key `scan.databases`")?;
-            tracing::info!(
-                body = db.body_signatures(),
-                hashes = db.hash_signatures(),
-                report = %report,
-                "scan signatures loaded"
-            );
+            let db = config.scan.load_database()?;
             smtp::Engine::Builtin(scan::Scanner::new(Arc::new(db), config.scan.limits()))
         }
     };

@@ -142,6 +142,55 @@ fn the_action_per_verdict_is_configurable() {
     assert_eq!(send(&off, &user, "eicar"), "250");
 }
 
+#[test]
+fn logical_and_pua_signatures_load_from_the_configured_databases() {
+    // A PUA body signature (.ndu) and a logical signature (.ldb) on the
+    // words of the "plain" attachment (decoded from base64): PUA files load
+    // only with `pua = true`, as clamd's DetectPUA.
+    let db = tempfile::tempdir().unwrap();
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    std::fs::write(
+        db.path().join("local.ndu"),
+        format!("PUA.Test.Plain-1:0:*:{}\n", hex("harmless bytes")),
+    )
+    .unwrap();
+    let config = |pua: bool| {
+        format!(
+            "[scan]\ndatabases = [\"{}\"]\npua = {pua}\n",
+            db.path().display()
+        )
+    };
+    let off = Server::start_with(&config(false));
+    let user = off.add_user("nopua");
+    assert_eq!(send(&off, &user, "plain"), "250");
+    let on = Server::start_with(&config(true));
+    let user = on.add_user("pua");
+    let reply = send(&on, &user, "plain");
+    assert!(
+        reply.starts_with("554 5.7.1") && reply.contains("PUA.Test.Plain-1"),
+        "{reply}"
+    );
+
+    std::fs::remove_file(db.path().join("local.ndu")).unwrap();
+    std::fs::write(
+        db.path().join("local.ldb"),
+        format!(
+            "Test.Logical.Plain-1;Engine:51-255,Target:0;0&1;{};{}\n",
+            hex("harmless"),
+            hex("bytes")
+        ),
+    )
+    .unwrap();
+    let ldb = Server::start_with(&config(false));
+    let user = ldb.add_user("logical");
+    let reply = send(&ldb, &user, "plain");
+    assert!(
+        reply.starts_with("554 5.7.1") && reply.contains("Test.Logical.Plain-1"),
+        "{reply}"
+    );
+    assert!(ldb.log().contains("scan signatures loaded"));
+}
+
 /// A clamd started for one test from its own config, stopped on drop.
 struct Clamd {
     child: std::process::Child,
