@@ -35,6 +35,12 @@ const BATCH_ROWS: usize = 1024;
 /// of large messages stay a bounded amount of memory.
 const BATCH_BYTES: usize = 8 * 1024 * 1024;
 
+/// Rows written per writer job: FTS5 tokenizes inside the insert, in the
+/// writer thread, so a whole batch in one job kept deliveries waiting up
+/// to half a second on a loaded machine; slices let them in between, at
+/// the cost of a few more (smaller) segments to merge.
+const SLICE_ROWS: usize = 512;
+
 /// Longest a row waits in memory when few arrive.
 const DELAY: Duration = Duration::from_secs(2);
 
@@ -148,11 +154,23 @@ impl FtsBatch {
             .wait_for(|done| *done)
             .await
             .map_err(|_| crate::error::StoreError::Closed)?;
-        if self.is_empty() {
-            return Ok(());
+        while !self.is_empty() {
+            let b = self.clone();
+            self.writer
+                .housekeeping(move |c| b.write_some(c, SLICE_ROWS))
+                .await?;
         }
-        let b = self.clone();
-        self.writer.housekeeping(move |c| b.write(c)).await?;
+        Ok(())
+    }
+
+    /// Writes the waiting rows a slice at a time, each in its own writer
+    /// job, from a plain thread.
+    fn write_slices_blocking(&self) -> Result<()> {
+        while !self.is_empty() {
+            let b = self.clone();
+            self.writer
+                .housekeeping_blocking(move |c| b.write_some(c, SLICE_ROWS))?;
+        }
         Ok(())
     }
 
@@ -160,11 +178,20 @@ impl FtsBatch {
     /// transaction; returns how many went in. Rows of blobs gone meanwhile
     /// (delivered, expunged and swept before the batch) are dropped.
     pub(crate) fn write(&self, c: &Connection) -> Result<usize> {
-        let rows = {
+        self.write_some(c, usize::MAX)
+    }
+
+    /// Like [`FtsBatch::write`], for the `limit` oldest rows.
+    fn write_some(&self, c: &Connection, limit: usize) -> Result<usize> {
+        let rows: Vec<_> = {
             let mut w = self.shared.waiting.lock().expect("fts lock");
-            w.bytes = 0;
-            w.since = None;
-            std::mem::take(&mut w.rows)
+            let n = w.rows.len().min(limit);
+            let rows: Vec<_> = w.rows.drain(..n).collect();
+            w.bytes -= rows.iter().map(|(_, t)| t.len()).sum::<usize>();
+            if w.rows.is_empty() {
+                w.since = None;
+            }
+            rows
         };
         let mut insert = c.prepare_cached(
             "INSERT INTO fts (rowid, subject, addresses, body)
@@ -197,8 +224,7 @@ impl FtsBatch {
                 ready(&w)
             };
             if due {
-                let b = self.clone();
-                if let Err(e) = self.writer.housekeeping_blocking(move |c| b.write(c)) {
+                if let Err(e) = self.write_slices_blocking() {
                     tracing::warn!(error = %e, "writing the full-text index failed");
                 }
             }
@@ -229,8 +255,7 @@ impl FtsBatch {
                 self.push(blob, text);
             }
             total += ids.len();
-            let b = self.clone();
-            self.writer.housekeeping_blocking(move |c| b.write(c))?;
+            self.write_slices_blocking()?;
         }
         if total > 0 {
             tracing::info!(messages = total, "indexed messages a stop left unindexed");
