@@ -6,8 +6,9 @@
 //! under group commit, that cost about 7.5 bytes of write-ahead log per
 //! byte of mail: half of all the log a delivery wrote. So a delivery
 //! leaves its row here, in memory, and the rows go into the index
-//! together, in one housekeeping job of the writer: once [`BATCH_ROWS`]
-//! rows or [`BATCH_BYTES`] of text wait, or [`DELAY`] after the first,
+//! together, in housekeeping jobs of the writer of [`SLICE_ROWS`] each:
+//! once [`BATCH_ROWS`] rows or [`BATCH_BYTES`] of text wait, or [`DELAY`]
+//! after the first,
 //! and always before a search reads the index ([`FtsBatch::flush`]) and
 //! before the sweeper deletes blobs (so no row lands for a deleted blob).
 //!
