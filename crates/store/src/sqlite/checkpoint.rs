@@ -130,6 +130,13 @@ impl Truncation {
         }
     }
 
+    /// How long an idle writer may wait for a job before it tries to cut
+    /// the log again; `None` while the log is within its limit.
+    pub(crate) fn retry_in(&self) -> Option<Duration> {
+        self.over_since
+            .map(|_| HURRIED.max(Duration::from_millis(50)))
+    }
+
     /// Called by the writer after a commit that left `frames` frames in
     /// the log, outside any transaction; true when it cut the log. It
     /// waits (up to [`CATCH_UP`]) until the checkpoint thread, hurried,

@@ -168,8 +168,11 @@ impl SqliteStore {
         schema::migrate(&mut conn)?;
         // Checkpoints happen in their own thread, not inside a commit.
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-        // A WAL file left larger than this after a checkpoint is cut back.
-        conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
+        // When the writer starts the log over (a checkpoint completed and no
+        // reader is in it), a file larger than the limit is cut back to it:
+        // the log's frames are bounded by the writer (checkpoint.rs), and
+        // this bounds the file they leave behind.
+        conn.pragma_update(None, "journal_size_limit", options.wal_limit as i64)?;
         let checkpointer = checkpoint::Checkpointer::start(&path)?;
         let readers = ReadPool::open(&path, options.readers.max(1))?;
         let writer = Writer::start(

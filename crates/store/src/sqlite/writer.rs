@@ -303,7 +303,25 @@ fn run(
         + 24;
     let mut truncation = Truncation::new(wal_limit / frame_bytes, progress);
     let mut synchronous_full = None;
-    while let Ok(first) = rx.recv() {
+    loop {
+        // While the log is over its limit, an idle writer still tries to
+        // cut it now and then: no commit may come to trigger it.
+        let first = match truncation.retry_in() {
+            None => match rx.recv() {
+                Ok(job) => job,
+                Err(_) => break,
+            },
+            Some(wait) => match rx.recv_timeout(wait) {
+                Ok(job) => job,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if truncation.after_commit(&conn, frames_in_log()) {
+                        log_truncated();
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            },
+        };
         let mut batch = vec![first];
         while batch.len() < max_batch {
             match rx.try_recv() {
