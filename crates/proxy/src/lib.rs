@@ -15,6 +15,8 @@
 #![forbid(unsafe_code)]
 
 mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 mod pop3;
 mod proxy_v2;
 mod smtp;
