@@ -1026,6 +1026,82 @@ m.logout()
     );
 }
 
+/// Mail in Chinese, Japanese and Thai, written without spaces between
+/// words and sent in the charsets such mail still uses, is found by any
+/// substring of its body and subject: each is decoded to Unicode and its
+/// characters indexed one by one.
+#[test]
+fn search_finds_substrings_of_text_without_spaces_in_any_charset() {
+    let server = Server::start();
+    let user = server.add_user("cjk");
+    let out = python(
+        r#"
+import base64, imaplib, smtplib, sys
+smtp_addr, imap_addr, user, password = sys.argv[1:5]
+
+def header_word(text, charset):
+    return "=?%s?B?%s?=" % (charset, base64.b64encode(text.encode(charset)).decode())
+
+def message(subject, body, charset, cte):
+    raw = body.encode(charset)
+    if cte == "base64":
+        raw = base64.encodebytes(raw)
+    head = ("From: sender@example.net\r\nTo: %s\r\nSubject: %s\r\nMIME-Version: 1.0\r\n"
+            "Content-Type: text/plain; charset=%s\r\nContent-Transfer-Encoding: %s\r\n\r\n"
+            % (user, header_word(subject, charset), charset, cte))
+    return head.encode() + raw.replace(b"\n", b"\r\n").replace(b"\r\r\n", b"\r\n") + b"\r\n"
+
+MAIL = [
+    ("会議の議事録", "来週の会議は日本語のテキストで書きます。", "utf-8", "8bit"),
+    ("東京出張の予定", "東京へ出張します。新幹線のきっぷを予約しました。", "iso-2022-jp", "7bit"),
+    ("季度报告", "这是中文邮件的正文，关于季度报告。", "gb2312", "base64"),
+    ("會議通知", "這是繁體中文郵件，請準時參加會議。", "big5", "base64"),
+    ("ประชุมประจำสัปดาห์", "สวัสดีครับ ภาษาไทยไม่มีการเว้นวรรคระหว่างคำ", "tis-620", "8bit"),
+    ("รายงาน", "ขอบคุณมากครับ", "utf-8", "base64"),
+]
+host, port = smtp_addr.rsplit(":", 1)
+with smtplib.SMTP(host, int(port)) as s:
+    for mail in MAIL:
+        s.sendmail("sender@example.net", [user], message(*mail))
+
+host, port = imap_addr.rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(user, password)
+m.select("INBOX")
+
+def search(key, needle):
+    m.literal = needle.encode("utf-8")
+    typ, data = m.uid("SEARCH", "CHARSET", "UTF-8", key)
+    assert typ == "OK", (typ, data)
+    return sorted(int(u) for u in data[0].split())
+
+WANT = [
+    ("BODY", "日本語", [1]), ("BODY", "本語のテ", [1]), ("BODY", "会議", [1]),
+    ("BODY", "新幹線", [2]), ("BODY", "出張", [2]), ("SUBJECT", "出張", [2]),
+    ("BODY", "中文", [3, 4]), ("BODY", "邮件", [3]), ("BODY", "郵件", [4]),
+    ("BODY", "會議", [4]), ("SUBJECT", "报告", [3]), ("SUBJECT", "通知", [4]),
+    ("BODY", "ภาษาไทย", [5]), ("BODY", "เว้นวรรค", [5]), ("SUBJECT", "สัปดาห์", [5]),
+    ("TEXT", "ประจำ", [5]), ("BODY", "ขอบคุณ", [6]), ("TEXT", "議事録", [1]),
+    ("TEXT", "รายงาน", [6]),
+    # The same characters in another order, or a Thai consonant without
+    # its vowel mark, are no match.
+    ("BODY", "語日本", []), ("BODY", "สวสด", []), ("SUBJECT", "議会", []),
+]
+for key, needle, want in WANT:
+    got = search(key, needle)
+    assert got == want, (key, needle, got, want)
+print("searched", len(WANT))
+"#,
+        &[
+            &server.smtp.to_string(),
+            &server.imap.to_string(),
+            &user,
+            PASSWORD,
+        ],
+    );
+    assert_eq!(out.trim(), "searched 22", "{}", log_tail(&server));
+}
+
 #[test]
 fn idle_sees_delivery_flag_changes_and_expunges() {
     let server = Server::start();

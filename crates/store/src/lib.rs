@@ -18,6 +18,7 @@ mod keyword;
 mod model;
 mod password;
 mod pins;
+mod segment;
 mod sqlite;
 mod watch;
 
@@ -363,8 +364,12 @@ pub trait Store: Send + Sync + 'static {
     ///   (every word of the query, as a phrase when there are several),
     ///   after Unicode case and diacritic folding: exact for whole-word
     ///   queries. Words are split as the index splits them (runs of letters
-    ///   and digits), so `zebra-report` is the phrase `zebra report` and
-    ///   `zeb` does not match `zebra`. `Body` searches the decoded text
+    ///   and digits, with their combining marks), so `zebra-report` is the
+    ///   phrase `zebra report` and `zeb` does not match `zebra`. Text in
+    ///   scripts written without spaces (Chinese, Japanese, Thai, Lao,
+    ///   Khmer, Myanmar, and Korean for its particles) is indexed one
+    ///   character (grapheme cluster) at a time, so there any substring
+    ///   matches: `日本語` finds `…日本語のテキスト`. `Body` searches the decoded text
     ///   parts (their first [`INDEX_WINDOW`] bytes); `Text` the subject, the
     ///   header (decoded From/To/Cc, then the raw header block, every
     ///   field) or the body (a phrase lies within one of them). Messages

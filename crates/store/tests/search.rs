@@ -12,7 +12,18 @@ use store::{Delivery, SearchKey, SqliteOptions, SqliteStore, Store, Uid};
 /// No word is another's case or accent variant, so the index's diacritic
 /// folding and the model's plain lowercasing agree.
 const WORDS: &[&str] = &[
-    "alpha", "bravo", "Charlie", "delta", "zebra", "Zürich", "ÉCOLE", "report", "plans",
+    "alpha",
+    "bravo",
+    "Charlie",
+    "delta",
+    "zebra",
+    "Zürich",
+    "ÉCOLE",
+    "report",
+    "plans",
+    "日本語",
+    "東京",
+    "ภาษา",
 ];
 const NAMES: &[&str] = &["Alice", "Bob", "Zoë", "Dave"];
 const LOCALS: &[&str] = &["alice", "bob", "carol", "info"];
@@ -41,6 +52,7 @@ const NEEDLE_SOURCES: &[&str] = &[
     "Zürich ÉCOLE",
     "report plans",
     "Charlie delta zebra",
+    "日本語 東京",
 ];
 
 #[derive(Debug, Clone)]
@@ -201,8 +213,22 @@ fn fold(s: &str) -> String {
     s.chars().flat_map(char::to_lowercase).collect()
 }
 
+/// Words, and each character of the scripts written without spaces that
+/// WORDS holds (none of them carries a combining mark).
 fn tokens(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric())
+    let unspaced = |c: char| matches!(c, '\u{0E00}'..='\u{0E7F}' | '\u{3040}'..='\u{9FFF}');
+    let mut out = Vec::new();
+    for word in s.split(|c: char| !c.is_alphanumeric()) {
+        let mut rest = word;
+        while let Some(i) = rest.find(unspaced) {
+            out.push(&rest[..i]);
+            let len = rest[i..].chars().next().map_or(1, char::len_utf8);
+            out.push(&rest[i..i + len]);
+            rest = &rest[i + len..];
+        }
+        out.push(rest);
+    }
+    out.into_iter()
         .filter(|t| !t.is_empty())
         .map(fold)
         .collect()

@@ -895,3 +895,48 @@ async fn waiting_full_text_rows_are_written_at_close_or_recovered_at_open() {
     assert_eq!(store.search(mbox, &id).await.unwrap(), vec![4]);
     assert_eq!(count(&store, "SELECT count(*) FROM fts_docsize"), 20);
 }
+
+#[tokio::test]
+async fn an_index_from_before_character_cutting_is_built_again_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = {
+        let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+        store.add_domain("example.org").await.unwrap();
+        store.add_account("a@example.org", "pw").await.unwrap();
+        let mbox = inbox(&store, "a@example.org").await;
+        deliver_one(
+            &store,
+            mbox,
+            "Subject: =?UTF-8?B?5Lya6K2w?=\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n\
+             会議は日本語のテキストで書きます。\r\n"
+                .as_bytes(),
+        )
+        .await;
+        store.path().to_owned()
+    };
+    // The store as the version before left it: the last migration (the
+    // index built again) still to run, and an index that holds nothing.
+    let c = Connection::open(&path).unwrap();
+    let version: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    c.execute_batch(&format!(
+        "INSERT INTO fts(fts) VALUES('delete-all'); PRAGMA user_version = {};",
+        version - 1
+    ))
+    .unwrap();
+    drop(c);
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    for needle in ["日本語", "本語のテ", "テキスト"] {
+        let key = SearchKey::Body(needle.into());
+        assert_eq!(store.search(mbox, &key).await.unwrap(), vec![1], "{needle}");
+    }
+    let subject = SearchKey::Text("議".into());
+    assert_eq!(store.search(mbox, &subject).await.unwrap(), vec![1]);
+    assert!(store
+        .search(mbox, &SearchKey::Body("語日本".into()))
+        .await
+        .unwrap()
+        .is_empty());
+}

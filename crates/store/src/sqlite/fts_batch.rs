@@ -17,6 +17,7 @@
 //! (`fts_docsize` holds one per indexed row) are read again from their
 //! chunks and indexed, in the background.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -27,6 +28,7 @@ use super::writer::Writer;
 use crate::error::Result;
 use crate::index::{header_block, index_message, MessageIndex};
 use crate::model::BlobId;
+use crate::segment::spaced;
 use crate::INDEX_WINDOW;
 
 /// Rows that make a batch worth writing at once.
@@ -45,7 +47,9 @@ const SLICE_ROWS: usize = 512;
 /// Longest a row waits in memory when few arrive.
 const DELAY: Duration = Duration::from_secs(2);
 
-/// What one blob puts in the index: its columns' text.
+/// What one blob puts in the index: its columns' text, with the
+/// characters of scripts written without spaces set apart
+/// ([`crate::segment`]).
 pub(crate) struct FtsText {
     subject: String,
     /// Decoded addresses, then the whole header block: TEXT searches every
@@ -60,16 +64,21 @@ impl FtsText {
     /// the body text out of `index`.
     pub(crate) fn new(index: &mut MessageIndex, header: &[u8]) -> FtsText {
         let h = &index.headers;
+        let body = std::mem::take(&mut index.body_text);
         FtsText {
-            subject: h.subject.clone(),
-            addresses: format!(
+            subject: spaced(&h.subject).into_owned(),
+            addresses: spaced(&format!(
                 "{} {} {}\n{}",
                 h.from,
                 h.to,
                 h.cc,
                 String::from_utf8_lossy(header)
-            ),
-            body: std::mem::take(&mut index.body_text),
+            ))
+            .into_owned(),
+            body: match spaced(&body) {
+                Cow::Borrowed(_) => body,
+                Cow::Owned(cut) => cut,
+            },
         }
     }
 
@@ -259,7 +268,10 @@ impl FtsBatch {
             self.write_slices_blocking()?;
         }
         if total > 0 {
-            tracing::info!(messages = total, "indexed messages a stop left unindexed");
+            tracing::info!(
+                messages = total,
+                "indexed messages missing from the full-text index"
+            );
         }
         Ok(())
     }

@@ -376,6 +376,21 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE blob_chunks ADD COLUMN codec INTEGER NOT NULL DEFAULT 0;
     "#,
+    // The full-text index again, for text in scripts without spaces: its
+    // rows now hold that text cut into characters (crate::segment), and
+    // combining marks (Thai vowels and tone marks, Devanagari vowel signs)
+    // are part of their word instead of cutting it; Latin accents are
+    // still folded away by remove_diacritics. The table starts empty: the
+    // store indexes every message again from its chunks when it opens, in
+    // the background (fts_batch.rs), and text searches wait for that.
+    r#"
+    DROP TABLE fts;
+    CREATE VIRTUAL TABLE fts USING fts5(
+        subject, addresses, body,
+        content = '', contentless_delete = 1,
+        tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
+    );
+    "#,
 ];
 
 /// Newest schema version this build knows.

@@ -12,6 +12,7 @@ use super::functions::fold;
 use crate::error::{Result, StoreError};
 use crate::keyword;
 use crate::model::{MailboxId, SearchKey, Uid};
+use crate::segment::spaced;
 
 /// Deepest key tree accepted; SQLite's own expression depth limit is 1000,
 /// and no client needs more than a handful of levels.
@@ -320,26 +321,30 @@ impl Compiler {
     }
 }
 
-/// Whether the unicode61 tokenizer keeps `c` in a token: its default
-/// categories are letters, numbers and private-use characters.
+/// Whether the unicode61 tokenizer keeps `c` in a token: letters, numbers
+/// and private-use characters (and combining marks, which only count
+/// beside a letter).
 fn is_token_char(c: char) -> bool {
     c.is_alphanumeric()
         || matches!(c, '\u{E000}'..='\u{F8FF}' | '\u{F0000}'..='\u{FFFFD}' | '\u{100000}'..='\u{10FFFD}')
 }
 
-/// Turns user text into a safe FTS5 query: the words, split where the
-/// tokenizer would split them, each quoted as a string and joined with
-/// `+` into one phrase. `None` when there is no word at all.
+/// Turns user text into a safe FTS5 query: its pieces between spaces,
+/// with the characters of unspaced scripts set apart as at indexing
+/// ([`crate::segment`]), each quoted as a string (which FTS5 tokenizes
+/// as it tokenized the text: a piece of several tokens is a phrase of
+/// them) and joined with `+` into one phrase. `None` when there is no
+/// token at all.
 pub(crate) fn fts_phrase(text: &str) -> Option<String> {
-    let tokens: Vec<String> = text
-        .split(|c: char| !is_token_char(c))
-        .filter(|t| !t.is_empty())
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+    let pieces: Vec<String> = spaced(text)
+        .split_whitespace()
+        .filter(|piece| piece.chars().any(is_token_char))
+        .map(|piece| format!("\"{}\"", piece.replace('"', "\"\"")))
         .collect();
-    if tokens.is_empty() {
+    if pieces.is_empty() {
         None
     } else {
-        Some(tokens.join(" + "))
+        Some(pieces.join(" + "))
     }
 }
 
@@ -352,8 +357,9 @@ mod tests {
         assert_eq!(fts_phrase("zebra").unwrap(), "\"zebra\"");
         assert_eq!(
             fts_phrase("  Zebra-NUMBERS, \"AND\" OR* ").unwrap(),
-            "\"Zebra\" + \"NUMBERS\" + \"AND\" + \"OR\""
+            "\"Zebra-NUMBERS,\" + \"\"\"AND\"\"\" + \"OR*\""
         );
+        assert_eq!(fts_phrase("日本語").unwrap(), "\"日\" + \"本\" + \"語\"");
         assert_eq!(fts_phrase("Zürich").unwrap(), "\"Zürich\"");
         assert!(fts_phrase(" -*\"() ").is_none());
         assert!(fts_phrase("").is_none());
@@ -455,5 +461,81 @@ mod tests {
             key = SearchKey::Not(Box::new(key));
         }
         assert!(matches!(compile(1, &key), Err(StoreError::Invalid(_))));
+    }
+
+    /// The index table the schema makes, holding `texts` as bodies.
+    fn fts_with(texts: &[&str]) -> rusqlite::Connection {
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        super::super::schema::migrate(&mut c).unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            c.execute(
+                "INSERT INTO fts (rowid, body) VALUES (?1, ?2)",
+                rusqlite::params![i as i64 + 1, spaced(text).as_ref()],
+            )
+            .unwrap();
+        }
+        c
+    }
+
+    fn fts_find(c: &rusqlite::Connection, needle: &str) -> Vec<i64> {
+        let Some(q) = fts_phrase(needle) else {
+            return vec![];
+        };
+        c.prepare("SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rowid")
+            .unwrap()
+            .query_map([q], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[test]
+    fn text_without_spaces_is_found_by_any_substring() {
+        let c = fts_with(&[
+            "会議は日本語のテキストで書きます。",
+            "中文邮件的正文",
+            "傳統中文郵件",
+            "ภาษาไทยสวัสดีครับ",
+            "서울에서 만나요",
+            "plain English text",
+        ]);
+        assert_eq!(fts_find(&c, "日本語"), [1]);
+        assert_eq!(fts_find(&c, "テキスト"), [1]);
+        assert_eq!(fts_find(&c, "語のテ"), [1]);
+        assert_eq!(fts_find(&c, "中文"), [2, 3]);
+        assert_eq!(fts_find(&c, "郵件"), [3]);
+        assert_eq!(fts_find(&c, "สวัสดี"), [4]);
+        assert_eq!(fts_find(&c, "ไทย"), [4]);
+        assert_eq!(fts_find(&c, "서울"), [5]);
+        assert_eq!(fts_find(&c, "English"), [6]);
+        // Characters present but not in that order are no match.
+        assert!(fts_find(&c, "語本日").is_empty());
+        assert!(fts_find(&c, "ดีสวัส").is_empty());
+        // A Thai consonant without its mark is not the same letter.
+        assert!(fts_find(&c, "สวสด").is_empty());
+    }
+
+    proptest::proptest! {
+        /// Any run of whole characters cut from CJK, Thai or Hangul text is
+        /// found in it, wherever it starts and ends.
+        #[test]
+        fn every_substring_of_unspaced_text_is_found(
+            picks in proptest::collection::vec(0usize..16, 1..40),
+            from in 0usize..40,
+            len in 1usize..12,
+        ) {
+            const UNITS: [&str; 16] = [
+                "日", "本", "語", "の", "テ", "キ", "中", "文", "ส", "วั", "ดี", "ก่", "서", "울", " ", "、",
+            ];
+            let text: String = picks.iter().map(|&i| UNITS[i]).collect();
+            let units: Vec<&str> = picks.iter().map(|&i| UNITS[i]).collect();
+            let from = from % units.len();
+            let to = (from + len).min(units.len());
+            let needle: String = units[from..to].concat();
+            let c = fts_with(&[&text]);
+            if fts_phrase(&needle).is_some() {
+                proptest::prop_assert_eq!(fts_find(&c, &needle), vec![1], "{:?} in {:?}", needle, text);
+            }
+        }
     }
 }
