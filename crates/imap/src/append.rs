@@ -25,6 +25,65 @@ struct Target {
     date: Option<i64>,
 }
 
+/// An APPEND's message on its way into the store. A `literal8` may carry
+/// binary data (RFC 3516): its leaf parts are stored base64-encoded
+/// ([`mime_tree::BinaryEncoder`]), so `BODY[...]` can return it in an
+/// ordinary literal and `BINARY[...]` gives back the bytes sent. An
+/// ordinary literal may not hold a NUL at all (RFC 3501 §4.3).
+struct Incoming {
+    literal8: bool,
+    encoder: Option<mime_tree::BinaryEncoder>,
+    converted: Vec<u8>,
+    nul: bool,
+}
+
+impl Incoming {
+    fn new(literal8: bool) -> Incoming {
+        Incoming {
+            literal8,
+            encoder: literal8.then(mime_tree::BinaryEncoder::new),
+            converted: Vec::new(),
+            nul: false,
+        }
+    }
+
+    /// What to store for the next piece of the literal.
+    fn convert<'a>(&'a mut self, piece: &'a [u8]) -> &'a [u8] {
+        let stored = match &mut self.encoder {
+            None => piece,
+            Some(encoder) => {
+                self.converted.clear();
+                encoder.push(piece, &mut self.converted);
+                &self.converted
+            }
+        };
+        self.nul |= stored.contains(&0);
+        stored
+    }
+
+    /// What to store after the last piece.
+    fn finish(&mut self) -> &[u8] {
+        self.converted.clear();
+        if let Some(encoder) = self.encoder.take() {
+            encoder.finish(&mut self.converted);
+        }
+        self.nul |= self.converted.contains(&0);
+        &self.converted
+    }
+
+    /// The answer when the message cannot be stored as it came.
+    fn refusal(&self) -> Option<Reply> {
+        if !self.nul {
+            return None;
+        }
+        Some(if self.literal8 {
+            Reply::no("A NUL in a part declared base64 or quoted-printable").code(Code::UnknownCte)
+        } else {
+            Reply::bad("A NUL in a literal: send binary data as a literal8 (~{n}, RFC 3516)")
+        })
+    }
+}
+
 impl Session<'_> {
     /// Checks the mailbox, flags, size and quota of an APPEND.
     async fn append_target(
@@ -98,6 +157,7 @@ impl Session<'_> {
         flag_list: &[Flag<'_>],
         date: Option<&DateTime>,
         message: &[u8],
+        literal8: bool,
     ) -> store::Result<Reply> {
         let target = match self
             .append_target(name, flag_list, date, message.len() as u64)
@@ -106,8 +166,14 @@ impl Session<'_> {
             Ok(t) => t,
             Err(reply) => return Ok(reply),
         };
+        let mut incoming = Incoming::new(literal8);
         let mut writer = self.ctx.store.message_writer();
-        writer.write(message).await?;
+        writer.write(incoming.convert(message)).await?;
+        writer.write(incoming.finish()).await?;
+        if let Some(reply) = incoming.refusal() {
+            writer.abort().await;
+            return Ok(reply);
+        }
         self.deliver(target, writer).await
     }
 
@@ -205,6 +271,7 @@ impl Session<'_> {
                 return Ok(Err(ReadError::Closed));
             }
         }
+        let mut incoming = Incoming::new(head.ends_with(b"~"));
         let mut writer = self.ctx.store.message_writer();
         let mut left = length;
         while left > 0 {
@@ -215,7 +282,9 @@ impl Session<'_> {
                 }
             }
             let take = (left as usize).min(self.input.buffered().len());
-            let result = writer.write(&self.input.buffered()[..take]).await;
+            let result = writer
+                .write(incoming.convert(&self.input.buffered()[..take]))
+                .await;
             self.input.consume(take);
             left -= take as u64;
             if let Err(e) = result {
@@ -237,6 +306,14 @@ impl Session<'_> {
             // MULTIAPPEND and CATENATE are not offered.
             writer.abort().await;
             return Ok(Ok(Reply::bad("Unexpected data after the APPEND message")));
+        }
+        if let Err(e) = writer.write(incoming.finish()).await {
+            writer.abort().await;
+            return Err(e);
+        }
+        if let Some(reply) = incoming.refusal() {
+            writer.abort().await;
+            return Ok(Ok(reply));
         }
         Ok(Ok(self.deliver(target, writer).await?))
     }

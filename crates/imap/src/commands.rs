@@ -195,16 +195,16 @@ impl Session<'_> {
                 date,
                 message,
             } => {
-                let data = match &message {
+                let (data, literal8) = match &message {
                     imap_codec::imap_types::extensions::binary::LiteralOrLiteral8::Literal(l) => {
-                        l.data().to_vec()
+                        (l.data().to_vec(), false)
                     }
                     imap_codec::imap_types::extensions::binary::LiteralOrLiteral8::Literal8(l) => {
-                        l.data.to_vec()
+                        (l.data.to_vec(), true)
                     }
                 };
                 let name = self.stored_name(&mailbox).await?;
-                self.append_small(&name, &flags, date.as_ref(), &data)
+                self.append_small(&name, &flags, date.as_ref(), &data, literal8)
                     .await?
             }
             CommandBody::Idle => self.idle().await?,

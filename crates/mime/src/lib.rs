@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 mod address;
+mod binary;
 mod builder;
 mod encode;
 mod envelope;
@@ -25,6 +26,7 @@ mod header;
 use serde::{Deserialize, Serialize};
 
 pub use address::{parse_address_list, MISSING_DOMAIN, MISSING_MAILBOX};
+pub use binary::{encode_binary_parts, BinaryEncoder};
 pub use builder::{
     StructureBuilder, MAX_BOUNDARY_LEN, MAX_DEPTH, MAX_HEADER_BYTES, MAX_PARTS,
     MAX_TOTAL_HEADER_BYTES,

@@ -1026,6 +1026,83 @@ m.logout()
     );
 }
 
+/// Binary data APPENDed as a literal8 (RFC 3516) is stored with its parts
+/// base64-encoded: BODY[...] answers ordinary literals without a NUL, and
+/// BINARY[...] gives back the bytes sent. A NUL in an ordinary literal is
+/// refused, and nothing is stored.
+#[test]
+fn binary_appends_come_back_encoded_in_body_and_whole_in_binary() {
+    let server = Server::start();
+    let user = server.add_user("binary");
+    client(
+        &server,
+        &user,
+        r#"
+r = Raw()
+r.login()
+r.cmd("SELECT INBOX")
+
+def append(data, announce):
+    tag = r.tag()
+    r.send("%s APPEND INBOX %s\r\n" % (tag, announce % len(data)))
+    if not announce.endswith("+}"):
+        line = r.read()
+        ok(line.startswith("+"), line)
+    r.send(data + b"\r\n")
+    return r.finish(tag)
+
+plain = b"From: a@example.org\r\nSubject: nul\r\n\r\nhello\x00world\r\nsecond line\r\n"
+u, t = append(plain, "~{%d}")
+ok(t.split()[1] == "OK", t)
+
+attachment = bytes(range(256)) * 3 + b"\r\n--not-a-boundary\r\n\x00"
+multipart = (b"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"sep\"\r\n\r\n"
+             b"--sep\r\nContent-Type: text/plain\r\n\r\nsee the attachment\r\n"
+             b"--sep\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: binary\r\n\r\n"
+             + attachment + b"\r\n--sep--\r\n")
+u, t = append(multipart, "~{%d+}")
+ok(t.split()[1] == "OK", t)
+
+# An ordinary literal cannot carry a NUL: refused, nothing stored.
+u, t = append(b"Subject: raw\r\n\r\nnul\x00here\r\n", "{%d}")
+ok(t.split()[1] == "BAD", t)
+u, t = r.cmd("STATUS INBOX (MESSAGES)")
+ok(any("MESSAGES 2" in x for x in u), u)
+
+def fetched(seq, item):
+    u, t = r.cmd("FETCH %d %s" % (seq, item))
+    ok(t.split()[1] == "OK", t)
+    return "\n".join(u)
+
+# BODY[]: an ordinary literal, no NUL, the body base64 of what was sent.
+whole = fetched(1, "BODY.PEEK[]")
+ok("BODY[] {" in whole and "~{" not in whole and "\x00" not in whole, repr(whole))
+ok("Content-Transfer-Encoding: base64" in whole and "MIME-Version: 1.0" in whole, whole)
+encoded = whole.split("\r\n\r\n", 1)[1].rsplit(")", 1)[0]
+eq(base64.b64decode(encoded), b"hello\x00world\r\nsecond line\r\n", "decoded body")
+# BINARY[1]: the bytes sent, as a literal8.
+binary = fetched(1, "BINARY.PEEK[1]")
+ok("BINARY[1] ~{" in binary, repr(binary))
+ok(binary.encode("latin-1").find(b"hello\x00world\r\nsecond line\r\n") > 0, repr(binary))
+
+body2 = fetched(2, "BODY.PEEK[2]")
+ok("\x00" not in body2 and "~{" not in body2, repr(body2))
+structure = fetched(2, "BODYSTRUCTURE")
+ok('"BASE64"' in structure.upper(), structure)
+binary2 = fetched(2, "BINARY.PEEK[2]")
+ok(("BINARY[2] ~{%d}" % len(attachment)) in binary2, repr(binary2[:80]))
+ok(attachment in binary2.encode("latin-1"), "attachment bytes differ")
+# The text part is base64 too (a literal8 may hold NULs anywhere); its
+# decoded text is the same.
+ok(base64.b64encode(b"see the attachment").decode() in fetched(2, "BODY.PEEK[1]"), "text part")
+eq(fetched(2, "BINARY.PEEK[1]").count("see the attachment"), 1, "decoded text part")
+r.cmd("LOGOUT")
+print("done")
+"#,
+        &[],
+    );
+}
+
 /// Mail in Chinese, Japanese and Thai, written without spaces between
 /// words and sent in the charsets such mail still uses, is found by any
 /// substring of its body and subject: each is decoded to Unicode and its
@@ -2097,7 +2174,8 @@ ok("\\Seen" not in u[0], "PEEK set \\Seen: %r" % u)
 u, t = r.cmd("FETCH 1 BINARY[2]<0.1>")
 ok("\\Seen" in u[0], "BINARY did not set \\Seen: %r" % u)
 
-# APPEND with a literal8 keeps the bytes as they are.
+# APPEND with a literal8: stored base64-encoded (BODY[] has no NUL), and
+# BINARY gives back the bytes sent.
 raw = b"Subject: nul\r\n\r\nbefore\0after\r\n"
 tag = r.tag()
 r.send(("%s APPEND INBOX ~{%d}\r\n" % (tag, len(raw))).encode())
@@ -2106,8 +2184,11 @@ r.send(raw + b"\r\n")
 u, t = r.finish(tag)
 ok(is_ok(t), t)
 u, t = r.cmd("NOOP")
-u, t = r.cmd("FETCH 3 BINARY.PEEK[]")
-eq(literal_after(u[0], "BINARY[]"), (True, raw), "literal8 APPEND read back")
+u, t = r.cmd("FETCH 3 BINARY.PEEK[1]")
+eq(literal_after(u[0], "BINARY[1]"), (True, b"before\0after\r\n"), "literal8 APPEND read back")
+u, t = r.cmd("FETCH 3 BODY.PEEK[]")
+lit8, data = literal_after(u[0], "BODY[]")
+ok(not lit8 and b"\0" not in data and b"Content-Transfer-Encoding: base64" in data, repr(data))
 
 # SEARCHRES: SAVE, then $ in FETCH, UID FETCH, SEARCH, STORE, COPY, MOVE.
 for i in range(4):
