@@ -146,14 +146,26 @@ fn unknown_cte() -> Reply {
     Reply::no("Cannot decode the part's Content-Transfer-Encoding").code(Code::UnknownCte)
 }
 
-fn literal(bytes: Vec<u8>) -> NString<'static> {
+fn literal(mut bytes: Vec<u8>) -> NString<'static> {
+    replace_nul(&mut bytes);
     let lit = match Literal::try_from(bytes.clone()) {
         Ok(l) => l,
-        // NUL is not allowed in a literal; send the stored bytes anyway
-        // rather than alter the message.
         Err(_) => Literal::unvalidated(bytes),
     };
     NString(Some(IString::Literal(lit)))
+}
+
+/// An ordinary literal may not carry a NUL (RFC 3501 §4.3), and a message
+/// that came by SMTP may hold one: it goes out as 0x80, as Dovecot sends
+/// it, so the literal keeps its announced length (and RFC822.SIZE stays
+/// true). BINARY[...] gives the real bytes, in a literal8. Mail APPENDed
+/// as a literal8 has no NUL left to replace (see `append.rs`).
+fn replace_nul(bytes: &mut [u8]) {
+    if bytes.contains(&0) {
+        for b in bytes.iter_mut().filter(|b| **b == 0) {
+            *b = 0x80;
+        }
+    }
 }
 
 fn internal_date(secs: i64) -> Option<DateTime> {
@@ -792,6 +804,7 @@ impl Session<'_> {
                 tracing::error!(blob, seq, "stored message shorter than its size");
                 piece.resize(to - from, b' ');
             }
+            replace_nul(&mut piece);
             if !net::send(&mut self.stream, &piece, SEND_TIMEOUT).await {
                 return Ok(false);
             }

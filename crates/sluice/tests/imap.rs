@@ -1029,7 +1029,8 @@ m.logout()
 /// Binary data APPENDed as a literal8 (RFC 3516) is stored with its parts
 /// base64-encoded: BODY[...] answers ordinary literals without a NUL, and
 /// BINARY[...] gives back the bytes sent. A NUL in an ordinary literal is
-/// refused, and nothing is stored.
+/// refused, and nothing is stored. A NUL that came by SMTP goes out in
+/// BODY[...] as 0x80.
 #[test]
 fn binary_appends_come_back_encoded_in_body_and_whole_in_binary() {
     let server = Server::start();
@@ -1096,6 +1097,16 @@ ok(attachment in binary2.encode("latin-1"), "attachment bytes differ")
 # decoded text is the same.
 ok(base64.b64encode(b"see the attachment").decode() in fetched(2, "BODY.PEEK[1]"), "text part")
 eq(fetched(2, "BINARY.PEEK[1]").count("see the attachment"), 1, "decoded text part")
+
+# A NUL that came by SMTP is stored as it came; an ordinary literal shows
+# it as 0x80 (same length), BINARY gives the NUL in a literal8.
+deliver([b"From: a@example.org\r\nSubject: smtp nul\r\n\r\nvia\x00smtp\r\n"])
+r.cmd("NOOP")
+whole = fetched(3, "(RFC822.SIZE BODY.PEEK[])")
+ok("\x00" not in whole and "via\x80smtp" in whole, repr(whole))
+size = int(re.search(r"RFC822\.SIZE (\d+)", whole).group(1))
+ok(("BODY[] {%d}" % size) in whole, whole)
+ok("BINARY[1] ~{10}\r\nvia\x00smtp\r\n" in fetched(3, "BINARY.PEEK[1]"), "BINARY of the SMTP NUL")
 r.cmd("LOGOUT")
 print("done")
 "#,
