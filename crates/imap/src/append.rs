@@ -27,12 +27,12 @@ struct Target {
 
 /// An APPEND's message on its way into the store. A `literal8` may carry
 /// binary data (RFC 3516): its leaf parts are stored base64-encoded
-/// ([`mime_tree::BinaryEncoder`]), so `BODY[...]` can return it in an
+/// ([`mime_tree::PartRewriter`]), so `BODY[...]` can return it in an
 /// ordinary literal and `BINARY[...]` gives back the bytes sent. An
 /// ordinary literal may not hold a NUL at all (RFC 3501 §4.3).
 struct Incoming {
     literal8: bool,
-    encoder: Option<mime_tree::BinaryEncoder>,
+    encoder: Option<mime_tree::PartRewriter>,
     converted: Vec<u8>,
     nul: bool,
 }
@@ -41,7 +41,7 @@ impl Incoming {
     fn new(literal8: bool) -> Incoming {
         Incoming {
             literal8,
-            encoder: literal8.then(mime_tree::BinaryEncoder::new),
+            encoder: literal8.then(mime_tree::PartRewriter::binary_to_base64),
             converted: Vec::new(),
             nul: false,
         }

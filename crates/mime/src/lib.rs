@@ -17,20 +17,20 @@
 #![forbid(unsafe_code)]
 
 mod address;
-mod binary;
 mod builder;
 mod encode;
 mod envelope;
 mod header;
+mod rewrite;
 
 use serde::{Deserialize, Serialize};
 
 pub use address::{parse_address_list, MISSING_DOMAIN, MISSING_MAILBOX};
-pub use binary::{encode_binary_parts, BinaryEncoder};
 pub use builder::{
     StructureBuilder, MAX_BOUNDARY_LEN, MAX_DEPTH, MAX_HEADER_BYTES, MAX_PARTS,
     MAX_TOTAL_HEADER_BYTES,
 };
+pub use rewrite::{encode_binary_parts, PartRewriter};
 
 /// The structure of a whole message (or of a message/rfc822 part).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -83,13 +83,35 @@ struct Compiled {
 pub(crate) struct Head {
     bytes: Vec<u8>,
     limit: usize,
+    /// For the classifier alone, which reads header fields and text: the
+    /// bodies of attachments are left out, so they fill nothing. Sieve
+    /// scripts get the raw head (`body :raw`, `:content` of any type).
+    text_only: Option<mime_tree::PartRewriter>,
 }
 
 impl Head {
     pub(crate) fn feed(&mut self, piece: &[u8]) {
-        let room = self.limit.saturating_sub(self.bytes.len());
+        match &mut self.text_only {
+            Some(_) if self.bytes.len() >= self.limit => self.text_only = None,
+            Some(tap) => {
+                tap.push(piece, &mut self.bytes);
+                self.bytes.truncate(self.limit);
+            }
+            None => {
+                let room = self.limit.saturating_sub(self.bytes.len());
+                self.bytes
+                    .extend_from_slice(&piece[..piece.len().min(room)]);
+            }
+        }
+    }
+
+    /// What was kept, once the message has ended.
+    fn into_bytes(mut self) -> Vec<u8> {
+        if let Some(tap) = self.text_only.take() {
+            tap.finish(&mut self.bytes);
+            self.bytes.truncate(self.limit);
+        }
         self.bytes
-            .extend_from_slice(&piece[..piece.len().min(room)]);
     }
 }
 
@@ -209,6 +231,7 @@ impl Filters {
         Some(Head {
             bytes: Vec::new(),
             limit,
+            text_only: (!scripted).then(mime_tree::PartRewriter::text_only),
         })
     }
 
@@ -241,7 +264,7 @@ impl Filters {
         head: Head,
         input: Input<'_>,
     ) -> Plan {
-        let head = Arc::new(head.bytes);
+        let head = Arc::new(head.into_bytes());
         let message = Arc::new(sieve::Message::parse(&head).with_size(input.size));
         let original = Original::from_head(&head);
         let now = time::OffsetDateTime::now_utc();
@@ -660,9 +683,29 @@ mod tests {
         let mut head = Head {
             bytes: Vec::new(),
             limit: 10,
+            text_only: None,
         };
         head.feed(b"0123456");
         head.feed(b"789abc");
         assert_eq!(head.bytes, b"0123456789");
+    }
+
+    #[test]
+    fn the_classifiers_head_skips_attachments() {
+        let mut head = Head {
+            bytes: Vec::new(),
+            limit: 4096,
+            text_only: Some(mime_tree::PartRewriter::text_only()),
+        };
+        head.feed(b"Subject: s\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n");
+        head.feed(b"Content-Type: image/png\r\nContent-Transfer-Encoding: base64\r\n\r\n");
+        for _ in 0..1000 {
+            head.feed(b"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk\r\n");
+        }
+        head.feed(b"--b\r\nContent-Type: text/plain\r\n\r\ncheap pills here\r\n--b--\r\n");
+        let bytes = head.into_bytes();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(text.contains("cheap pills here"), "{text}");
+        assert!(!text.contains("iVBOR"), "{text}");
     }
 }

@@ -28,7 +28,7 @@ use crate::spam_check::Known;
 use crate::submission::{self, SenderCheck, Submission};
 
 /// Input buffer of a trusted session in the data stage.
-const DATA_BUFFER: usize = 64 * 1024;
+const DATA_BUFFER: usize = 16 * 1024;
 
 /// The envelope being built by MAIL and RCPT.
 struct Envelope {

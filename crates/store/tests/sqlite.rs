@@ -940,3 +940,48 @@ async fn an_index_from_before_character_cutting_is_built_again_at_open() {
         .unwrap()
         .is_empty());
 }
+
+#[tokio::test]
+async fn text_after_a_large_attachment_is_indexed_at_delivery_and_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut message = b"Subject: scan\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n\
+        --b\r\nContent-Type: application/zip\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        .to_vec();
+    for _ in 0..20_000 {
+        message
+            .extend_from_slice(b"UEsDBBQAAAAIAAAAIQBzZWNyZXQgZGF0YSBpbiBhIHppcCBmaWxlIGJ5dGVz\r\n");
+    }
+    message.extend_from_slice(
+        b"--b\r\nContent-Type: text/plain\r\n\r\nthe narwhal is after the attachment\r\n--b--\r\n",
+    );
+    assert!(message.len() > 4 * store::INDEX_WINDOW);
+    let path = {
+        let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+        store.add_domain("example.org").await.unwrap();
+        store.add_account("a@example.org", "pw").await.unwrap();
+        let mbox = inbox(&store, "a@example.org").await;
+        // Written in pieces, as SMTP and IMAP write.
+        let mut w = store.message_writer();
+        for piece in message.chunks(65_536) {
+            w.write(piece).await.unwrap();
+        }
+        w.deliver(Delivery {
+            mailboxes: vec![mbox],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let narwhal = SearchKey::Body("narwhal".into());
+        assert_eq!(store.search(mbox, &narwhal).await.unwrap(), vec![1]);
+        store.path().to_owned()
+    };
+    // The same text when the row is rebuilt from the stored chunks.
+    let c = Connection::open(&path).unwrap();
+    c.execute_batch("INSERT INTO fts(fts) VALUES('delete-all')")
+        .unwrap();
+    drop(c);
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    let narwhal = SearchKey::Body("narwhal".into());
+    assert_eq!(store.search(mbox, &narwhal).await.unwrap(), vec![1]);
+}

@@ -284,20 +284,32 @@ fn ready(w: &Waiting) -> bool {
         || w.since.is_some_and(|t| t.elapsed() >= DELAY)
 }
 
-/// The index text of a stored blob, from the start of its chunks (the
-/// lead, numbered before the others, comes first).
+/// The index text of a stored blob, read from its chunks (the lead,
+/// numbered before the others, comes first) as delivery reads the
+/// message: header fields and text parts, attachments left out, up to
+/// [`INDEX_WINDOW`].
 fn text_from_chunks(c: &Connection, blob: BlobId) -> Result<FtsText> {
     let mut head = Vec::new();
+    let mut tap = mime_tree::PartRewriter::text_only();
     let mut stmt =
         c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
     let mut rows = stmt.query([blob])?;
+    let mut ended = false;
     while head.len() < INDEX_WINDOW {
-        let Some(row) = rows.next()? else { break };
+        let Some(row) = rows.next()? else {
+            ended = true;
+            break;
+        };
         let data: &[u8] = row.get_ref(1)?.as_blob().unwrap_or_default();
-        let data = &*crate::chunk_codec::unpack(row.get(0)?, data, blob)?;
-        let room = INDEX_WINDOW - head.len();
-        head.extend_from_slice(&data[..room.min(data.len())]);
+        tap.push(
+            &crate::chunk_codec::unpack(row.get(0)?, data, blob)?,
+            &mut head,
+        );
     }
+    if ended {
+        tap.finish(&mut head);
+    }
+    head.truncate(INDEX_WINDOW);
     let mut index = index_message(&head);
     Ok(FtsText::new(&mut index, header_block(&head)))
 }

@@ -31,8 +31,11 @@ pub(crate) struct SqliteMessageWriter {
     next_seq: u32,
     /// Bytes not yet flushed, never more than one chunk.
     pending: Vec<u8>,
-    /// The start of the message, until the index is taken from it.
+    /// The start of the message's header fields and text, until the index
+    /// is taken from it: the bodies of attachments are left out as they
+    /// stream by (`text_tap`), so a large attachment holds no memory here.
     head: Vec<u8>,
+    text_tap: Option<mime_tree::PartRewriter>,
     /// The index, computed as soon as the head is full so that the head
     /// need not be kept for the rest of a large message.
     index: Option<MessageIndex>,
@@ -52,6 +55,7 @@ impl SqliteMessageWriter {
             next_seq: 0,
             pending: Vec::new(),
             head: Vec::new(),
+            text_tap: Some(mime_tree::PartRewriter::text_only()),
             index: None,
             header: Vec::new(),
             structure: StructureBuilder::new(),
@@ -110,11 +114,12 @@ impl MessageWriter for SqliteMessageWriter {
     async fn write(&mut self, mut data: &[u8]) -> Result<()> {
         self.size += data.len() as u64;
         self.structure.feed(data);
-        if self.index.is_none() {
-            let room = INDEX_WINDOW - self.head.len();
-            self.head.extend_from_slice(&data[..room.min(data.len())]);
-            if self.head.len() == INDEX_WINDOW {
-                let head = std::mem::take(&mut self.head);
+        if let Some(tap) = &mut self.text_tap {
+            tap.push(data, &mut self.head);
+            if self.head.len() >= INDEX_WINDOW {
+                self.text_tap = None;
+                let mut head = std::mem::take(&mut self.head);
+                head.truncate(INDEX_WINDOW);
                 self.header = header_block(&head).to_vec();
                 self.index = Some(
                     tokio::task::spawn_blocking(move || index_message(&head))
@@ -168,7 +173,11 @@ impl MessageWriter for SqliteMessageWriter {
         let index = match self.index.take() {
             Some(index) => index,
             None => {
+                if let Some(tap) = self.text_tap.take() {
+                    tap.finish(&mut self.head);
+                }
                 let mut head = std::mem::take(&mut self.head);
+                head.truncate(INDEX_WINDOW);
                 if !lead.is_empty() {
                     head.splice(0..0, lead.iter().copied());
                 }

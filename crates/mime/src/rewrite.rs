@@ -1,20 +1,23 @@
-//! Binary content made storable: the leaf parts of a message are
-//! re-encoded in base64, streaming, so the stored message carries no NUL
-//! and can be returned through `BODY[...]` in an ordinary IMAP literal.
+//! Leaf parts of a message rewritten while it streams by, for two uses:
 //!
-//! A client APPENDs binary data (NULs included) with a `literal8`
-//! (RFC 3516). An IMAP literal may not carry a NUL (RFC 3501 §4.3), and
-//! RFC 3516 §4.3 lets the server change the content-transfer-encoding of
-//! what it stores, as Dovecot does. So every leaf part that is not
-//! already base64 or quoted-printable (7bit, 8bit, binary, or none) is
-//! stored base64-encoded, with its `Content-Transfer-Encoding` field
-//! replaced (and `MIME-Version` added to a message without one). The
-//! decoded content is unchanged: `BINARY[...]` returns the bytes the client
-//! sent. Multipart and message/rfc822 wrappers, preambles, epilogues and
-//! delimiter lines pass as they are.
+//! - **Binary content made storable** ([`PartRewriter::binary_to_base64`]):
+//!   a client APPENDs binary data (NULs included) with a `literal8`
+//!   (RFC 3516). An IMAP literal may not carry a NUL (RFC 3501 §4.3), and
+//!   RFC 3516 §4.3 lets the server change the content-transfer-encoding of
+//!   what it stores, as Dovecot does. So every leaf part that is not
+//!   already base64 or quoted-printable (7bit, 8bit, binary, or none) is
+//!   stored base64-encoded, with its `Content-Transfer-Encoding` field
+//!   replaced (and `MIME-Version` added to a message without one). The
+//!   decoded content is unchanged: `BINARY[...]` returns the bytes sent.
+//! - **Text only** ([`PartRewriter::text_only`]): the bodies of leaf parts
+//!   that are not text (attachments, images) are left out, so what indexes
+//!   a message (its header fields and text) keeps only what it reads, not
+//!   megabytes of base64 it would throw away.
 //!
-//! Memory is bounded by one header block ([`MAX_HEADER`]) and one delimiter
-//! line ([`MAX_DELIMITER_LINE`]), whatever the size of the message.
+//! Multipart and message/rfc822 wrappers, header blocks, preambles,
+//! epilogues and delimiter lines pass as they are. Memory is bounded by one
+//! header block ([`MAX_HEADER`]) and one delimiter line, whatever the size
+//! of the message.
 
 use crate::header::{content_type, fields, transfer_encoding};
 
@@ -39,14 +42,30 @@ const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 enum Mode {
     /// A header block, collected whole.
     Header,
-    /// A body: re-encoded (`true`) or passed as it is.
-    Body(bool),
+    /// A body, and what becomes of it.
+    Body(Action),
 }
 
-/// The streaming converter: [`BinaryEncoder::push`] the message in pieces
-/// of any size, then [`BinaryEncoder::finish`].
+/// What becomes of a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Pass,
+    Base64,
+    Drop,
+}
+
+/// What the rewriter is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    BinaryToBase64,
+    TextOnly,
+}
+
+/// The streaming rewriter: [`PartRewriter::push`] the message in pieces of
+/// any size, then [`PartRewriter::finish`].
 #[derive(Debug)]
-pub struct BinaryEncoder {
+pub struct PartRewriter {
+    purpose: Purpose,
     mode: Mode,
     /// The entity being read is the message itself (not a part).
     top: bool,
@@ -66,15 +85,20 @@ pub struct BinaryEncoder {
     base64: Base64,
 }
 
-impl Default for BinaryEncoder {
-    fn default() -> Self {
-        BinaryEncoder::new()
+impl PartRewriter {
+    /// Leaf parts not in base64 or quoted-printable become base64.
+    pub fn binary_to_base64() -> PartRewriter {
+        PartRewriter::new(Purpose::BinaryToBase64)
     }
-}
 
-impl BinaryEncoder {
-    pub fn new() -> BinaryEncoder {
-        BinaryEncoder {
+    /// The bodies of leaf parts that are not text are left out.
+    pub fn text_only() -> PartRewriter {
+        PartRewriter::new(Purpose::TextOnly)
+    }
+
+    fn new(purpose: Purpose) -> PartRewriter {
+        PartRewriter {
+            purpose,
             mode: Mode::Header,
             top: true,
             boundaries: Vec::new(),
@@ -113,12 +137,12 @@ impl BinaryEncoder {
         match self.mode {
             // A header block without a body (or without its empty line).
             Mode::Header => out.extend_from_slice(&self.header),
-            Mode::Body(encode) => {
+            Mode::Body(action) => {
                 let held = std::mem::take(&mut self.held_eol);
                 let line = std::mem::take(&mut self.line);
                 self.body_content(&held, out);
                 self.body_content(&line, out);
-                if encode {
+                if action == Action::Base64 {
                     // The message's last line end was part of the content.
                     self.base64.finish(out);
                     out.extend_from_slice(b"\r\n");
@@ -172,7 +196,7 @@ impl BinaryEncoder {
         out.extend_from_slice(&self.header[..done]);
         let rest = self.header.split_off(done);
         self.header.clear();
-        self.enter_body(false);
+        self.enter_body(Action::Pass);
         self.body_bytes(&rest, false, out);
     }
 
@@ -203,27 +227,38 @@ impl BinaryEncoder {
         let encoded = matches!(cte.as_deref(), Some("base64" | "quoted-printable"));
         let nested = matches!(&ctype, Some((ty, sub, _)) if ty == "message"
             && (sub == "rfc822" || sub == "global"));
+        let text = ctype.as_ref().is_none_or(|(ty, _, _)| ty == "text");
         let deep = self.boundaries.len() >= MAX_DEPTH;
         let message = std::mem::replace(&mut self.top, false);
         if let (Some(b), false) = (boundary, deep) {
             out.extend_from_slice(header);
             self.boundaries.push(b);
-            self.enter_body(false);
+            self.enter_body(Action::Pass);
         } else if nested && !encoded && !deep {
             // The enclosed message's own header follows.
             out.extend_from_slice(header);
             self.mode = Mode::Header;
-        } else if encoded || deep {
+        } else if deep {
             out.extend_from_slice(header);
-            self.enter_body(false);
+            self.enter_body(Action::Pass);
         } else {
-            write_header_as_base64(header, !has_mime_version && message, out);
-            self.enter_body(true);
+            let action = match self.purpose {
+                Purpose::BinaryToBase64 if encoded => Action::Pass,
+                Purpose::BinaryToBase64 => Action::Base64,
+                Purpose::TextOnly if text => Action::Pass,
+                Purpose::TextOnly => Action::Drop,
+            };
+            if action == Action::Base64 {
+                write_header_as_base64(header, !has_mime_version && message, out);
+            } else {
+                out.extend_from_slice(header);
+            }
+            self.enter_body(action);
         }
     }
 
-    fn enter_body(&mut self, encode: bool) {
-        self.mode = Mode::Body(encode);
+    fn enter_body(&mut self, action: Action) {
+        self.mode = Mode::Body(action);
         self.line.clear();
         self.line_decided = false;
         self.held_eol.clear();
@@ -273,7 +308,8 @@ impl BinaryEncoder {
 
     fn body_content(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
         match self.mode {
-            Mode::Body(true) => self.base64.push(bytes, out),
+            Mode::Body(Action::Base64) => self.base64.push(bytes, out),
+            Mode::Body(Action::Drop) => {}
             _ => out.extend_from_slice(bytes),
         }
     }
@@ -331,7 +367,7 @@ impl BinaryEncoder {
     }
 
     fn on_delimiter(&mut self, depth: usize, close: bool, line: &[u8], out: &mut Vec<u8>) {
-        if self.mode == Mode::Body(true) {
+        if self.mode == Mode::Body(Action::Base64) {
             self.base64.finish(out);
         }
         out.extend_from_slice(&self.held_eol);
@@ -340,7 +376,7 @@ impl BinaryEncoder {
         self.boundaries.truncate(depth + 1);
         if close {
             self.boundaries.pop();
-            self.enter_body(false);
+            self.enter_body(Action::Pass);
         } else {
             self.mode = Mode::Header;
             self.held_eol.clear();
@@ -466,12 +502,13 @@ impl Base64 {
     }
 }
 
-/// Converts a whole message at once.
+/// A whole message with its binary parts made base64
+/// ([`PartRewriter::binary_to_base64`]).
 pub fn encode_binary_parts(message: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(message.len() * 4 / 3 + 256);
-    let mut encoder = BinaryEncoder::new();
-    encoder.push(message, &mut out);
-    encoder.finish(&mut out);
+    let mut rewriter = PartRewriter::binary_to_base64();
+    rewriter.push(message, &mut out);
+    rewriter.finish(&mut out);
     out
 }
 
@@ -484,11 +521,11 @@ mod tests {
     /// The conversion with the message cut into pieces of `size` bytes.
     fn in_pieces(message: &[u8], size: usize) -> Vec<u8> {
         let mut out = Vec::new();
-        let mut encoder = BinaryEncoder::new();
+        let mut rewriter = PartRewriter::binary_to_base64();
         for piece in message.chunks(size.max(1)) {
-            encoder.push(piece, &mut out);
+            rewriter.push(piece, &mut out);
         }
-        encoder.finish(&mut out);
+        rewriter.finish(&mut out);
         out
     }
 
@@ -566,6 +603,44 @@ mod tests {
         assert!(text.contains("Content-Type: message/rfc822\r\n\r\nSubject: inner\r\nContent-Transfer-Encoding: base64\r\n\r\naW4AbmVy\r\n--o--"), "{text}");
     }
 
+    fn text_only(message: &[u8], size: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut rewriter = PartRewriter::text_only();
+        for piece in message.chunks(size.max(1)) {
+            rewriter.push(piece, &mut out);
+        }
+        rewriter.finish(&mut out);
+        out
+    }
+
+    fn texts(message: &[u8]) -> Vec<String> {
+        let parsed = MessageParser::default().parse(message).expect("parses");
+        (0..parsed.text_body_count())
+            .filter_map(|i| parsed.body_text(i).map(|t| t.into_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn text_only_keeps_headers_and_text_and_drops_attachments() {
+        let attachment = "QUFBQUFB\r\n".repeat(10_000);
+        let message = format!(
+            "From: a@example.org\r\nSubject: report\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n\
+             --b\r\nContent-Type: application/zip; name=r.zip\r\nContent-Transfer-Encoding: base64\r\n\r\n\
+             {attachment}--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nthe text after it\r\n\
+             --b\r\nContent-Type: text/html\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<p>and=20html</p>\r\n--b--\r\n"
+        );
+        let out = text_only(message.as_bytes(), 4096);
+        assert!(out.len() < 1024, "{}", String::from_utf8_lossy(&out));
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.starts_with("From: a@example.org\r\nSubject: report\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("Content-Type: application/zip; name=r.zip\r\nContent-Transfer-Encoding: base64\r\n\r\n\r\n--b\r\n"), "{text}");
+        assert_eq!(texts(&out), texts(message.as_bytes()));
+        assert_eq!(text_only(message.as_bytes(), 7), out);
+    }
+
     fn part() -> impl Strategy<Value = (String, Vec<u8>)> {
         let cte = prop_oneof![
             Just(String::new()),
@@ -607,6 +682,32 @@ mod tests {
                 let body: Vec<u8> = body.iter().map(|&b| if b == b'=' { b'+' } else { b }).collect();
                 prop_assert_eq!(got, &body);
             }
+        }
+
+        /// Leaving the non-text parts out changes no text a parser finds,
+        /// however the message is cut.
+        #[test]
+        fn text_only_keeps_every_text(
+            parts in proptest::collection::vec((any::<bool>(), part()), 1..5),
+            piece in 1usize..64,
+        ) {
+            let mut message = b"Subject: s\r\nContent-Type: multipart/mixed; boundary=\"=_sep\"\r\n\r\n".to_vec();
+            for (is_text, (cte, body)) in &parts {
+                let body: Vec<u8> = body.iter().map(|&b| if b == b'=' { b'+' } else { b }).collect();
+                message.extend_from_slice(if *is_text {
+                    b"--=_sep\r\nContent-Type: text/plain; charset=utf-8\r\n".as_slice()
+                } else {
+                    b"--=_sep\r\nContent-Type: image/png\r\n".as_slice()
+                });
+                message.extend_from_slice(cte.as_bytes());
+                message.extend_from_slice(b"\r\n");
+                message.extend_from_slice(&body);
+                message.extend_from_slice(b"\r\n");
+            }
+            message.extend_from_slice(b"--=_sep--\r\n");
+            let out = text_only(&message, piece);
+            prop_assert_eq!(&out, &text_only(&message, message.len()));
+            prop_assert_eq!(texts(&out), texts(&message));
         }
     }
 }
