@@ -24,6 +24,14 @@ async fn inbox(store: &SqliteStore, address: &str) -> i64 {
     d.account(address).unwrap().inbox
 }
 
+/// A new store with the account `a@example.org`, and its INBOX.
+async fn open_with_account() -> (tempfile::TempDir, SqliteStore, i64) {
+    let (dir, store) = open().await;
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    (dir, store, mbox)
+}
+
 const MAIL: &[u8] = b"From: Alice <alice@example.org>\r\nTo: team@example.org\r\n\
 Subject: quarterly zebra report\r\nMessage-ID: <q1@example.org>\r\n\r\nThe zebra numbers are in.\r\n";
 
@@ -860,18 +868,13 @@ async fn full_text_rows_written_in_batches_are_searchable_at_once_and_go_with_th
 
 #[tokio::test]
 async fn waiting_full_text_rows_are_written_at_close_or_recovered_at_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = {
-        let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
-        store.add_domain("example.org").await.unwrap();
-        store.add_account("a@example.org", "pw").await.unwrap();
-        let mbox = inbox(&store, "a@example.org").await;
-        for n in 0..20 {
-            deliver_one(&store, mbox, &mail_about("otter", n)).await;
-        }
-        store.path().to_owned()
-        // Closing writes the rows still waiting.
-    };
+    let (dir, store, mbox) = open_with_account().await;
+    for n in 0..20 {
+        deliver_one(&store, mbox, &mail_about("otter", n)).await;
+    }
+    let path = store.path().to_owned();
+    // Closing writes the rows still waiting.
+    drop(store);
     let c = Connection::open(&path).unwrap();
     let indexed = |c: &Connection| -> i64 {
         c.query_row("SELECT count(*) FROM fts_docsize", [], |r| r.get(0))
@@ -898,22 +901,17 @@ async fn waiting_full_text_rows_are_written_at_close_or_recovered_at_open() {
 
 #[tokio::test]
 async fn an_index_from_before_character_cutting_is_built_again_at_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = {
-        let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
-        store.add_domain("example.org").await.unwrap();
-        store.add_account("a@example.org", "pw").await.unwrap();
-        let mbox = inbox(&store, "a@example.org").await;
-        deliver_one(
-            &store,
-            mbox,
-            "Subject: =?UTF-8?B?5Lya6K2w?=\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n\
-             会議は日本語のテキストで書きます。\r\n"
-                .as_bytes(),
-        )
-        .await;
-        store.path().to_owned()
-    };
+    let (dir, store, mbox) = open_with_account().await;
+    deliver_one(
+        &store,
+        mbox,
+        "Subject: =?UTF-8?B?5Lya6K2w?=\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n\
+         会議は日本語のテキストで書きます。\r\n"
+            .as_bytes(),
+    )
+    .await;
+    let path = store.path().to_owned();
+    drop(store);
     // The store as the version before left it: the last migration (the
     // index built again) still to run, and an index that holds nothing.
     let c = Connection::open(&path).unwrap();
@@ -943,7 +941,7 @@ async fn an_index_from_before_character_cutting_is_built_again_at_open() {
 
 #[tokio::test]
 async fn text_after_a_large_attachment_is_indexed_at_delivery_and_recovery() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, store, mbox) = open_with_account().await;
     let mut message = b"Subject: scan\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n\
         --b\r\nContent-Type: application/zip\r\nContent-Transfer-Encoding: base64\r\n\r\n"
         .to_vec();
@@ -955,26 +953,21 @@ async fn text_after_a_large_attachment_is_indexed_at_delivery_and_recovery() {
         b"--b\r\nContent-Type: text/plain\r\n\r\nthe narwhal is after the attachment\r\n--b--\r\n",
     );
     assert!(message.len() > 4 * store::INDEX_WINDOW);
-    let path = {
-        let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
-        store.add_domain("example.org").await.unwrap();
-        store.add_account("a@example.org", "pw").await.unwrap();
-        let mbox = inbox(&store, "a@example.org").await;
-        // Written in pieces, as SMTP and IMAP write.
-        let mut w = store.message_writer();
-        for piece in message.chunks(65_536) {
-            w.write(piece).await.unwrap();
-        }
-        w.deliver(Delivery {
-            mailboxes: vec![mbox],
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-        let narwhal = SearchKey::Body("narwhal".into());
-        assert_eq!(store.search(mbox, &narwhal).await.unwrap(), vec![1]);
-        store.path().to_owned()
-    };
+    // Written in pieces, as SMTP and IMAP write.
+    let mut w = store.message_writer();
+    for piece in message.chunks(65_536) {
+        w.write(piece).await.unwrap();
+    }
+    w.deliver(Delivery {
+        mailboxes: vec![mbox],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let narwhal = SearchKey::Body("narwhal".into());
+    assert_eq!(store.search(mbox, &narwhal).await.unwrap(), vec![1]);
+    let path = store.path().to_owned();
+    drop(store);
     // The same text when the row is rebuilt from the stored chunks.
     let c = Connection::open(&path).unwrap();
     c.execute_batch("INSERT INTO fts(fts) VALUES('delete-all')")
