@@ -12,7 +12,7 @@
 use crate::pipeline::{Ctx, FileNode};
 use crate::verdict::LimitKind;
 
-const OUT_BUF: usize = 32 * 1024;
+const OUT_BUF: usize = 8 * 1024;
 
 /// Most bytes of a gzip header (name and comment included) buffered.
 const MAX_GZIP_HEADER: usize = 64 * 1024;
