@@ -17,6 +17,18 @@ pub struct WebConfig {
     /// Largest compose upload (text and attachments together), in bytes.
     /// Uploads are streamed into the store, never held in memory.
     pub max_upload_bytes: usize,
+    /// Accounts that may use the admin pages (`/admin`): the common
+    /// directory tasks of the `sluice` command line, in the browser.
+    /// Empty (the default): nobody.
+    pub admins: Vec<String>,
+}
+
+impl WebConfig {
+    /// Whether `address` is one of [`WebConfig::admins`] (case does not
+    /// matter, as for logins).
+    pub fn is_admin(&self, address: &str) -> bool {
+        self.admins.iter().any(|a| a.eq_ignore_ascii_case(address))
+    }
 }
 
 impl Default for WebConfig {
@@ -26,6 +38,7 @@ impl Default for WebConfig {
             auth_failure_delay_secs: 1,
             max_body_bytes: 2 * 1024 * 1024,
             max_upload_bytes: 25 * 1024 * 1024,
+            admins: Vec::new(),
         }
     }
 }

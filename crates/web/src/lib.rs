@@ -9,6 +9,8 @@
 //! served from its own route with its own policy.
 #![forbid(unsafe_code)]
 
+mod admin;
+mod admin_pages;
 mod assets;
 mod compose;
 mod config;
