@@ -37,8 +37,9 @@ def form(w, path, **fields):
 /// An admin adds a domain, a user, resets the password (IMAP login with
 /// the new one), sets a quota (IMAP GETQUOTAROOT), adds an alias (mail to
 /// it arrives), sees a queued recipient and retries and removes it, sees
-/// the DKIM record `sluice dkim record` prints and the metrics; bad input
-/// and a missing CSRF token change nothing.
+/// the DKIM record `sluice dkim record` prints, the metrics and the log
+/// lines of one transaction; bad input and a missing CSRF token change
+/// nothing.
 #[test]
 fn admin_manages_domains_users_aliases_and_queue() {
     let (server, admin) = start();
@@ -128,6 +129,19 @@ while True:
     time.sleep(0.1)
 m.logout()
 
+# Recent log lines: the transaction's line found by its recipient, then
+# every line of its queue id; other lines are left out.
+import urllib.parse
+def log_lines(filter):
+    _, page = w.page("/admin/logs?filter=" + urllib.parse.quote(filter))
+    return html.unescape(re.search(r'<pre class="log">(.*?)</pre>', page, re.S).group(1))
+lines = log_lines("info@second.test")
+assert "smtp transaction" in lines, lines
+qid = re.search(r"queue_id=(\S+)", lines).group(1)
+lines = log_lines(qid)
+assert "smtp transaction" in lines and "webmail login" not in lines, lines
+assert "webmail login" in log_lines("")
+
 # Queue: a remote alias target waits in the queue (outbound is off here).
 status, _, _ = form(w, "/admin/aliases", action="add", address="away@second.test", targets="someone@remote.test")
 assert status == 303, status
@@ -198,7 +212,7 @@ fn non_admins_are_refused() {
         &script(
             r#"
 web_addr, user, password = sys.argv[1:4]
-pages = ["/admin", "/admin/domains", "/admin/users", "/admin/aliases", "/admin/queue", "/admin/dkim"]
+pages = ["/admin", "/admin/domains", "/admin/users", "/admin/aliases", "/admin/queue", "/admin/dkim", "/admin/logs"]
 w = Web(web_addr)
 for p in pages:
     status, h, _ = w.get(p)
@@ -223,7 +237,7 @@ print("ok")
 
 /// The admin flows in Chromium, without JavaScript of the page's own:
 /// log in, add a domain and a user, set a quota, add an alias, see the
-/// queue and the DKIM record (tests/browser/admin.mjs).
+/// queue, the DKIM record and filtered log lines (tests/browser/admin.mjs).
 #[test]
 fn admin_pages_in_chromium() {
     sluice_testkit::require_program("chromium", "chromium");

@@ -4,7 +4,8 @@
 //! `GET /admin` (metrics at a glance), `GET|POST /admin/domains` (add),
 //! `GET|POST /admin/users` (add, password, quota), `GET|POST
 //! /admin/aliases` (add, remove), `GET|POST /admin/queue` (retry, remove),
-//! `GET /admin/dkim` (the TXT records to publish).
+//! `GET /admin/dkim` (the TXT records to publish), `GET /admin/logs`
+//! (recent log lines, `?filter=` for one transaction or connection).
 //!
 //! Every change goes through the same store calls as the command line, so
 //! the store's checks (address syntax, unknown domain, duplicates) apply
@@ -14,11 +15,12 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{FromRequestParts, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Form;
+use serde::Deserialize;
 use store::StoreError;
 
 use crate::admin_pages::{self, Section, UserRow};
@@ -146,6 +148,7 @@ async fn render(
                 .collect();
             admin_pages::dkim(&records)
         }
+        Section::Logs => log_view(app, ""),
     };
     Ok(admin_pages::layout(admin, section, notice, content))
 }
@@ -295,6 +298,34 @@ pub(crate) async fn queue_act(
         _ => return Err(WebError::BadRequest("unknown action".into())),
     };
     finish(&app, &user, Section::Queue, action, result).await
+}
+
+/// Log lines shown at most.
+const MAX_LOG_LINES: usize = 500;
+
+#[derive(Deserialize)]
+pub(crate) struct LogQuery {
+    filter: Option<String>,
+}
+
+/// `GET /admin/logs?filter=`.
+pub(crate) async fn logs(
+    State(app): State<Arc<App>>,
+    Admin(user): Admin,
+    Query(q): Query<LogQuery>,
+) -> Html<String> {
+    let filter = q.filter.unwrap_or_default();
+    let content = log_view(&app, filter.trim());
+    admin_pages::layout(&user, Section::Logs, None, content)
+}
+
+fn log_view(app: &App, filter: &str) -> maud::Markup {
+    let lines = app
+        .ctx
+        .logs
+        .as_ref()
+        .map(|ring| ring.matching(filter, MAX_LOG_LINES));
+    admin_pages::logs(filter, lines.as_deref())
 }
 
 /// `GET /admin/dkim`.

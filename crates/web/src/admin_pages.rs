@@ -19,16 +19,18 @@ pub(crate) enum Section {
     Aliases,
     Queue,
     Dkim,
+    Logs,
 }
 
 impl Section {
-    const ALL: [Section; 6] = [
+    const ALL: [Section; 7] = [
         Section::Overview,
         Section::Domains,
         Section::Users,
         Section::Aliases,
         Section::Queue,
         Section::Dkim,
+        Section::Logs,
     ];
 
     /// Where the page is, and where its forms post.
@@ -40,6 +42,7 @@ impl Section {
             Section::Aliases => "/admin/aliases",
             Section::Queue => "/admin/queue",
             Section::Dkim => "/admin/dkim",
+            Section::Logs => "/admin/logs",
         }
     }
 
@@ -51,6 +54,7 @@ impl Section {
             Section::Aliases => "Aliases",
             Section::Queue => "Queue",
             Section::Dkim => "DKIM",
+            Section::Logs => "Log",
         }
     }
 }
@@ -270,6 +274,22 @@ pub(crate) fn dkim(records: &[(DkimKey, String)]) -> Markup {
                      @if k.signing { "signing" } @else { "published only" } }
                 pre.dkim { (txt) }
             }
+        }
+    }
+}
+
+/// Recent log lines, those containing `filter` (a client address, a
+/// queue id, an account...). `None`: the server keeps none.
+pub(crate) fn logs(filter: &str, lines: Option<&[String]>) -> Markup {
+    html! {
+        form.admin method="get" action=(Section::Logs.path()) role="search" {
+            label { "Lines containing " input name="filter" value=(filter) placeholder="queue id, client address, account"; }
+            button { "Show" }
+        }
+        @match lines {
+            None => p { "No log lines are kept (" code { "[web] admin_log_lines = 0" } ")." },
+            Some([]) => p { "No recent line matches." },
+            Some(lines) => pre.log { @for l in lines { (l) "\n" } },
         }
     }
 }

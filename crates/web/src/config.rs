@@ -21,6 +21,8 @@ pub struct WebConfig {
     /// directory tasks of the `sluice` command line, in the browser.
     /// Empty (the default): nobody.
     pub admins: Vec<String>,
+    /// Log lines kept in memory for the admin page's log view (0: none).
+    pub admin_log_lines: usize,
 }
 
 impl WebConfig {
@@ -39,6 +41,7 @@ impl Default for WebConfig {
             max_body_bytes: 2 * 1024 * 1024,
             max_upload_bytes: 25 * 1024 * 1024,
             admins: Vec::new(),
+            admin_log_lines: 5000,
         }
     }
 }

@@ -117,6 +117,7 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
             get(crate::admin::queue).post(crate::admin::queue_act),
         )
         .route("/admin/dkim", get(crate::admin::dkim))
+        .route("/admin/logs", get(crate::admin::logs))
         .route("/static/{file}", get(asset))
         .layer(DefaultBodyLimit::max(MAX_FORM))
         .layer(middleware::from_fn(security_headers))

@@ -81,6 +81,13 @@ try {
   const record = await page.textContent("pre.dkim");
   check(/^s1\._domainkey\.example\.org\. IN TXT \( "v=DKIM1; k=rsa; p=/.test(record), "DKIM record: " + record);
 
+  // Recent log lines, filtered through the page's search form.
+  await page.goto(BASE + "/admin/logs");
+  await page.fill("form.admin input[name=filter]", "webmail login");
+  await Promise.all([page.waitForNavigation(), page.click("form.admin button")]);
+  const log = await page.textContent("pre.log");
+  check(log.includes("webmail login") && !log.includes("listening"), "filtered log lines: " + log);
+
   check(errors.length === 0, "no console errors: " + errors.join("; "));
   console.log("ok");
 } finally {
