@@ -158,6 +158,8 @@ _, page = w.page("/admin/queue")
 assert "The queue is empty." in page, page
 status, _, _ = form(w, "/admin/queue", action="remove", id=qid)
 assert status == 404, status
+status, _, body = form(w, "/admin/queue", action="retry", id=qid)
+assert status == 404 and b"does not exist" in body, (status, body)
 
 # Alias removal.
 status, _, _ = form(w, "/admin/aliases", action="remove", address="away@second.test")
