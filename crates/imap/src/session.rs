@@ -284,11 +284,22 @@ impl<'a> Session<'a> {
             .map(Code::Capability)
     }
 
+    /// The RFC 9051 §3 state, as the sessions gauge names it.
+    fn state_name(&self) -> &'static str {
+        match (&self.account, &self.selected) {
+            (_, Some(_)) => "selected",
+            (Some(_), None) => "authenticated",
+            (None, None) => "not_authenticated",
+        }
+    }
+
     pub(crate) async fn run(&mut self) {
         let greeting = format!("Sluice IMAP server ready on {}", self.ctx.hostname);
         let code = self.capability_code();
         self.out.ok(None, code, &greeting);
+        let mut state = metrics::SessionState::new("imap", self.state_name());
         loop {
+            state.set(self.state_name());
             if !self.flush().await {
                 break;
             }

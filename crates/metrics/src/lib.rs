@@ -58,6 +58,10 @@ pub struct Metrics {
     pub auth_failures: Family<Label, Counter>,
     /// IMAP commands run, by command name.
     pub imap_commands: Family<Label, Counter>,
+    /// IMAP and POP3 sessions open now, by `protocol` and `state` (IMAP:
+    /// not_authenticated, authenticated, selected; POP3: authorization,
+    /// transaction): how many clients are logged in, not only connected.
+    pub sessions: Family<Labels2, Gauge>,
     /// Store commits: seconds each took (group commits count once).
     pub store_commit_seconds: Histogram,
     /// Store commits: how many writes each carried.
@@ -83,6 +87,7 @@ impl Metrics {
             outbound_recipients: Family::default(),
             auth_failures: Family::default(),
             imap_commands: Family::default(),
+            sessions: Family::default(),
             // 50 µs to about 3 s.
             store_commit_seconds: Histogram::new(exponential_buckets(0.00005, 3.0, 11)),
             // 1 to 1024 writes.
@@ -156,6 +161,11 @@ impl Metrics {
             m.imap_commands.clone(),
         );
         registry.register(
+            "sessions",
+            "IMAP and POP3 sessions open now, by protocol and state",
+            m.sessions.clone(),
+        );
+        registry.register(
             "store_commit_seconds",
             "Seconds per store commit",
             m.store_commit_seconds.clone(),
@@ -189,6 +199,83 @@ impl Metrics {
         }
         out.insert_str(eof, &extra);
         out
+    }
+}
+
+/// Metric families shown on the admin page, in this order: the ones an
+/// administrator looks at first.
+const AT_A_GLANCE: &[&str] = &[
+    "sluice_connections_open",
+    "sluice_sessions",
+    "sluice_smtp_transactions_total",
+    "sluice_deliveries_total",
+    "sluice_outbound_recipients_total",
+    "sluice_scan_verdicts_total",
+    "sluice_auth_failures_total",
+];
+
+impl Metrics {
+    /// A few key series and their values now, as `(series, value)`, e.g.
+    /// `("sluice_sessions{protocol=\"imap\",state=\"selected\"}", "1")`:
+    /// read from the same text `/metrics` serves, so the two never differ.
+    pub fn at_a_glance(&self) -> Vec<(String, String)> {
+        let text = self.encode(&[]);
+        let mut out = Vec::new();
+        for family in AT_A_GLANCE {
+            for line in text.lines().filter(|l| !l.starts_with('#')) {
+                let Some((series, value)) = line.rsplit_once(' ') else {
+                    continue;
+                };
+                let name = series.split('{').next().unwrap_or(series);
+                if name == *family {
+                    out.push((series.to_string(), value.to_string()));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The state of one IMAP or POP3 session in [`Metrics::sessions`]: counted
+/// in its state while it lives, moved by [`SessionState::set`], and taken
+/// off when dropped, however the session ends.
+pub struct SessionState {
+    protocol: &'static str,
+    state: &'static str,
+}
+
+impl SessionState {
+    /// A session of `protocol` starting in `state`.
+    pub fn new(protocol: &'static str, state: &'static str) -> SessionState {
+        get()
+            .sessions
+            .get_or_create(&[("protocol", protocol), ("state", state)])
+            .inc();
+        SessionState { protocol, state }
+    }
+
+    /// The session is now in `state`.
+    pub fn set(&mut self, state: &'static str) {
+        if state == self.state {
+            return;
+        }
+        let m = get();
+        m.sessions
+            .get_or_create(&[("protocol", self.protocol), ("state", self.state)])
+            .dec();
+        m.sessions
+            .get_or_create(&[("protocol", self.protocol), ("state", state)])
+            .inc();
+        self.state = state;
+    }
+}
+
+impl Drop for SessionState {
+    fn drop(&mut self) {
+        get()
+            .sessions
+            .get_or_create(&[("protocol", self.protocol), ("state", self.state)])
+            .dec();
     }
 }
 
@@ -228,5 +315,28 @@ mod tests {
         );
         assert!(text.contains("# TYPE sluice_queue_recipients gauge\nsluice_queue_recipients 3\n"));
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn session_states_move_and_end() {
+        let series = |state| {
+            get()
+                .sessions
+                .get_or_create(&[("protocol", "test"), ("state", state)])
+                .get()
+        };
+        let mut s = SessionState::new("test", "authorization");
+        assert_eq!(series("authorization"), 1);
+        s.set("transaction");
+        assert_eq!((series("authorization"), series("transaction")), (0, 1));
+        drop(s);
+        assert_eq!(series("transaction"), 0);
+        let glance = get().at_a_glance();
+        assert!(
+            glance
+                .iter()
+                .any(|(k, v)| k.contains("protocol=\"test\"") && v == "0"),
+            "{glance:?}"
+        );
     }
 }

@@ -91,11 +91,23 @@ impl<'a> Session<'a> {
         net::send_buffered(&mut self.stream, &mut self.out, timeout, 1024).await
     }
 
+    /// The RFC 1939 §3 state, as the sessions gauge names it (UPDATE
+    /// lasts only while QUIT runs).
+    fn state_name(&self) -> &'static str {
+        if self.maildrop.is_some() {
+            "transaction"
+        } else {
+            "authorization"
+        }
+    }
+
     pub(crate) async fn run(&mut self) {
         let greeting = format!("Sluice POP3 server ready on {}", self.ctx.hostname);
         self.ok(&greeting);
         let idle = Duration::from_secs(self.ctx.config.idle_timeout_secs);
+        let mut state = metrics::SessionState::new("pop3", self.state_name());
         loop {
+            state.set(self.state_name());
             if !self.input.buffered().contains(&b'\n') && !self.flush().await {
                 break;
             }

@@ -131,7 +131,7 @@ pub async fn user(config: &Config, action: UserAction) -> anyhow::Result<()> {
         }
         UserAction::Remove { address } => open(config)?.remove_account(&address).await?,
         UserAction::Quota { address, limit } => {
-            let limit = parse_limit(&limit)?;
+            let limit = store::parse_quota_limit(&limit)?;
             open(config)?.set_quota(&address, limit).await?;
         }
         UserAction::List => {
@@ -325,48 +325,4 @@ pub fn stats(config: &Config) -> anyhow::Result<()> {
 /// not an error.
 pub(crate) fn write_line(out: &mut impl std::io::Write, line: &str) -> bool {
     writeln!(out, "{line}").is_ok()
-}
-
-/// A size limit: bytes, with an optional K/M/G suffix (powers of 1024), or
-/// `none`.
-fn parse_limit(text: &str) -> anyhow::Result<Option<u64>> {
-    let t = text.trim();
-    if t.eq_ignore_ascii_case("none") {
-        return Ok(None);
-    }
-    let (digits, unit) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c.to_ascii_uppercase()),
-        _ => (t, 'B'),
-    };
-    let shift = match unit {
-        'B' => 0,
-        'K' => 10,
-        'M' => 20,
-        'G' => 30,
-        'T' => 40,
-        _ => bail!("not a size: {text:?} (use bytes, or a K, M, G or T suffix, or none)"),
-    };
-    let n: u64 = digits
-        .parse()
-        .with_context(|| format!("not a size: {text:?}"))?;
-    n.checked_mul(1 << shift)
-        .map(Some)
-        .with_context(|| format!("size too large: {text:?}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_limit;
-
-    #[test]
-    fn limits() {
-        assert_eq!(parse_limit("none").unwrap(), None);
-        assert_eq!(parse_limit("1048576").unwrap(), Some(1 << 20));
-        assert_eq!(parse_limit("500M").unwrap(), Some(500 << 20));
-        assert_eq!(parse_limit("2g").unwrap(), Some(2 << 30));
-        assert!(parse_limit("").is_err());
-        assert!(parse_limit("12X").is_err());
-        assert!(parse_limit("-1").is_err());
-        assert!(parse_limit("99999999999T").is_err());
-    }
 }

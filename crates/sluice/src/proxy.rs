@@ -104,7 +104,7 @@ pub(crate) fn start(
 
 /// `sluice proxy`.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    crate::serve::init_logging(&config);
+    crate::serve::init_logging(&config, None);
     if config.proxy.is_empty() {
         anyhow::bail!("no [[proxy]] entry in the configuration: nothing to run");
     }

@@ -18,7 +18,9 @@ const DIRECTORY_POLL: Duration = Duration::from_millis(500);
 /// How long sessions get to finish after a stop signal.
 const GRACE: Duration = Duration::from_secs(30);
 
-pub(crate) fn init_logging(config: &Config) {
+/// Logs to standard error and, when `ring` is given, into it too (the
+/// admin page's recent lines, without colours).
+pub(crate) fn init_logging(config: &Config, ring: Option<Arc<web::LogRing>>) {
     let mut filter = std::env::var("RUST_LOG").unwrap_or_else(|_| config.log.level.clone());
     // rustls warns at every handshake whose SNI is an IP address, which is
     // what clients connecting by address send: harmless, so kept out of
@@ -26,11 +28,22 @@ pub(crate) fn init_logging(config: &Config) {
     if !filter.contains("rustls") {
         filter.push_str(",rustls::msgs::handshake=error");
     }
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
+        .with_target(false);
+    let recent = ring.map(|ring| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(move || ring.writer())
+            .with_ansi(false)
+            .with_target(false)
+    });
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::EnvFilter::new(filter))
+        .with(stderr)
+        .with(recent)
         .try_init();
 }
 
@@ -184,7 +197,9 @@ async fn bind(
 }
 
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    init_logging(&config);
+    let logs =
+        (config.web.admin_log_lines > 0).then(|| web::LogRing::new(config.web.admin_log_lines));
+    init_logging(&config, logs.clone());
     // Every connection is a file descriptor: lift the soft limit to the
     // hard one, as a server holding thousands of connections must.
     match rlimit::increase_nofile_limit(u64::MAX) {
@@ -395,6 +410,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config: config.web.clone(),
         shutdown: shutdown.clone(),
         send_limit: Some(send_limit),
+        logs,
         scan: content.clone().map(|policy| {
             let store = Arc::clone(&store);
             let scan: web::ScanStored = Arc::new(move |blob| {

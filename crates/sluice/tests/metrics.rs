@@ -130,6 +130,63 @@ pop.quit()
     assert_eq!(value(&after, "sluice_queue_recipients{}"), 0.0, "{after}");
 }
 
+/// The sessions gauge follows IMAP and POP3 sessions through their
+/// states while they are open, and drops when they close.
+#[test]
+fn sessions_gauge_follows_imap_and_pop3_states() {
+    let server = Server::start();
+    let user = server.add_user("sessions");
+    let out = debian_python(
+        r#"
+import imaplib, poplib, sys, time, urllib.request
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+metrics, imap_addr, pop3_addr, user, password = sys.argv[1:6]
+def sessions():
+    text = urllib.request.urlopen("http://%s/metrics" % metrics).read().decode()
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == "sluice_sessions":
+                out[(s.labels["protocol"], s.labels["state"])] = s.value
+    return out
+def expect(want):
+    # The server moves the gauge as it reads the next command: wait for it.
+    deadline = time.time() + 10
+    while True:
+        got = sessions()
+        if all(got.get(k, 0) == v for k, v in want.items()):
+            return
+        assert time.time() < deadline, (want, got)
+        time.sleep(0.05)
+h, p = imap_addr.rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p))
+expect({("imap", "not_authenticated"): 1, ("imap", "authenticated"): 0, ("imap", "selected"): 0})
+m.login(user, password)
+expect({("imap", "not_authenticated"): 0, ("imap", "authenticated"): 1})
+m.select("INBOX")
+expect({("imap", "authenticated"): 0, ("imap", "selected"): 1})
+h, p = pop3_addr.rsplit(":", 1)
+pop = poplib.POP3(h, int(p))
+expect({("pop3", "authorization"): 1, ("pop3", "transaction"): 0})
+pop.user(user); pop.pass_(password)
+expect({("pop3", "authorization"): 0, ("pop3", "transaction"): 1})
+m.logout()
+pop.quit()
+expect({("imap", "not_authenticated"): 0, ("imap", "authenticated"): 0, ("imap", "selected"): 0,
+        ("pop3", "authorization"): 0, ("pop3", "transaction"): 0})
+print("ok")
+"#,
+        &[
+            &addr_arg(server.addr("metrics")),
+            &addr_arg(server.imap),
+            &addr_arg(server.pop3),
+            &user,
+            PASSWORD,
+        ],
+    );
+    assert_eq!(out.trim(), "ok");
+}
+
 #[test]
 fn health_and_readiness_answer() {
     let server = Server::start();

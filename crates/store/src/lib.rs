@@ -18,6 +18,7 @@ mod keyword;
 mod model;
 mod password;
 mod pins;
+mod quota;
 mod segment;
 mod sqlite;
 mod watch;
@@ -35,6 +36,7 @@ pub use model::{
 };
 pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};
+pub use quota::parse_quota_limit;
 pub use sqlite::{
     backup_database, disk_stats, restore_database, BackupStats, DiskStats, SqliteOptions,
     SqliteStore, WriterStats,

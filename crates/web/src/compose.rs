@@ -362,6 +362,7 @@ pub(crate) async fn form(
     let folders = routes::folder_list(&app, &boxes).await?;
     let chrome = pages::Chrome {
         address: &user.address,
+        admin: user.admin,
         csrf: &user.csrf,
         folders: &folders,
         current: None,
@@ -725,6 +726,7 @@ async fn compose_error(
     let folders = routes::folder_list(app, &boxes).await?;
     let chrome = pages::Chrome {
         address: &user.address,
+        admin: user.admin,
         csrf: &user.csrf,
         folders: &folders,
         current: None,

@@ -17,6 +17,20 @@ pub struct WebConfig {
     /// Largest compose upload (text and attachments together), in bytes.
     /// Uploads are streamed into the store, never held in memory.
     pub max_upload_bytes: usize,
+    /// Accounts that may use the admin pages (`/admin`): the common
+    /// directory tasks of the `sluice` command line, in the browser.
+    /// Empty (the default): nobody.
+    pub admins: Vec<String>,
+    /// Log lines kept in memory for the admin page's log view (0: none).
+    pub admin_log_lines: usize,
+}
+
+impl WebConfig {
+    /// Whether `address` is one of [`WebConfig::admins`] (case does not
+    /// matter, as for logins).
+    pub fn is_admin(&self, address: &str) -> bool {
+        self.admins.iter().any(|a| a.eq_ignore_ascii_case(address))
+    }
 }
 
 impl Default for WebConfig {
@@ -26,6 +40,8 @@ impl Default for WebConfig {
             auth_failure_delay_secs: 1,
             max_body_bytes: 2 * 1024 * 1024,
             max_upload_bytes: 25 * 1024 * 1024,
+            admins: Vec::new(),
+            admin_log_lines: 5000,
         }
     }
 }

@@ -69,6 +69,7 @@ async fn frame(app: &App, user: &User) -> Result<Frame, WebError> {
 fn chrome<'a>(user: &'a User, f: &'a Frame) -> Chrome<'a> {
     Chrome {
         address: &user.address,
+        admin: user.admin,
         csrf: &user.csrf,
         folders: &f.folders,
         current: None,

@@ -9,12 +9,15 @@
 //! served from its own route with its own policy.
 #![forbid(unsafe_code)]
 
+mod admin;
+mod admin_pages;
 mod assets;
 mod compose;
 mod config;
 mod error;
 mod filters;
 mod listener;
+mod log_ring;
 mod outgoing;
 mod pages;
 mod read;
@@ -29,6 +32,7 @@ use std::sync::Arc;
 
 pub use config::WebConfig;
 pub use error::WebError;
+pub use log_ring::{LineWriter, LogRing};
 pub use sanitize::{sanitize_html, Sanitized};
 
 /// What the webmail needs from the rest of the server.
@@ -51,6 +55,9 @@ pub struct Context {
     /// and incoming mail get): `Ok(Some(why))` refuses a stored message.
     /// `None`: no scanning.
     pub scan: Option<ScanStored>,
+    /// Recent lines of the server's log, for the admin page. `None`: not
+    /// kept.
+    pub logs: Option<Arc<LogRing>>,
 }
 
 /// See [`Context::scan`].

@@ -85,6 +85,8 @@ pub(crate) struct ComposeView {
 /// What every logged-in page shows around its content.
 pub(crate) struct Chrome<'a> {
     pub address: &'a str,
+    /// The user may see the admin pages: the header links them.
+    pub admin: bool,
     pub csrf: &'a str,
     pub folders: &'a [Folder],
     pub current: Option<MailboxId>,
@@ -103,7 +105,7 @@ pub(crate) fn human_size(n: u64) -> String {
     }
 }
 
-fn head(title: &str) -> Markup {
+pub(crate) fn head(title: &str) -> Markup {
     html! {
         head {
             meta charset="utf-8";
@@ -134,6 +136,7 @@ fn page(chrome: &Chrome<'_>, title: &str, content: Markup) -> Html<String> {
                         }
                         a.compose href="/compose" { "Compose (c)" }
                         a href="/settings" { "Settings" }
+                        @if chrome.admin { a href="/admin" { "Admin" } }
                         span.muted { (chrome.address) }
                         form method="post" action="/logout" {
                             input type="hidden" name="csrf" value=(chrome.csrf);
@@ -783,6 +786,7 @@ mod tests {
     fn chrome<'a>(folders: &'a [Folder]) -> Chrome<'a> {
         Chrome {
             address: "a@example.org",
+            admin: false,
             csrf: "tok\"en",
             folders,
             current: Some(1),

@@ -8,7 +8,7 @@
 //! selection); `POST .../trust` (always show remote content from the
 //! sender); `/events/{mailbox}` (Server-Sent Events); `/settings`,
 //! `/settings/filters/...` (the Filters pages, see [`crate::filters`]);
-//! `/static/...`.
+//! `/admin/...` (for `[web] admins`, see [`crate::admin`]); `/static/...`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,6 +99,25 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
                 .post(crate::compose::submit)
                 .layer(DefaultBodyLimit::max(app_upload_limit)),
         )
+        .route("/admin", get(crate::admin::overview))
+        .route(
+            "/admin/domains",
+            get(crate::admin::domains).post(crate::admin::domains_act),
+        )
+        .route(
+            "/admin/users",
+            get(crate::admin::users).post(crate::admin::users_act),
+        )
+        .route(
+            "/admin/aliases",
+            get(crate::admin::aliases).post(crate::admin::aliases_act),
+        )
+        .route(
+            "/admin/queue",
+            get(crate::admin::queue).post(crate::admin::queue_act),
+        )
+        .route("/admin/dkim", get(crate::admin::dkim))
+        .route("/admin/logs", get(crate::admin::logs))
         .route("/static/{file}", get(asset))
         .layer(DefaultBodyLimit::max(MAX_FORM))
         .layer(middleware::from_fn(security_headers))
@@ -386,6 +405,7 @@ async fn list(
     let folders = folder_list(&app, &boxes).await?;
     let chrome = Chrome {
         address: &user.address,
+        admin: user.admin,
         csrf: &user.csrf,
         folders: &folders,
         current: Some(mailbox),
@@ -669,6 +689,7 @@ async fn read_message(
     let folders = folder_list(&app, &boxes).await?;
     let chrome = Chrome {
         address: &user.address,
+        admin: user.admin,
         csrf: &user.csrf,
         folders: &folders,
         current: Some(mailbox),

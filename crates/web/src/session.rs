@@ -29,6 +29,8 @@ pub(crate) struct User {
     pub address: String,
     pub csrf: String,
     pub id_hash: String,
+    /// Named in `[web] admins`: may use the admin pages.
+    pub admin: bool,
 }
 
 /// A fresh random token, URL-safe.
@@ -140,6 +142,7 @@ impl FromRequestParts<Arc<App>> for User {
         match app.ctx.store.web_session(&id_hash, now).await {
             Ok(Some(s)) => Ok(User {
                 account: s.account,
+                admin: app.ctx.config.is_admin(&s.address),
                 address: s.address,
                 csrf: s.csrf,
                 id_hash,
@@ -211,6 +214,7 @@ mod tests {
             address: "a@b".into(),
             csrf: "abc".into(),
             id_hash: String::new(),
+            admin: false,
         };
         assert!(u.check_csrf(Some("abc")).is_ok());
         assert!(u.check_csrf(Some("abd")).is_err());

@@ -30,6 +30,7 @@ pub(crate) async fn page(
     let folders = routes::folder_list(&app, &boxes).await?;
     let chrome = Chrome {
         address: &user.address,
+        admin: user.admin,
         csrf: &user.csrf,
         folders: &folders,
         current: None,
