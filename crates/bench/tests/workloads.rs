@@ -1,13 +1,64 @@
 //! Each workload, briefly, against a real server: the reported counts
 //! must match what arrived.
 
-mod kit;
+use clap::Parser;
+use sluice_testkit::{Dovecot, Server, DOMAIN};
 
-use kit::{at, bench, Dovecot, Sluice};
+/// The password of the bench's accounts: `bench`'s default.
+const PASSWORD: &str = "password";
+
+/// The accounts `user1@example.org` … `user{users}@example.org`.
+fn addresses(users: usize) -> Vec<String> {
+    (1..=users).map(|i| format!("user{i}@{DOMAIN}")).collect()
+}
+
+/// A running Sluice with `users` accounts, there before it starts.
+fn sluice(users: usize) -> Server {
+    let addresses = addresses(users);
+    let accounts: Vec<(&str, &str)> = addresses.iter().map(|a| (a.as_str(), PASSWORD)).collect();
+    Server::start_seeded("", &accounts)
+}
+
+/// Dovecot (IMAP only) with the same accounts.
+fn dovecot(users: usize) -> Dovecot {
+    let addresses = addresses(users);
+    let accounts: Vec<(&str, &str)> = addresses.iter().map(|a| (a.as_str(), PASSWORD)).collect();
+    Dovecot::start(&accounts)
+}
+
+/// Parses `args` as a `bench` command line and returns its JSON report.
+fn bench(args: &[&str]) -> serde_json::Value {
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: bench::Command,
+    }
+    let cli = Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("bad bench arguments {args:?}: {e}"));
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(bench::report(cli.cmd))
+        .unwrap_or_else(|e| panic!("bench {args:?} failed: {e:#}"))
+}
+
+/// The number at `path` (`a.b.c`) of a JSON report.
+fn at(v: &serde_json::Value, path: &str) -> f64 {
+    let mut cur = v;
+    for part in path.split('.') {
+        cur = match part.parse::<usize>() {
+            Ok(i) => &cur[i],
+            Err(_) => &cur[part],
+        };
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number in {v:#}"))
+}
 
 #[test]
 fn smtp_closed_model_counts_match_what_arrived() {
-    let s = Sluice::start(5);
+    let s = sluice(5);
     let smtp = s.smtp.to_string();
     let pop3 = s.pop3.to_string();
     let r = bench(&[
@@ -68,7 +119,7 @@ fn smtp_closed_model_counts_match_what_arrived() {
 
 #[test]
 fn smtp_open_model_and_sweep_without_pipelining() {
-    let s = Sluice::start(3);
+    let s = sluice(3);
     let smtp = s.smtp.to_string();
     let pop3 = s.pop3.to_string();
     let r = bench(&[
@@ -107,7 +158,7 @@ fn smtp_open_model_and_sweep_without_pipelining() {
 
 #[test]
 fn pop3_retrieves_and_deletes_everything_it_reports() {
-    let s = Sluice::start(4);
+    let s = sluice(4);
     let smtp = s.smtp.to_string();
     let pop3 = s.pop3.to_string();
     let r = bench(&[
@@ -157,13 +208,13 @@ fn pop3_retrieves_and_deletes_everything_it_reports() {
 
 #[test]
 fn imap_seven_requests_against_sluice() {
-    let s = Sluice::start(1);
+    let s = sluice(1);
     seven_requests(&s.imap.to_string());
 }
 
 #[test]
 fn imap_seven_requests_against_dovecot() {
-    let Some(d) = Dovecot::start(1) else { return };
+    let d = dovecot(1);
     seven_requests(&d.imap.to_string());
 }
 
@@ -218,7 +269,7 @@ fn seven_requests(imap: &str) {
 
 #[test]
 fn imap_cold_runs_restart_through_the_command() {
-    let Some(d) = Dovecot::start(1) else { return };
+    let d = dovecot(1);
     let imap = d.imap.to_string();
     // A cold command that only drops this client's connection state;
     // what matters is that each request then runs once cold first.

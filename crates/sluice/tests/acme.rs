@@ -7,12 +7,11 @@
 //! one is served without a restart; a CA that cannot be reached leaves the
 //! self-signed certificate in place and the server working.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 
-use kit::{addr_arg, python, wait_until, Server};
-use sluice_testkit::{free_port, Dns, Pebble, PebbleOptions, Zone};
+use kit::{addr_arg, free_port, python, wait_until, Dns, Pebble, PebbleOptions, Server, Zone};
 
 const NAME: &str = "mx.example.org";
 

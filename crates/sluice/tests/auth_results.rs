@@ -7,12 +7,11 @@
 //! stored message must leave the message as the sender signed it, small or
 //! spread over several chunks.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::process::Command;
 
-use kit::{debian_python, Server, PASSWORD};
-use sluice_testkit::{Dns, Zone};
+use kit::{debian_python, outbound_config, Dns, Server, Zone, PASSWORD};
 
 /// A 2048-bit RSA key in PEM (for dkimpy) and its public half in base64
 /// DER (for the DNS record), made by openssl.
@@ -362,14 +361,10 @@ print("dkim", dkim.verify(message, dnsfunc=txt))
 #[test]
 fn forwarded_mail_is_sealed_with_arc_by_the_alias_domain() {
     let mut setup = setup();
-    let sink = sluice_testkit::SmtpSink::start(&[]);
+    let sink = kit::SmtpSink::start(&[]);
     let server = Server::start_with(&format!(
-        "[dns]\nresolver = \"{}\"\n\
-         [auth_checks]\ndkim = \"mark\"\n\
-         [outbound]\nretry_schedule = [1]\n\
-         [outbound.routes]\n\"far.test\" = \"{}\"\n\
-         [outbound.tls]\nmta_sts = false\ndane = \"off\"\n",
-        setup.dns.addr, sink.addr
+        "{}[auth_checks]\ndkim = \"mark\"\n",
+        outbound_config(setup.dns.addr, &[("far.test", sink.addr)])
     ));
     let user = server.add_user("local");
     server.cli_ok(&["dkim", "keygen", "example.org", "--selector", "arc1"]);
@@ -431,7 +426,7 @@ fn results_are_right_for_mail_relayed_by_postfix() {
         setup.dns.addr
     ));
     let user = server.add_user("frompostfix");
-    let postfix = sluice_testkit::PostfixMx::relaying_to("mta.sender.test", server.smtp);
+    let postfix = kit::PostfixMx::relaying_to("mta.sender.test", server.smtp);
     // The same sender as before, pointed at Postfix instead of Sluice.
     let mut args = vec![
         format!("127.0.0.1:{}", postfix.addr.port()),

@@ -4,7 +4,7 @@
 //! count for POP3 too; the victim's own client (its password cached)
 //! still gets in; and many logins at once do not make argon2 eat memory.
 
-mod kit;
+use sluice_testkit as kit;
 
 use kit::{python, Server, PASSWORD};
 

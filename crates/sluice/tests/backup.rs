@@ -4,7 +4,7 @@
 //! refuses to run under a server, to overwrite mail without `--force`,
 //! and to take a file that is not a snapshot (leaving the store as it was).
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 

@@ -5,13 +5,14 @@
 //! algorithm, both verify, a changed body fails them, a rotated key takes
 //! over, and mail forwarded for an alias is not signed in our name.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::process::Command;
 use std::time::Duration;
 
-use kit::{addr_arg, python, wait_until, Server, DOMAIN, PASSWORD};
-use sluice_testkit::{Dns, SmtpSink, Zone};
+use kit::{
+    addr_arg, outbound_config, python, wait_until, Dns, Server, SmtpSink, Zone, DOMAIN, PASSWORD,
+};
 
 /// Verifies every DKIM-Signature of `message` with dkimpy, asking `dns`
 /// for the keys. One line per signature: `SELECTOR pass|fail`.
@@ -121,13 +122,7 @@ fn wait_for(server: &Server, sink: &SmtpSink, n: usize) -> Vec<String> {
 fn outgoing_mail_is_signed_with_each_algorithm_and_verifies_independently() {
     let sink = SmtpSink::start(&[]);
     let mut dns = Dns::start(vec![Zone::new(DOMAIN, &[])]);
-    let server = Server::start_with(&format!(
-        "[dns]\nresolver = \"{}\"\n\
-         [outbound]\nretry_schedule = [1]\n\
-         [outbound.routes]\n\"remote.test\" = \"{}\"\n\
-         [outbound.tls]\nmta_sts = false\ndane = \"off\"\n",
-        dns.addr, sink.addr
-    ));
+    let server = Server::start_with(&outbound_config(dns.addr, &[("remote.test", sink.addr)]));
     let alice = server.add_user("alice");
 
     // A domain that is not local gets no key.

@@ -2,13 +2,13 @@
 //! `sluice serve` checks connecting clients against it (clients connect
 //! from chosen 127.0.0.0/8 addresses).
 
-mod kit;
+use sluice_testkit as kit;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-use kit::{python, Server};
+use kit::{python, ChildLog, Server};
 
 /// A `sluice dnsbl serve` process, stopped on drop.
 struct DnsblServer {
@@ -28,25 +28,24 @@ fn dnsbl_server(list: &str) -> DnsblServer {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bl.zone");
     std::fs::write(&file, list).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let mut child = Command::new(kit::sluice_bin())
         .args(["dnsbl", "serve", "--listen", "127.0.0.1:0", "--zone"])
         .arg(format!("bl.test={}", file.display()))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("dnsbl server output").unwrap();
-        if let Some(at) = line.find("addr=") {
-            break line[at + 5..]
-                .split_whitespace()
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let log = ChildLog::default();
+    let listening = log.follow(child.stderr.take().unwrap(), |line| line.contains("addr="));
+    let line = listening
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("the DNSBL server did not start:\n{}", log.text()));
+    let at = line.find("addr=").unwrap();
+    let addr = line[at + 5..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     DnsblServer {
         child,
         addr,

@@ -2,7 +2,7 @@
 //! every command and the protocol details, mbsync and fetchmail as real
 //! clients, and concurrent sessions checking each other's view.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

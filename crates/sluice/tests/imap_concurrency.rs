@@ -3,7 +3,7 @@
 //! EXPUNGE (RFC 3501 §7.4.1, RFC 2180 §4.1), however busy others are
 //! appending and expunging.
 
-mod kit;
+use sluice_testkit as kit;
 
 use kit::{addr_arg, python, Server, PASSWORD};
 

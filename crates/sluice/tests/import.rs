@@ -4,7 +4,7 @@
 //! streams through in little memory, and what `export` writes is read by
 //! Python's own `mailbox` module.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::io::Write;
 use std::path::Path;
@@ -299,7 +299,7 @@ for item in data:
 
 #[test]
 fn an_account_moves_off_dovecot_over_imap_with_flags_and_dates() {
-    let dovecot = sluice_testkit::Dovecot::start(&[("alice@example.org", "secret")]);
+    let dovecot = kit::Dovecot::start(&[("alice@example.org", "secret")]);
     let dovecot_addr = dovecot.imap.to_string();
     python(
         FILL_DOVECOT,

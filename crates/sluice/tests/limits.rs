@@ -2,7 +2,7 @@
 //! the SMTP data rate hold however slowly bytes trickle in, and a listener
 //! at its connection limit turns newcomers away with a clear answer.
 
-mod kit;
+use sluice_testkit as kit;
 
 use kit::{python, Server};
 

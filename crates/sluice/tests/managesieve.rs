@@ -2,7 +2,7 @@
 //! independent client, over STARTTLS) and Python raw sockets for the
 //! corners; and the `sluice sieve` command line.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::process::{Command, Output, Stdio};
 

@@ -3,7 +3,7 @@
 //! counters that move when mail flows and logins fail, and the health
 //! endpoints.
 
-mod kit;
+use sluice_testkit as kit;
 
 use kit::{addr_arg, debian_python, python, Server, PASSWORD};
 

@@ -3,12 +3,11 @@
 //! 5xx on demand) and `nsd` as the DNS. Mail is queued the way Sluice
 //! queues it today: an alias with a remote target, fed over SMTP.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 
-use kit::{addr_arg, python, wait_until, Server};
-use sluice_testkit::{Dns, SmtpSink, Zone};
+use kit::{addr_arg, python, wait_until, Dns, Server, SmtpSink, Zone};
 
 /// A server whose mail for `routes` goes where they say, retrying after
 /// one second, with the queue's DNS from `dns`.
@@ -213,7 +212,7 @@ print(parts[2].as_string())
 #[test]
 fn mx_records_are_followed_a_null_mx_fails_at_once_and_a_dead_destination_delays_nobody() {
     let sink = SmtpSink::start(&[]);
-    let dead_port = sluice_testkit::free_port();
+    let dead_port = kit::free_port();
     let dns = Dns::start(vec![
         Zone::new(
             "mx.test",
@@ -260,7 +259,7 @@ fn mx_records_are_followed_a_null_mx_fails_at_once_and_a_dead_destination_delays
 fn a_crash_in_the_middle_of_a_burst_loses_nothing() {
     // The destination comes up only once all 1,000 are queued, so that
     // the burst is still going when the kill comes.
-    let port = sluice_testkit::free_port();
+    let port = kit::free_port();
     let dns = no_dns();
     let mut server = server(
         &[("burst.test", format!("127.0.0.1:{port}").parse().unwrap())],

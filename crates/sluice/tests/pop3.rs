@@ -1,6 +1,6 @@
 //! POP3 against a real `sluice serve`, with Python's poplib.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! data directory belongs to nobody. (CI runs as root; started as another
 //! user the setting has nothing to do, which the test checks instead.)
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 

@@ -3,22 +3,20 @@
 //! upstream POP3 server; Python's smtplib, poplib and email package, and
 //! swaks, as clients.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kit::{python, swaks, wait_until};
-use sluice_testkit::{free_port, Dovecot, PostfixMx, SmtpSink};
+use kit::{free_port, python, swaks, wait_until, ChildLog, Dovecot, PostfixMx, SmtpSink};
 
 /// A running `sluice proxy`.
 struct Proxy {
     _dir: tempfile::TempDir,
     child: Child,
-    log: Arc<Mutex<String>>,
+    log: ChildLog,
 }
 
 impl Proxy {
@@ -35,7 +33,7 @@ impl Proxy {
             ),
         )
         .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        let mut child = Command::new(kit::sluice_bin())
             .args(["proxy", "--config"])
             .arg(&config)
             .env_remove("RUST_LOG")
@@ -44,34 +42,23 @@ impl Proxy {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start sluice proxy");
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let keep = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if line.contains("sluice proxy started") {
-                    let _ = tx.send(());
-                }
-                let mut log = keep.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
+        let log = ChildLog::default();
+        let started = log.follow(child.stderr.take().unwrap(), |line| {
+            line.contains("sluice proxy started")
         });
         let proxy = Proxy {
             _dir: dir,
             child,
             log,
         };
-        if rx.recv_timeout(Duration::from_secs(30)).is_err() {
+        if started.recv_timeout(Duration::from_secs(30)).is_err() {
             panic!("sluice proxy did not start:\n{}", proxy.log());
         }
         proxy
     }
 
     fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
+        self.log.text()
     }
 
     fn wait_log(&self, text: &str) {
@@ -672,7 +659,7 @@ print('attachment', len(attachment.get_payload()))
 
 #[test]
 fn pop3_fetchmail_through_the_proxy() {
-    let program = sluice_testkit::require_program("fetchmail", "fetchmail");
+    let program = kit::require_program("fetchmail", "fetchmail");
     let (_dovecot, proxy, listen, clean, _) = pop3_pair();
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("fetched");

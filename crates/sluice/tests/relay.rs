@@ -5,12 +5,11 @@
 //! must check out against the CA file given for it; a refused login
 //! keeps the mail queued instead of bouncing it.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 
-use kit::{addr_arg, python, wait_until, Server, PASSWORD};
-use sluice_testkit::{Dns, SmtpSink, Zone};
+use kit::{addr_arg, outbound_config, python, wait_until, Dns, Server, SmtpSink, Zone, PASSWORD};
 
 /// The relay: takes mail from its accounts for anywhere and sends mail
 /// for `far.test` to `sink`.
@@ -21,12 +20,8 @@ fn relay(sink: &SmtpSink, dns: &Dns) -> Server {
 /// [`relay`] with more configuration.
 fn relay_with(sink: &SmtpSink, dns: &Dns, extra: &str) -> Server {
     let relay = Server::start_with(&format!(
-        "{extra}[dns]\nresolver = \"{}\"\n\
-         [submission]\nsender_check = \"off\"\n\
-         [outbound]\nretry_schedule = [1]\n\
-         [outbound.routes]\n\"far.test\" = \"{}\"\n\
-         [outbound.tls]\nmta_sts = false\ndane = \"off\"\n",
-        dns.addr, sink.addr
+        "{extra}[submission]\nsender_check = \"off\"\n{}",
+        outbound_config(dns.addr, &[("far.test", sink.addr)])
     ));
     relay.add_user("relay");
     relay

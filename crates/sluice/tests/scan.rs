@@ -2,7 +2,7 @@
 //! refusing infected mail before the 250, with Python building the mail
 //! (base64 attachments, zip archives) independently of our code.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::process::Command;
 
@@ -15,10 +15,7 @@ const EICAR: &str = concat!(
 );
 
 fn sluice(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = Command::new(kit::sluice_bin()).args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -206,7 +203,7 @@ impl Drop for Clamd {
 }
 
 fn clamd() -> Option<Clamd> {
-    sluice_testkit::require_program("clamd", "clamav-daemon");
+    kit::require_program("clamd", "clamav-daemon");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     std::fs::create_dir(&db).unwrap();

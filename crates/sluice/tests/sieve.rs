@@ -3,7 +3,7 @@
 //! (which mailbox, which flags), and the answers the filters send
 //! (vacation, rejection notices) found in the sender's own INBOX.
 
-mod kit;
+use sluice_testkit as kit;
 
 use kit::{python, Server, PASSWORD};
 

@@ -1,7 +1,7 @@
 //! SMTP receiving against a real `sluice serve`, with Python's smtplib,
 //! raw sockets for the protocol details, and swaks.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 
@@ -462,7 +462,7 @@ fn a_listing_into_a_closed_pipe_ends_quietly() {
             .arg("-c")
             .arg(format!(
                 "{} --config {} {listing} | head -c 1 >/dev/null",
-                env!("CARGO_BIN_EXE_sluice"),
+                kit::sluice_bin().display(),
                 server.config_path().display()
             ))
             .output()

@@ -3,7 +3,7 @@
 //! breakdown in `X-Spam-Status:`), and moves into and out of Junk made
 //! with imaplib train the user's own model.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 

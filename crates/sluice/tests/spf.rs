@@ -3,10 +3,9 @@
 //! written in a `Received-SPF:` field, and with `spf = "reject"` a fail
 //! is refused at DATA while the rest is taken.
 
-mod kit;
+use sluice_testkit as kit;
 
-use kit::{python, Server, PASSWORD};
-use sluice_testkit::{Dns, Zone};
+use kit::{python, Dns, Server, Zone, PASSWORD};
 
 fn dns() -> Dns {
     Dns::start(vec![

@@ -3,7 +3,7 @@
 //! nothing at a clean stop, and a kill -9 while checkpoints run loses no
 //! acknowledged message.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 

@@ -5,21 +5,17 @@
 //! recipients delivered at once, remote ones sent through the queue to an
 //! `smtp-sink`, EICAR refused, and the hourly limit.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 
-use kit::{addr_arg, python, wait_until, Server, PASSWORD};
-use sluice_testkit::{Dns, SmtpSink, Zone};
+use kit::{addr_arg, outbound_config, python, wait_until, Dns, Server, SmtpSink, Zone, PASSWORD};
 
 /// A server whose mail for `remote.test` goes to `sink`.
 fn server(sink: &SmtpSink, dns: &Dns, extra: &str) -> Server {
     Server::start_with(&format!(
-        "[dns]\nresolver = \"{}\"\n\
-         [outbound]\nretry_schedule = [1]\n\
-         [outbound.routes]\n\"remote.test\" = \"{}\"\n\
-         [outbound.tls]\nmta_sts = false\ndane = \"off\"\n{extra}",
-        dns.addr, sink.addr
+        "{}{extra}",
+        outbound_config(dns.addr, &[("remote.test", sink.addr)])
     ))
 }
 

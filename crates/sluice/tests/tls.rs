@@ -7,7 +7,7 @@
 //! upgraded with STARTTLS (IMAP, POP3, ManageSieve) are logged as TLS,
 //! and clients sending an IP address as SNI cause no warnings.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! HTTP client (Python's http.client, tests/webmail/client.py), with mail
 //! delivered over SMTP and checked over IMAP (imaplib).
 
-mod kit;
+use sluice_testkit as kit;
 
 use kit::{python, Server, PASSWORD};
 
@@ -229,8 +229,8 @@ print("ok")
 
 /// Runs the Chromium driver (tests/browser/webmail.mjs) in `mode`.
 fn browser(mode: &str, server: &Server, user: &str, friend: &str) -> String {
-    sluice_testkit::require_program("chromium", "chromium");
-    let node = sluice_testkit::require_program("node", "nodejs");
+    kit::require_program("chromium", "chromium");
+    let node = kit::require_program("node", "nodejs");
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
     assert!(
         std::path::Path::new(dir)
@@ -491,7 +491,7 @@ with smtplib.SMTP(host, int(port)) as s:
 "#,
         &[&server.smtp.to_string()],
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let out = std::process::Command::new(kit::sluice_bin())
         .args(["bench", "web", "--server"])
         .arg(server.addr("http").to_string())
         .args([

@@ -3,7 +3,7 @@
 //! http.client, tests/webmail/client.py), then mail sent with smtplib and
 //! its mailbox and flags read back with imaplib.
 
-mod kit;
+use sluice_testkit as kit;
 
 use std::time::Duration;
 

@@ -1,5 +1,8 @@
 //! Test support shared by Sluice's crates.
 //!
+//! [`Server`] is the real `sluice serve` on loopback with a temp data
+//! dir, driven through its command line; [`python`], [`swaks`] and the
+//! rest of `tools` are the independent clients tests talk to it with.
 //! Tests talk to real servers on loopback only. This crate holds what
 //! several crates' tests need to start and wait for such servers: a free
 //! port, polling a condition with a deadline, and [`Dns`], a real
@@ -10,17 +13,28 @@
 //! CA that issues certificates after validating challenges.
 #![forbid(unsafe_code)]
 
+mod bin;
 mod dns;
 mod dovecot;
+mod log;
+mod outbound;
 mod pebble;
 mod postfix;
+mod server;
 mod sink;
+mod store;
+mod tools;
 
+pub use bin::sluice_bin;
 pub use dns::{Dns, Zone};
 pub use dovecot::Dovecot;
+pub use log::ChildLog;
+pub use outbound::outbound_config;
 pub use pebble::{Pebble, PebbleOptions};
 pub use postfix::PostfixMx;
+pub use server::{signal, Server, DOMAIN, PASSWORD};
 pub use sink::SmtpSink;
+pub use tools::{addr_arg, debian_python, path_arg, python, python_spawn, swaks};
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};

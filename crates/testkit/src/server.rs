@@ -1,17 +1,17 @@
-//! The test kit: starts a real `sluice serve` on 127.0.0.1 with a temp
-//! data dir and free ports, adds users through the real command line, and
-//! runs independent clients (Python's smtplib/poplib, swaks) against it.
-#![allow(dead_code)]
+//! A running `sluice serve` on 127.0.0.1 with a temp data dir and
+//! listeners on port 0, driven through the real command line.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::{sluice_bin, wait_until, ChildLog};
+
+/// The mail domain every test server has.
 pub const DOMAIN: &str = "example.org";
+/// The password [`Server::add_user`] gives.
 pub const PASSWORD: &str = "correct horse";
 
 /// A running server and its data directory.
@@ -21,7 +21,7 @@ pub struct Server {
     /// `[listen]` keys set to fixed addresses, replacing the defaults.
     listen: Vec<(String, String)>,
     child: Option<Child>,
-    log: Arc<Mutex<String>>,
+    log: ChildLog,
     pub smtp: SocketAddr,
     pub pop3: SocketAddr,
     pub pop3s: SocketAddr,
@@ -30,10 +30,6 @@ pub struct Server {
     /// Every listener by its name in the log (`smtp`, `submission`,
     /// `http`, ...), for listeners without a field of their own.
     pub listeners: std::collections::HashMap<String, SocketAddr>,
-}
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_sluice")
 }
 
 impl Server {
@@ -49,7 +45,6 @@ impl Server {
 
     /// [`Server::start_with`], after `prepare` has had the server's temp
     /// directory (the data directory is `data` in it).
-    #[allow(dead_code)] // not every test binary prepares
     pub fn start_prepared(extra: &str, prepare: impl FnOnce(&Path)) -> Server {
         Server::start_full(extra, &[], prepare)
     }
@@ -61,11 +56,32 @@ impl Server {
         Server::start_full(extra, listen, |_| {})
     }
 
+    /// A server whose domain and `accounts` (address, password) are
+    /// created through the command line before it starts, so it serves
+    /// them from the first connection without waiting for it to see them.
+    pub fn start_seeded(extra: &str, accounts: &[(&str, &str)]) -> Server {
+        let mut server = Server::unstarted(extra, &[], |_| {});
+        server.cli_ok(&["domain", "add", DOMAIN]);
+        for (address, password) in accounts {
+            server.add_account(address, password);
+        }
+        server.spawn();
+        server
+    }
+
     fn start_full(extra: &str, listen: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> Server {
+        let mut server = Server::unstarted(extra, listen, prepare);
+        server.spawn();
+        server.cli_ok(&["domain", "add", DOMAIN]);
+        server
+    }
+
+    /// The server's directory and config, before `serve` runs.
+    fn unstarted(extra: &str, listen: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         prepare(dir.path());
         let unset: SocketAddr = "0.0.0.0:0".parse().unwrap();
-        let mut server = Server {
+        let server = Server {
             dir,
             extra: extra.to_string(),
             listen: listen
@@ -73,7 +89,7 @@ impl Server {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             child: None,
-            log: Arc::default(),
+            log: ChildLog::default(),
             smtp: unset,
             pop3: unset,
             pop3s: unset,
@@ -82,15 +98,15 @@ impl Server {
             listeners: Default::default(),
         };
         server.write_config();
-        server.spawn();
-        server.cli_ok(&["domain", "add", DOMAIN]);
         server
     }
 
+    /// The config file `serve` and the command line read.
     pub fn config_path(&self) -> PathBuf {
         self.dir.path().join("sluice.toml")
     }
 
+    /// The data directory (`data_dir` in the config).
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
     }
@@ -146,7 +162,7 @@ impl Server {
     }
 
     fn spawn(&mut self) {
-        let mut child = Command::new(bin())
+        let mut child = Command::new(sluice_bin())
             .args(["serve", "--config"])
             .arg(self.config_path())
             .env_remove("RUST_LOG")
@@ -155,25 +171,14 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start sluice");
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::clone(&self.log);
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if line.contains("listening") || line.contains("sluice started") {
-                    let _ = tx.send(line.clone());
-                }
-                let mut log = log.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
+        let started = self.log.follow(child.stderr.take().unwrap(), |line| {
+            line.contains("listening") || line.contains("sluice started")
         });
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx
+            let line = started
                 .recv_timeout(left)
                 .unwrap_or_else(|_| panic!("sluice did not start:\n{}", self.log()));
             if line.contains("sluice started") {
@@ -208,16 +213,17 @@ impl Server {
 
     /// Everything the server logged so far.
     pub fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
+        self.log.text()
     }
 
+    /// The running server's process id.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
 
     /// Runs `sluice ARGS` on this server's config, with `stdin` piped in.
     pub fn cli(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = Command::new(bin())
+        let mut child = Command::new(sluice_bin())
             .arg("--config")
             .arg(self.config_path())
             .args(args)
@@ -249,21 +255,26 @@ impl Server {
     /// Adds `local@example.org` with [`PASSWORD`]; returns the address.
     pub fn add_user(&self, local: &str) -> String {
         let address = format!("{local}@{DOMAIN}");
-        let out = self.cli(
-            &["user", "add", &address, "--password-stdin"],
-            &format!("{PASSWORD}\n"),
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.add_account(&address, PASSWORD);
         // The server picks up directory edits by polling; wait until it has.
         assert!(
             wait_until(Duration::from_secs(5), || self.rcpt_accepted(&address)),
             "server did not see the new user {address}"
         );
         address
+    }
+
+    /// `sluice user add` for `address` with `password`.
+    fn add_account(&self, address: &str, password: &str) {
+        let out = self.cli(
+            &["user", "add", address, "--password-stdin"],
+            &format!("{password}\n"),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Whether the SMTP server accepts `address` as a recipient now.
@@ -307,39 +318,6 @@ impl Server {
         self.spawn();
     }
 
-    /// A read-only view of the database, for checking what was stored.
-    /// The stored text of the one blob `filter` (SQL over `b`, its blobs
-    /// row) picks, its chunks decoded as the store reads them.
-    pub fn stored_text(&self, filter: &str) -> Vec<u8> {
-        let db = self.db();
-        let mut stmt = db
-            .prepare(&format!(
-                "SELECT c.codec, c.data FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id
-                 WHERE {filter} ORDER BY c.seq"
-            ))
-            .unwrap();
-        let mut text = Vec::new();
-        let mut rows = stmt.query([]).unwrap();
-        while let Some(row) = rows.next().unwrap() {
-            let data: Vec<u8> = row.get(1).unwrap();
-            text.extend(store::decode_chunk(row.get(0).unwrap(), &data).unwrap());
-        }
-        text
-    }
-
-    pub fn db(&self) -> rusqlite::Connection {
-        rusqlite::Connection::open_with_flags(
-            self.data_dir().join("sluice.db"),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .unwrap()
-    }
-
-    /// The single integer a query returns.
-    pub fn count(&self, sql: &str) -> i64 {
-        self.db().query_row(sql, [], |r| r.get(0)).unwrap()
-    }
-
     fn status_kb(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
         let line = status.lines().find(|l| l.starts_with(field)).unwrap();
@@ -366,6 +344,7 @@ impl Drop for Server {
     }
 }
 
+/// Sends signal `name` (`TERM`, `HUP`, ...) to process `pid` with kill(1).
 pub fn signal(pid: u32, name: &str) {
     let ok = Command::new("kill")
         .arg(format!("-{name}"))
@@ -373,64 +352,4 @@ pub fn signal(pid: u32, name: &str) {
         .status()
         .unwrap();
     assert!(ok.success());
-}
-
-/// Runs a Python 3 snippet with `args` (as sys.argv[1:]); returns stdout.
-/// A failing snippet fails the test with its stderr.
-pub fn python(code: &str, args: &[&str]) -> String {
-    python_at("python3", code, args)
-}
-
-/// As [`python`], with Debian's own Python, which has the modules of
-/// Debian packages (python3-dkim) that another `python3` on the path may
-/// lack.
-pub fn debian_python(code: &str, args: &[&str]) -> String {
-    python_at("/usr/bin/python3", code, args)
-}
-
-fn python_at(python: &str, code: &str, args: &[&str]) -> String {
-    let out = Command::new(python)
-        .arg("-c")
-        .arg(code)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{python} must be installed: {e}"));
-    assert!(
-        out.status.success(),
-        "python failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Starts a Python 3 snippet with piped stdin and stdout, for clients
-/// that must stay connected while the test looks at the server.
-pub fn python_spawn(code: &str, args: &[&str]) -> Child {
-    Command::new("python3")
-        .arg("-c")
-        .arg(code)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 must be installed")
-}
-
-/// Runs swaks (must be installed: .ci/run does it); returns its transcript.
-pub fn swaks(args: &[&str]) -> Output {
-    Command::new("swaks")
-        .args(args)
-        .output()
-        .expect("swaks must be installed")
-}
-
-pub use sluice_testkit::wait_until;
-
-pub fn addr_arg(a: SocketAddr) -> String {
-    a.to_string()
-}
-
-pub fn path_arg(p: &Path) -> String {
-    p.display().to_string()
 }

@@ -1,0 +1,39 @@
+//! A read-only look at a test server's database, for checking what was
+//! stored.
+
+use crate::Server;
+
+impl Server {
+    /// The stored text of the one blob `filter` (SQL over `b`, its blobs
+    /// row) picks, its chunks decoded as the store reads them.
+    pub fn stored_text(&self, filter: &str) -> Vec<u8> {
+        let db = self.db();
+        let mut stmt = db
+            .prepare(&format!(
+                "SELECT c.codec, c.data FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id
+                 WHERE {filter} ORDER BY c.seq"
+            ))
+            .unwrap();
+        let mut text = Vec::new();
+        let mut rows = stmt.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            let data: Vec<u8> = row.get(1).unwrap();
+            text.extend(store::decode_chunk(row.get(0).unwrap(), &data).unwrap());
+        }
+        text
+    }
+
+    /// The server's database, opened read-only.
+    pub fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open_with_flags(
+            self.data_dir().join("sluice.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap()
+    }
+
+    /// The single integer a query returns.
+    pub fn count(&self, sql: &str) -> i64 {
+        self.db().query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+}

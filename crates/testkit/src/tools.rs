@@ -1,0 +1,66 @@
+//! Independent clients run against the servers under test: Python's
+//! mail libraries and swaks.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+/// Runs a Python 3 snippet with `args` (as sys.argv[1:]); returns stdout.
+/// A failing snippet fails the test with its stderr.
+pub fn python(code: &str, args: &[&str]) -> String {
+    python_at("python3", code, args)
+}
+
+/// As [`python`], with Debian's own Python, which has the modules of
+/// Debian packages (python3-dkim) that another `python3` on the path may
+/// lack.
+pub fn debian_python(code: &str, args: &[&str]) -> String {
+    python_at("/usr/bin/python3", code, args)
+}
+
+fn python_at(python: &str, code: &str, args: &[&str]) -> String {
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{python} must be installed: {e}"));
+    assert!(
+        out.status.success(),
+        "python failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Starts a Python 3 snippet with piped stdin and stdout, for clients
+/// that must stay connected while the test looks at the server.
+pub fn python_spawn(code: &str, args: &[&str]) -> Child {
+    Command::new("python3")
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 must be installed")
+}
+
+/// Runs swaks (must be installed: .ci/run does it); returns its transcript.
+pub fn swaks(args: &[&str]) -> Output {
+    Command::new("swaks")
+        .args(args)
+        .output()
+        .expect("swaks must be installed")
+}
+
+/// A socket address as a command-line argument.
+pub fn addr_arg(a: SocketAddr) -> String {
+    a.to_string()
+}
+
+/// A path as a command-line argument.
+pub fn path_arg(p: &Path) -> String {
+    p.display().to_string()
+}
