@@ -3,7 +3,7 @@
 //! Debian's Chromium (tests/browser/admin.mjs), with the changes checked
 //! over IMAP (imaplib) and SMTP (smtplib) and against the command line.
 
-mod kit;
+use sluice_testkit as kit;
 
 use kit::{addr_arg, python, Server, DOMAIN, PASSWORD};
 
