@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Backup of a filled store while SMTP mail keeps arriving: N messages of
+# 4 KB are imported first, then `sluice serve` runs with four SMTP senders
+# going on while `sluice backup` takes its snapshot. Prints the backup's
+# time and size, the store's size, and how many messages the snapshot holds
+# against how many were acknowledged before it started and by its end.
+#
+#   SLUICE=target/release/sluice bench/probes/backup_while_receiving.sh [N]
+#
+# Messages are 650 random words from a 5,000-word vocabulary (compresses
+# about as well as mail text), so sizes are not those of one repeated byte.
+set -euo pipefail
+SLUICE=${SLUICE:-sluice}
+N=${1:-21282}
+PORT=${PORT:-2791}
+T=$(mktemp -d /tmp/sluice-backup.XXXXXX)
+PID=
+cleanup() {
+    set +e
+    [ -n "$PID" ] && kill "$PID" && wait "$PID" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+cat > "$T/sluice.toml" <<EOF
+hostname = "mx.example.org"
+data_dir = "$T/data"
+[listen]
+smtp = "127.0.0.1:$PORT"
+pop3 = "127.0.0.1:0"
+pop3s = "127.0.0.1:0"
+imap = "127.0.0.1:0"
+imaps = "127.0.0.1:0"
+managesieve = "127.0.0.1:0"
+http = "127.0.0.1:0"
+https = "127.0.0.1:0"
+submission = "127.0.0.1:0"
+submissions = "127.0.0.1:0"
+metrics = "127.0.0.1:0"
+[log]
+level = "warn"
+[outbound]
+enabled = false
+[auth_checks]
+spf = "off"
+dkim = "off"
+dmarc = "off"
+EOF
+python3 - "$T/fill.mbox" "$N" <<'PYEOF'
+import random, sys
+path, n = sys.argv[1], int(sys.argv[2])
+rng = random.Random(1)
+words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(5000)]
+with open(path, "wb") as f:
+    for i in range(n):
+        f.write(b"From a@origin.test Mon Jan  1 10:00:00 2024\nFrom: a@origin.test\nSubject: fill %d\n\n" % i)
+        text = " ".join(rng.choice(words) for _ in range(650))
+        f.write("\n".join(text[j:j + 76] for j in range(0, len(text), 76)).encode() + b"\n\n")
+PYEOF
+"$SLUICE" domain add example.org --config "$T/sluice.toml" >/dev/null
+echo pw | "$SLUICE" user add alice@example.org --password-stdin --config "$T/sluice.toml" >/dev/null
+"$SLUICE" import alice@example.org mbox "$T/fill.mbox" --config "$T/sluice.toml" 2>&1 | tail -1
+"$SLUICE" serve --config "$T/sluice.toml" 2>"$T/log" & PID=$!
+sleep 2
+python3 - "$PORT" "$T" "$SLUICE" "$N" <<'PYEOF'
+import smtplib, sqlite3, subprocess, sys, threading, time, os
+port, root, sluice, filled = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+acked = [0]
+stop = threading.Event()
+lock = threading.Lock()
+def sender():
+    s = smtplib.SMTP("127.0.0.1", port)
+    while not stop.is_set():
+        s.sendmail("b@origin.test", ["alice@example.org"], b"Subject: live\r\n\r\n" + b"w" * 4000 + b"\r\n")
+        with lock:
+            acked[0] += 1
+    s.quit()
+threads = [threading.Thread(target=sender) for _ in range(4)]
+for t in threads:
+    t.start()
+time.sleep(2)
+with lock:
+    before = acked[0]
+start = time.monotonic()
+subprocess.run([sluice, "backup", root + "/snap", "--config", root + "/sluice.toml"], check=True, capture_output=True)
+seconds = time.monotonic() - start
+with lock:
+    after = acked[0]
+time.sleep(1)
+stop.set()
+for t in threads:
+    t.join()
+def du(p):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(p) for f in fs)
+snap = [os.path.join(d, f) for d, _, fs in os.walk(root + "/snap") for f in fs if f.endswith(".db")]
+held = sqlite3.connect(snap[0]).execute("SELECT count(*) FROM messages").fetchone()[0]
+print("backup_seconds=%.2f backup_mb=%.1f store_mb=%.1f messages_in_snapshot=%d filled=%d live_acked_before=%d live_acked_by_end=%d"
+      % (seconds, du(root + "/snap") / 1e6, du(root + "/data") / 1e6, held, filled, before, after))
+PYEOF
