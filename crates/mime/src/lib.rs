@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 mod address;
+mod base64_lines;
 mod builder;
 mod encode;
 mod envelope;
@@ -26,6 +27,7 @@ mod rewrite;
 use serde::{Deserialize, Serialize};
 
 pub use address::{parse_address_list, MISSING_DOMAIN, MISSING_MAILBOX};
+pub use base64_lines::Base64Lines;
 pub use builder::{
     StructureBuilder, MAX_BOUNDARY_LEN, MAX_DEPTH, MAX_HEADER_BYTES, MAX_PARTS,
     MAX_TOTAL_HEADER_BYTES,

@@ -19,6 +19,7 @@
 //! header block ([`MAX_HEADER`]) and one delimiter line, whatever the size
 //! of the message.
 
+use crate::base64_lines::Base64Lines;
 use crate::header::{content_type, fields, transfer_encoding};
 
 /// Longest header block taken apart; a longer one passes unchanged and its
@@ -31,11 +32,6 @@ const MAX_DELIMITER_LINE: usize = 1000;
 
 /// Nested multiparts followed; deeper ones pass as the content of their part.
 const MAX_DEPTH: usize = 64;
-
-/// Characters per line of base64 output (RFC 2045 §6.8).
-const BASE64_LINE: usize = 76;
-
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// What the bytes being read belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +78,7 @@ pub struct PartRewriter {
     /// The previous body line's end, held back: before a delimiter line it
     /// belongs to the delimiter, not to the body (RFC 2046 §5.1.1).
     held_eol: Vec<u8>,
-    base64: Base64,
+    base64: Base64Lines,
 }
 
 impl PartRewriter {
@@ -106,7 +102,7 @@ impl PartRewriter {
             line: Vec::new(),
             line_decided: false,
             held_eol: Vec::new(),
-            base64: Base64::default(),
+            base64: Base64Lines::default(),
         }
     }
 
@@ -262,7 +258,7 @@ impl PartRewriter {
         self.line.clear();
         self.line_decided = false;
         self.held_eol.clear();
-        self.base64 = Base64::default();
+        self.base64 = Base64Lines::default();
     }
 
     fn body_bytes(&mut self, bytes: &[u8], line_ended: bool, out: &mut Vec<u8>) {
@@ -445,61 +441,6 @@ fn split_eol(line: &[u8]) -> (&[u8], &[u8]) {
         0
     };
     line.split_at(line.len() - n)
-}
-
-/// Streaming base64 in lines of [`BASE64_LINE`] characters.
-#[derive(Debug, Default)]
-struct Base64 {
-    carry: [u8; 3],
-    carried: usize,
-    column: usize,
-}
-
-impl Base64 {
-    fn push(&mut self, mut bytes: &[u8], out: &mut Vec<u8>) {
-        while !bytes.is_empty() {
-            let take = (3 - self.carried).min(bytes.len());
-            self.carry[self.carried..self.carried + take].copy_from_slice(&bytes[..take]);
-            self.carried += take;
-            bytes = &bytes[take..];
-            if self.carried == 3 {
-                self.emit(3, out);
-            }
-        }
-    }
-
-    /// Writes the last group, padded, with no line end after it.
-    fn finish(&mut self, out: &mut Vec<u8>) {
-        if self.carried > 0 {
-            self.carry[self.carried..].fill(0);
-            self.emit(self.carried, out);
-        }
-    }
-
-    fn emit(&mut self, n: usize, out: &mut Vec<u8>) {
-        if self.column == BASE64_LINE {
-            out.extend_from_slice(b"\r\n");
-            self.column = 0;
-        }
-        let [a, b, c] = self.carry;
-        let group = [
-            ALPHABET[(a >> 2) as usize],
-            ALPHABET[(((a & 0x03) << 4) | (b >> 4)) as usize],
-            if n > 1 {
-                ALPHABET[(((b & 0x0f) << 2) | (c >> 6)) as usize]
-            } else {
-                b'='
-            },
-            if n > 2 {
-                ALPHABET[(c & 0x3f) as usize]
-            } else {
-                b'='
-            },
-        ];
-        out.extend_from_slice(&group);
-        self.column += 4;
-        self.carried = 0;
-    }
 }
 
 /// A whole message with its binary parts made base64

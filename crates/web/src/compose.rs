@@ -11,6 +11,7 @@ use axum::extract::{Multipart, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use base64::Engine as _;
+use mime_tree::Base64Lines;
 use serde::Deserialize;
 use store::{Delivery, MailboxId, MessageWriter, Uid, FLAG_DRAFT, FLAG_SEEN};
 
@@ -23,8 +24,6 @@ use crate::session::{self, User};
 const MAX_TEXT_FIELD: usize = 1024 * 1024;
 /// Attachments per message.
 const MAX_FILES: usize = 50;
-/// Base64 line length (RFC 2045 §6.8: at most 76).
-const B64_LINE: usize = 76;
 
 /// The header and text of a message being written.
 #[derive(Debug, Default, Clone)]
@@ -173,48 +172,9 @@ pub(crate) fn head(
     let mut out = h.into_bytes();
     let text = d.body.replace("\r\n", "\n").replace('\n', "\r\n");
     let mut enc = Base64Lines::default();
-    out.extend(enc.push(text.as_bytes()));
-    out.extend(enc.finish());
+    enc.push(text.as_bytes(), &mut out);
+    enc.finish_line(&mut out);
     Ok(out)
-}
-
-/// Base64 in lines of 76, fed piece by piece (2 bytes carried at most).
-#[derive(Default)]
-pub(crate) struct Base64Lines {
-    carry: Vec<u8>,
-    column: usize,
-}
-
-impl Base64Lines {
-    pub(crate) fn push(&mut self, data: &[u8]) -> Vec<u8> {
-        self.carry.extend_from_slice(data);
-        let whole = self.carry.len() / 3 * 3;
-        let chunk: Vec<u8> = self.carry.drain(..whole).collect();
-        self.wrap(base64::engine::general_purpose::STANDARD.encode(chunk))
-    }
-
-    pub(crate) fn finish(&mut self) -> Vec<u8> {
-        let rest = std::mem::take(&mut self.carry);
-        let mut out = self.wrap(base64::engine::general_purpose::STANDARD.encode(rest));
-        if self.column > 0 {
-            out.extend_from_slice(b"\r\n");
-            self.column = 0;
-        }
-        out
-    }
-
-    fn wrap(&mut self, encoded: String) -> Vec<u8> {
-        let mut out = Vec::with_capacity(encoded.len() + encoded.len() / B64_LINE * 2 + 2);
-        for b in encoded.bytes() {
-            out.push(b);
-            self.column += 1;
-            if self.column == B64_LINE {
-                out.extend_from_slice(b"\r\n");
-                self.column = 0;
-            }
-        }
-        out
-    }
 }
 
 /// A media type from a browser, kept only if it is one.
@@ -517,14 +477,19 @@ async fn write_file(
         .write(&attachment_header(boundary, &ctype, &name))
         .await?;
     let mut enc = Base64Lines::default();
+    let mut encoded = Vec::new();
     while let Some(chunk) = field
         .chunk()
         .await
         .map_err(|e| WebError::BadRequest(e.to_string()))?
     {
-        writer.write(&enc.push(&chunk)).await?;
+        encoded.clear();
+        enc.push(&chunk, &mut encoded);
+        writer.write(&encoded).await?;
     }
-    writer.write(&enc.finish()).await?;
+    encoded.clear();
+    enc.finish_line(&mut encoded);
+    writer.write(&encoded).await?;
     Ok(())
 }
 
@@ -799,8 +764,8 @@ mod tests {
         fn base64_lines_decode_back(data in proptest::collection::vec(proptest::num::u8::ANY, 0..1000), size in 1usize..200) {
             let mut enc = Base64Lines::default();
             let mut out = Vec::new();
-            for piece in data.chunks(size) { out.extend(enc.push(piece)); }
-            out.extend(enc.finish());
+            for piece in data.chunks(size) { enc.push(piece, &mut out); }
+            enc.finish_line(&mut out);
             let text = String::from_utf8(out).unwrap();
             proptest::prop_assert!(text.split("\r\n").all(|l| l.len() <= 76));
             let joined: String = text.split("\r\n").collect();
