@@ -11,6 +11,14 @@
 # time to restart with that queue. Sluice's forwarded mail is rewritten
 # with SRS on the way (its default); Postfix does no SRS.
 #
+# Then the same relaying, submitted with AUTH: ten accounts
+# sender1..sender10@example.org log in over STARTTLS on each side's
+# submission port (Postfix with Dovecot's SASL from a passwd file, and
+# the same sender check Sluice makes: reject_sender_login_mismatch) and
+# send as themselves to addresses at the three remote domains. Both
+# present one certificate the script makes (a throwaway CA), which the
+# bench checks.
+#
 # Installs Postfix when missing, runs everything from a temp directory
 # (the system's /etc/postfix is not touched) and stops it all on exit.
 # Needs root.
@@ -22,6 +30,7 @@
 #   SLUICE     the sluice binary                         (default: sluice)
 #   MESSAGES   messages per relay run                    (default: 5000; QUICK: 1000)
 #   QUEUED     messages left queued for a dead domain    (default: 10000; QUICK: 2000)
+#   SUBMIT     0: skip the runs submitted with AUTH
 #   OUT        directory kept for the JSON reports       (default: none, temp)
 set -euo pipefail
 
@@ -29,24 +38,30 @@ QUICK=${QUICK:-}
 SLUICE=${SLUICE:-sluice}
 MESSAGES=${MESSAGES:-$([ -n "$QUICK" ] && echo 1000 || echo 5000)}
 QUEUED=${QUEUED:-$([ -n "$QUICK" ] && echo 2000 || echo 10000)}
+SUBMIT=${SUBMIT:-1}
 DOMAIN=example.org
+PASSWORD=password
 
-S_SMTP=24525 P_SMTP=24526 SINK=24027 DEAD=24028
+S_SMTP=24525 P_SMTP=24526 SINK=24027 DEAD=24028 S_SUB=24587 P_SUB=24588 D_AUTH=24589
 
 log() { printf '== %s\n' "$*" >&2; }
 die() { printf 'outbound.sh: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (installs packages, runs daemons)"
 command -v "${SLUICE%% *}" >/dev/null 2>&1 || [ -x "${SLUICE%% *}" ] || die "no sluice binary: set SLUICE"
-for port in $S_SMTP $P_SMTP $SINK $DEAD; do
+for port in $S_SMTP $P_SMTP $SINK $DEAD $S_SUB $P_SUB $D_AUTH; do
     (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && die "port $port is in use"
 done
 
-if ! command -v postfix >/dev/null; then
-    log "installing postfix"
+need=()
+command -v postfix >/dev/null || need+=(postfix)
+command -v dovecot >/dev/null || need+=(dovecot-core)
+command -v openssl >/dev/null || need+=(openssl)
+if [ ${#need[@]} -gt 0 ]; then
+    log "installing ${need[*]}"
     echo "postfix postfix/main_mailer_type select Local only" | debconf-set-selections
     echo "postfix postfix/mailname string localhost" | debconf-set-selections
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postfix >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 T=$(mktemp -d /tmp/sluice-outbound.XXXXXX)
@@ -56,6 +71,7 @@ cleanup() {
     set +e
     [ -n "${SLUICE_PID:-}" ] && kill "$SLUICE_PID" 2>/dev/null
     [ -f "$T/pf/main.cf" ] && postfix -c "$T/pf" stop >/dev/null 2>&1
+    [ -f "$T/dovecot.conf" ] && doveadm -c "$T/dovecot.conf" stop >/dev/null 2>&1
     [ -n "$SINK_PID" ] && kill "$SINK_PID" 2>/dev/null
     wait 2>/dev/null
     if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$T"/*.json "$OUT"/ 2>/dev/null; fi
@@ -73,6 +89,21 @@ for i in $(seq 1 15); do
 done >"$T/aliases"
 for i in $(seq 1 15); do echo "fwd$i@$DOMAIN"; done >"$T/recipients"
 for i in $(seq 1 15); do echo "dead$i@$DOMAIN"; done >"$T/dead"
+for i in $(seq 1 10); do echo "sender$i@$DOMAIN $PASSWORD"; done >"$T/senders"
+
+# --- one certificate for both submission listeners, from a throwaway CA ----
+mkdir -p "$T/tls"
+(
+    cd "$T/tls"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=bench-ca -keyout ca.key -out ca.pem
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -subj /CN=localhost -keyout key.pem -out leaf.csr
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >leaf.ext
+    openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+        -extfile leaf.ext -out cert.pem
+    chmod 644 key.pem
+) >/dev/null 2>&1 || die "openssl could not make the certificates"
 
 # --- Sluice -----------------------------------------------------------------
 mkdir -p "$T/sluice"
@@ -81,8 +112,16 @@ hostname = "mx.$DOMAIN"
 data_dir = "$T/sluice/data"
 [listen]
 smtp = "127.0.0.1:$S_SMTP"
+submission = "127.0.0.1:$S_SUB"
+[tls]
+cert = "$T/tls/cert.pem"
+key = "$T/tls/key.pem"
 [smtp]
 max_connections_per_ip = 500
+# The hourly limits per account would stop a load test; Postfix has none.
+[submission]
+max_messages_per_hour = 100000000
+max_recipients_per_hour = 100000000
 [auth_checks]
 spf = "off"
 dkim = "off"
@@ -107,6 +146,9 @@ init_sluice() {
     sl domain add "$DOMAIN" >/dev/null
     while read -r alias target; do sl alias add "$alias" "$target" >/dev/null; done <"$T/aliases"
     for i in $(seq 1 15); do sl alias add "dead$i@$DOMAIN" "user$i@dead.test" >/dev/null; done
+    while read -r address password; do
+        echo "$password" | sl user add "$address" --password-stdin >/dev/null
+    done <"$T/senders"
 }
 init_sluice
 start_sluice() {
@@ -114,6 +156,34 @@ start_sluice() {
     SLUICE_PID=$!
 }
 start_sluice
+
+# --- Dovecot, only as Postfix's SASL server --------------------------------
+while read -r address password; do echo "$address:{PLAIN}$password"; done <"$T/senders" >"$T/passwd"
+cat >"$T/dovecot.conf" <<EOF
+base_dir = $T/dovecot-run
+state_dir = $T/dovecot-state
+log_path = $T/dovecot.log
+protocols = none
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+passdb {
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u $T/passwd
+}
+userdb {
+  driver = static
+  args = uid=nobody gid=nogroup home=/nonexistent
+}
+service auth {
+  inet_listener {
+    address = 127.0.0.1
+    port = $D_AUTH
+  }
+}
+EOF
+dovecot -c "$T/dovecot.conf" >"$T/dovecot.out" 2>&1 || { cat "$T/dovecot.out" >&2; die "dovecot did not start"; }
 
 # --- Postfix ----------------------------------------------------------------
 mkdir -p "$T/pf/queue" "$T/pf/data"
@@ -158,6 +228,22 @@ awk -v port="127.0.0.1:$P_SMTP" '
     /^#/ || /^[ \t]/ || NF < 8 { print; next }
     { if ($1 == "smtp" && $2 == "inet") $1 = port; $5 = "n"; print }
 ' /etc/postfix/master.cf >"$T/pf/master.cf"
+# Submission: STARTTLS before AUTH, Dovecot's SASL, and a sender that
+# must be the login (as Sluice's sender check).
+while read -r address _; do echo "$address $address"; done <"$T/senders" >"$T/pf/senders"
+cat >>"$T/pf/master.cf" <<EOF
+127.0.0.1:$P_SUB inet n - n - - smtpd
+  -o syslog_name=postfix/submission
+  -o smtpd_tls_security_level=encrypt
+  -o smtpd_tls_cert_file=$T/tls/cert.pem
+  -o smtpd_tls_key_file=$T/tls/key.pem
+  -o smtpd_sasl_auth_enable=yes
+  -o smtpd_sasl_type=dovecot
+  -o smtpd_sasl_path=inet:127.0.0.1:$D_AUTH
+  -o smtpd_sender_login_maps=texthash:$T/pf/senders
+  -o smtpd_sender_restrictions=reject_sender_login_mismatch
+  -o smtpd_recipient_restrictions=permit_sasl_authenticated,reject
+EOF
 grep -q '^postlog' "$T/pf/master.cf" ||
     echo "postlog   unix-dgram n  -       n       -       1       postlogd" >>"$T/pf/master.cf"
 postfix -c "$T/pf" check >/dev/null 2>&1 || true
@@ -191,12 +277,32 @@ relay_run() { # NAME PORT EMPTY-CHECK RECIPIENTS
     echo "$t0 $t1" | awk '{printf "%.3f", $2 - $1}'
 }
 
+# The same, submitted with AUTH over STARTTLS by the ten senders.
+submit_run() { # NAME PORT EMPTY-CHECK RECIPIENTS
+    local name=$1 port=$2 empty=$3 rcpts=$4 t0 t1
+    t0=$(date +%s.%N)
+    $SLUICE bench smtp --server "127.0.0.1:$port" --users "$T/senders" --auth --starttls \
+        --ca "$T/tls/ca.pem" --remote-domains d1.test,d2.test,d3.test \
+        --recipients "$rcpts" --messages "$MESSAGES" --duration 600 \
+        --connections 10 --size 4k --json >"$T/submit-$name-$rcpts.json"
+    until $empty; do sleep 0.2; done
+    t1=$(date +%s.%N)
+    echo "$t0 $t1" | awk '{printf "%.3f", $2 - $1}'
+}
+
 declare -A secs
 for rcpts in 1 15; do
     log "relaying $MESSAGES messages x $rcpts recipients: sluice"
     secs[sluice-$rcpts]=$(relay_run sluice $S_SMTP sluice_empty "$rcpts")
     log "relaying $MESSAGES messages x $rcpts recipients: postfix"
     secs[postfix-$rcpts]=$(relay_run postfix $P_SMTP postfix_empty "$rcpts")
+    if [ "$SUBMIT" = 1 ]; then
+        wait_port $S_SUB && wait_port $P_SUB
+        log "submitting $MESSAGES messages x $rcpts recipients with AUTH: sluice"
+        secs[sluice-sub-$rcpts]=$(submit_run sluice $S_SUB sluice_empty "$rcpts")
+        log "submitting $MESSAGES messages x $rcpts recipients with AUTH: postfix"
+        secs[postfix-sub-$rcpts]=$(submit_run postfix $P_SUB postfix_empty "$rcpts")
+    fi
 done
 
 # --- a queue for a dead destination -----------------------------------------
@@ -283,10 +389,13 @@ rows = []
 def row(what, s, p, higher_better=True, fmt="{:.1f}"):
     ratio = (s / p if higher_better else p / s) if s and p else float("nan")
     rows.append((what, fmt.format(s), fmt.format(p), f"{ratio:.2f}x"))
+secs = {$(for k in "${!secs[@]}"; do printf '"%s": %s, ' "$k" "${secs[$k]}"; done)}
 for rcpts in (1, 15):
-    s = {"1": ${secs[sluice-1]}, "15": ${secs[sluice-15]}}[str(rcpts)]
-    p = {"1": ${secs[postfix-1]}, "15": ${secs[postfix-15]}}[str(rcpts)]
+    s, p = secs[f"sluice-{rcpts}"], secs[f"postfix-{rcpts}"]
     row(f"relay 4KB, {rcpts} rcpt over 3 domains: msgs/s to an empty queue", messages / s, messages / p)
+    if f"sluice-sub-{rcpts}" in secs:
+        s, p = secs[f"sluice-sub-{rcpts}"], secs[f"postfix-sub-{rcpts}"]
+        row(f"submitted with AUTH (STARTTLS), {rcpts} rcpt over 3 domains: msgs/s to an empty queue", messages / s, messages / p)
 # Resident memory does not shrink per message; a drop (the allocator
 # giving back what the warm-up used) counts as no growth.
 row("resident KB growth per queued message (Postfix: qmgr)", max($s_rss1 - $s_rss0, 0) / max(s_n, 1), max($p_rss1 - $p_rss0, 0) / max(p_n, 1), False, "{:.3f}")

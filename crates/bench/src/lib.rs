@@ -27,6 +27,7 @@ mod progress;
 mod report;
 mod smtp;
 mod source;
+mod tls;
 mod users;
 mod web;
 mod web_http;
@@ -47,7 +48,7 @@ pub use web::{WebArgs, WebReport, WebStep, WebTarget};
 pub enum Command {
     /// SMTP load (postal-like): messages over many connections, with bounce
     /// and unfinished-session ratios and spread source addresses.
-    Smtp(SmtpArgs),
+    Smtp(Box<SmtpArgs>),
     /// POP3 load (rabid-like): clients loop login, STAT/LIST, RETR, DELE, QUIT.
     Pop3(Pop3Args),
     /// IMAP: load a mailbox, then time the seven requests; or a concurrent mix.
@@ -64,7 +65,7 @@ pub enum Command {
 pub async fn report(cmd: Command) -> anyhow::Result<serde_json::Value> {
     Ok(match cmd {
         Command::Smtp(args) => {
-            let report = smtp::execute(args.clone()).await?;
+            let report = smtp::execute(*args.clone()).await?;
             if let Some(path) = &args.plot {
                 smtp::plot_report(&report, path)?;
             }
@@ -80,7 +81,7 @@ pub async fn report(cmd: Command) -> anyhow::Result<serde_json::Value> {
 /// Runs one `sluice bench` subcommand to completion, printing its report.
 pub async fn run(cmd: Command) -> anyhow::Result<()> {
     match cmd {
-        Command::Smtp(args) => smtp::run(args).await,
+        Command::Smtp(args) => smtp::run(*args).await,
         Command::Pop3(args) => pop3::run(args).await,
         Command::Imap(args) => imap::run(args).await,
         Command::Web(args) => web::run(args).await,

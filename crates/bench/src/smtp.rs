@@ -4,7 +4,10 @@
 //! recipients per message as a distribution, and source addresses spread
 //! across 127.0.0.0/8 with /24 locality. Closed model (N connections, each
 //! starts a new session when the last ends) or open model (new sessions
-//! arrive at a rate, Poisson).
+//! arrive at a rate, Poisson). With `--auth` (and `--starttls` or
+//! `--tls`) it is a submission client: each session logs in as one of the
+//! accounts and sends as it, to the accounts or, with `--remote-domains`,
+//! to addresses the server must relay.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -26,6 +29,7 @@ use crate::pop3;
 use crate::progress::Progress;
 use crate::report::{num, print_json, Table};
 use crate::source::SourcePlan;
+use crate::tls::Tls;
 use crate::users::{Account, UserArgs};
 use crate::wire::Conn;
 
@@ -87,6 +91,29 @@ pub struct SmtpArgs {
     /// Name given in EHLO.
     #[arg(long, default_value = "bench.example.net")]
     pub helo: String,
+    /// Start TLS with STARTTLS after EHLO, then EHLO again (submission on
+    /// port 587).
+    #[arg(long, conflicts_with = "tls")]
+    pub starttls: bool,
+    /// TLS from the first byte (submissions, port 465).
+    #[arg(long)]
+    pub tls: bool,
+    /// PEM certificates to trust for the server's certificate (default:
+    /// the web PKI's roots).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// Name the server's certificate must carry (default: the host part
+    /// of --server).
+    #[arg(long, value_name = "NAME")]
+    pub tls_name: Option<String>,
+    /// Log in with AUTH PLAIN as one of the accounts (picked per session),
+    /// which is then the envelope sender and the From.
+    #[arg(long)]
+    pub auth: bool,
+    /// Send to `rcptN@DOMAIN` at these domains instead of the accounts:
+    /// mail the server relays.
+    #[arg(long, value_delimiter = ',', value_name = "DOMAINS")]
+    pub remote_domains: Vec<String>,
     /// Envelope sender domain.
     #[arg(long, default_value = "sender.example.net")]
     pub sender_domain: String,
@@ -235,6 +262,7 @@ fn kind_of(i: u64, bounce: f64, unfinished: f64) -> Kind {
 struct Shared {
     args: SmtpArgs,
     server: SocketAddr,
+    tls: Option<Tls>,
     accounts: Vec<Account>,
     domain: String,
     sources: SourcePlan,
@@ -402,7 +430,24 @@ pub async fn execute(args: SmtpArgs) -> anyhow::Result<SmtpReport> {
     if let Some(r) = args.rate {
         anyhow::ensure!(r > 0.0 && r.is_finite(), "--rate must be positive");
     }
+    anyhow::ensure!(
+        args.remote_domains.is_empty() || verifier(&args).is_none(),
+        "mail to --remote-domains cannot be counted in the accounts' mailboxes"
+    );
     let server = resolve(&args.server).await?;
+    let tls = if args.tls || args.starttls {
+        let host = args
+            .server
+            .rsplit_once(':')
+            .map_or(args.server.as_str(), |(h, _)| h);
+        let name = args
+            .tls_name
+            .as_deref()
+            .unwrap_or(host.trim_matches(['[', ']']));
+        Some(Tls::new(args.ca.as_deref(), name)?)
+    } else {
+        None
+    };
     let accounts = args.users.accounts()?;
     let domain = UserArgs::domain_of(&accounts);
     let sources = if args.sources == 0 {
@@ -417,7 +462,13 @@ pub async fn execute(args: SmtpArgs) -> anyhow::Result<SmtpReport> {
             Some((via, addr)) => Some(count_arrived(via, &addr, &accounts).await?),
             None => None,
         };
-        let mut run = one_run(&args, server, &accounts, &domain, &sources, &filler, bounce).await;
+        let target = Target {
+            server,
+            tls: tls.clone(),
+            accounts: &accounts,
+            domain: &domain,
+        };
+        let mut run = one_run(&args, &target, &sources, &filler, bounce).await;
         if let (Some(before), Some((via, addr))) = (before, verifier(&args)) {
             let expected = run.deliveries;
             let ended = Instant::now();
@@ -474,11 +525,17 @@ async fn count_arrived(via: &str, addr: &str, accounts: &[Account]) -> anyhow::R
     Ok(total)
 }
 
+/// The server a run talks to, and the accounts it knows.
+struct Target<'a> {
+    server: SocketAddr,
+    tls: Option<Tls>,
+    accounts: &'a [Account],
+    domain: &'a str,
+}
+
 async fn one_run(
     args: &SmtpArgs,
-    server: SocketAddr,
-    accounts: &[Account],
-    domain: &str,
+    target: &Target<'_>,
     sources: &SourcePlan,
     filler: &Arc<Vec<u8>>,
     bounce: f64,
@@ -487,9 +544,10 @@ async fn one_run(
     let duration = Duration::from_secs_f64(args.duration.max(0.0));
     let shared = Arc::new(Shared {
         args: args.clone(),
-        server,
-        accounts: accounts.to_vec(),
-        domain: domain.to_string(),
+        server: target.server,
+        tls: target.tls.clone(),
+        accounts: target.accounts.to_vec(),
+        domain: target.domain.to_string(),
         sources: sources.clone(),
         filler: Arc::clone(filler),
         bounce,
@@ -605,6 +663,9 @@ async fn session_inner(
     let source = shared.sources.pick(rng);
     let t0 = Instant::now();
     let mut conn = Conn::connect(shared.server, source, shared.timeout).await?;
+    if let (true, Some(tls)) = (shared.args.tls, &shared.tls) {
+        conn = conn.start_tls(tls).await?;
+    }
     let mut line = Vec::with_capacity(512);
     let greeting = read_reply(&mut conn, &mut line).await?;
     stats.connect.record(t0.elapsed());
@@ -612,37 +673,41 @@ async fn session_inner(
         stats.error(format!("greeting {}", greeting.code));
         return Ok(());
     }
-    conn.send(format!("EHLO {}\r\n", shared.args.helo).as_bytes())
-        .await?;
-    let ehlo = read_reply(&mut conn, &mut line).await?;
-    let mut offer = Offer::default();
-    if ehlo.code == 250 {
-        for l in ehlo.lines.iter().skip(1) {
-            let word = l
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .to_ascii_uppercase();
-            offer.pipelining |= word == "PIPELINING";
-            offer.size |= word == "SIZE";
-        }
-    } else {
-        stats.error(format!("EHLO {}", ehlo.code));
-        conn.send(format!("HELO {}\r\n", shared.args.helo).as_bytes())
-            .await?;
-        let helo = read_reply(&mut conn, &mut line).await?;
-        if helo.code != 250 {
-            stats.error(format!("HELO {}", helo.code));
+    let Some(mut offer) = ehlo(shared, &mut conn, &mut line, stats).await? else {
+        return quit(&mut conn, &mut line).await;
+    };
+    if let (true, Some(tls)) = (shared.args.starttls, &shared.tls) {
+        conn.send(b"STARTTLS\r\n").await?;
+        let go = read_reply(&mut conn, &mut line).await?;
+        if go.code != 220 {
+            stats.error(format!("STARTTLS {}", go.code));
             return quit(&mut conn, &mut line).await;
         }
+        conn = conn.start_tls(tls).await?;
+        let Some(again) = ehlo(shared, &mut conn, &mut line, stats).await? else {
+            return quit(&mut conn, &mut line).await;
+        };
+        offer = again;
     }
+    let login = if shared.args.auth {
+        let account = &shared.accounts[rng.gen_range(0..shared.accounts.len())];
+        if !auth_plain(&mut conn, &mut line, account, stats).await? {
+            return quit(&mut conn, &mut line).await;
+        }
+        Some(account.address.as_str())
+    } else {
+        None
+    };
     offer.pipelining &= !shared.args.no_pipelining;
     stats.pipelining = offer.pipelining;
     match kind {
         Kind::Unfinished => {}
         Kind::Bounce => {
             if shared.claim_bounce() {
-                transaction(shared, rng, &mut conn, &mut line, &offer, kind, stats).await?;
+                transaction(
+                    shared, rng, &mut conn, &mut line, &offer, login, kind, stats,
+                )
+                .await?;
             }
         }
         Kind::Legit => {
@@ -651,7 +716,11 @@ async fn session_inner(
                 if !shared.claim_message() {
                     break;
                 }
-                if !transaction(shared, rng, &mut conn, &mut line, &offer, kind, stats).await? {
+                if !transaction(
+                    shared, rng, &mut conn, &mut line, &offer, login, kind, stats,
+                )
+                .await?
+                {
                     break;
                 }
             }
@@ -667,6 +736,60 @@ impl Shared {
     }
 }
 
+/// EHLO (HELO if refused); what the server offers, or `None` when it
+/// took neither.
+async fn ehlo(
+    shared: &Shared,
+    conn: &mut Conn,
+    line: &mut Vec<u8>,
+    stats: &mut SessionStats,
+) -> Result<Option<Offer>> {
+    conn.send(format!("EHLO {}\r\n", shared.args.helo).as_bytes())
+        .await?;
+    let ehlo = read_reply(conn, line).await?;
+    let mut offer = Offer::default();
+    if ehlo.code == 250 {
+        for l in ehlo.lines.iter().skip(1) {
+            let word = l
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_uppercase();
+            offer.pipelining |= word == "PIPELINING";
+            offer.size |= word == "SIZE";
+        }
+        return Ok(Some(offer));
+    }
+    stats.error(format!("EHLO {}", ehlo.code));
+    conn.send(format!("HELO {}\r\n", shared.args.helo).as_bytes())
+        .await?;
+    let helo = read_reply(conn, line).await?;
+    if helo.code != 250 {
+        stats.error(format!("HELO {}", helo.code));
+        return Ok(None);
+    }
+    Ok(Some(offer))
+}
+
+/// AUTH PLAIN (RFC 4616) as `account`; false when refused.
+async fn auth_plain(
+    conn: &mut Conn,
+    line: &mut Vec<u8>,
+    account: &Account,
+    stats: &mut SessionStats,
+) -> Result<bool> {
+    use base64::Engine as _;
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(format!("\0{}\0{}", account.address, account.password));
+    conn.send(format!("AUTH PLAIN {token}\r\n").as_bytes())
+        .await?;
+    let r = read_reply(conn, line).await?;
+    if r.code != 235 {
+        stats.error(format!("AUTH {}", r.code));
+    }
+    Ok(r.code == 235)
+}
+
 async fn quit(conn: &mut Conn, line: &mut Vec<u8>) -> Result<()> {
     conn.send(b"QUIT\r\n").await?;
     // The 221 may race the server's close; either ends the session.
@@ -675,18 +798,28 @@ async fn quit(conn: &mut Conn, line: &mut Vec<u8>) -> Result<()> {
     Ok(())
 }
 
-/// One MAIL/RCPT/DATA transaction; false when the session should end.
+/// One MAIL/RCPT/DATA transaction, as `login` when logged in; false when
+/// the session should end.
+#[allow(clippy::too_many_arguments)]
 async fn transaction(
     shared: &Shared,
     rng: &mut StdRng,
     conn: &mut Conn,
     line: &mut Vec<u8>,
     offer: &Offer,
+    login: Option<&str>,
     kind: Kind,
     stats: &mut SessionStats,
 ) -> Result<bool> {
     let want = shared.args.recipients.sample(rng);
+    let remote = &shared.args.remote_domains;
     let rcpts: Vec<(Option<usize>, String)> = match kind {
+        Kind::Legit if !remote.is_empty() => (0..want)
+            .map(|_| {
+                let domain = &remote[rng.gen_range(0..remote.len())];
+                (None, format!("rcpt{}@{domain}", rng.gen_range(0..1000)))
+            })
+            .collect(),
         Kind::Legit => {
             let n = want.min(shared.accounts.len());
             sample(rng, shared.accounts.len(), n)
@@ -704,12 +837,15 @@ async fn transaction(
             .collect(),
     };
     let size = shared.args.size.sample(rng);
-    let body = build_message(shared, rng, &rcpts, size);
-    let sender = format!(
-        "sender{}@{}",
-        rng.gen_range(0..10_000),
-        shared.args.sender_domain
-    );
+    let sender = match login {
+        Some(address) => address.to_string(),
+        None => format!(
+            "sender{}@{}",
+            rng.gen_range(0..10_000),
+            shared.args.sender_domain
+        ),
+    };
+    let body = build_message(shared, rng, &sender, &rcpts, size);
     let mail = if offer.size {
         format!("MAIL FROM:<{sender}> SIZE={}\r\n", body.len())
     } else {
@@ -841,6 +977,7 @@ async fn finish_data(
 fn build_message(
     shared: &Shared,
     rng: &mut StdRng,
+    from: &str,
     rcpts: &[(Option<usize>, String)],
     size: usize,
 ) -> Vec<u8> {
@@ -850,7 +987,7 @@ fn build_message(
         .unwrap_or("undisclosed");
     let id: u64 = rng.gen();
     let head = format!(
-        "From: Bench Sender <bench@{sd}>\r\nTo: <{to}>\r\nSubject: load test {id:016x}\r\nDate: {date}\r\nMessage-ID: <{id:016x}@{sd}>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n",
+        "From: Bench Sender <{from}>\r\nTo: <{to}>\r\nSubject: load test {id:016x}\r\nDate: {date}\r\nMessage-ID: <{id:016x}@{sd}>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n",
         sd = shared.args.sender_domain,
         date = crate::corpus::rfc2822_now(),
     );

@@ -157,6 +157,60 @@ fn smtp_open_model_and_sweep_without_pipelining() {
 }
 
 #[test]
+fn smtp_submission_logs_in_over_starttls_and_implicit_tls() {
+    let s = sluice(3);
+    let ca = s.data_dir().join("tls/cert.pem");
+    let ca = ca.to_str().unwrap();
+    let pop3 = s.pop3.to_string();
+    let submission = s.addr("submission").to_string();
+    let submissions = s.addr("submissions").to_string();
+    let run = |server: &str, tls: &str, duration: &str, extra: &[&str]| {
+        let mut args = vec![
+            "smtp",
+            "--server",
+            server,
+            "--user-count",
+            "3",
+            "--connections",
+            "3",
+            "--messages",
+            "30",
+            "--duration",
+            duration,
+            "--recipients",
+            "1-2",
+            "--auth",
+            tls,
+        ];
+        args.extend_from_slice(extra);
+        bench(&args)
+    };
+    // Each session logs in as one account and sends as it: the server's
+    // sender check and the POP3 count agree with the report.
+    for (server, tls) in [(&submission, "--starttls"), (&submissions, "--tls")] {
+        let r = run(server, tls, "60", &["--ca", ca, "--verify-pop3", &pop3]);
+        let run = &r["runs"][0];
+        assert_eq!(at(run, "good"), 30.0, "{tls}: {run:#}");
+        assert!(run["errors"].as_object().unwrap().is_empty(), "{run:#}");
+        assert_eq!(
+            at(run, "verified.arrived"),
+            at(run, "deliveries"),
+            "{run:#}"
+        );
+    }
+    // Without the server's certificate among the trusted ones, no session
+    // gets past the handshake and nothing is sent.
+    let r = run(&submissions, "--tls", "1", &[]);
+    let run = &r["runs"][0];
+    assert_eq!(at(run, "accepted"), 0.0, "{run:#}");
+    let errors = run["errors"].as_object().unwrap();
+    assert!(
+        !errors.is_empty() && errors.keys().all(|k| k.starts_with("io:")),
+        "{errors:?}"
+    );
+}
+
+#[test]
 fn pop3_retrieves_and_deletes_everything_it_reports() {
     let s = sluice(4);
     let smtp = s.smtp.to_string();
