@@ -23,6 +23,7 @@
 #   OUT           directory kept for the JSON reports    (default: none, temp)
 #   SLUICE_IMAP   1: give Sluice an IMAP listener and run the IMAP requests
 #                 on it too, cold by restarting it
+#   ROWS          which rows to run, of "smtp pop3 imap web" (default: all)
 #   WEB           0: skip the webmail rows (Sluice's webmail against
 #                 Roundcube 1.6 from Debian on the peers' Dovecot and
 #                 Postfix, set up by roundcube.sh beside this script)
@@ -40,6 +41,10 @@ IMAP_MESSAGES=${IMAP_MESSAGES:-$([ -n "$QUICK" ] && echo 1046 || echo 21282)}
 USERS=${USERS:-20}
 OPEN_RATE=${OPEN_RATE:-100}
 WEB=${WEB:-1}
+ROWS=${ROWS:-smtp pop3 imap web}
+[ "$WEB" = 1 ] || ROWS=${ROWS//web/}
+want() { [[ " $ROWS " == *" $1 "* ]]; }
+want web && WEB=1 || WEB=0
 WEB_USERS=${WEB_USERS:-10}
 WEB_FILL=${WEB_FILL:-30}
 WEB_RATE=${WEB_RATE:-100}
@@ -263,25 +268,30 @@ bench() { # NAME ARGS...: runs one bench command, JSON to $R/NAME.json
 for side in sluice peers; do
     if [ $side = sluice ]; then smtp=127.0.0.1:$S_SMTP pop3=127.0.0.1:$S_POP3
     else smtp=127.0.0.1:$P_SMTP pop3=127.0.0.1:$D_POP3; fi
-    bench "$side-smtp-1rcpt" smtp --server "$smtp" "${COMMON[@]}" --connections 10 --size 4k \
-        --recipients 1 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
-    bench "$side-smtp-15rcpt" smtp --server "$smtp" "${COMMON[@]}" --connections 10 --size 4k \
-        --recipients 15 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
-    bench "$side-smtp-bounce" smtp --server "$smtp" "${COMMON[@]}" --connections 10 --size 4k \
-        --recipients 1 --bounce-ratio 0,0.3,0.6,0.9 --sources 1024 --per-prefix 16 \
-        --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
-    # The study's goodput experiment: legitimate sessions arrive at a fixed
-    # rate, bounce sessions on top; an ideal server's goodput stays flat.
-    bench "$side-smtp-open" smtp --server "$smtp" "${COMMON[@]}" --rate "$OPEN_RATE" --legit-rate \
-        --connections 1000 --size 4k --recipients 1 --bounce-ratio 0,0.3,0.6,0.9 \
-        --sources 1024 --per-prefix 16 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+    if want smtp; then
+        bench "$side-smtp-1rcpt" smtp --server "$smtp" "${COMMON[@]}" --connections 10 --size 4k \
+            --recipients 1 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+        bench "$side-smtp-15rcpt" smtp --server "$smtp" "${COMMON[@]}" --connections 10 --size 4k \
+            --recipients 15 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+        bench "$side-smtp-bounce" smtp --server "$smtp" "${COMMON[@]}" --connections 10 --size 4k \
+            --recipients 1 --bounce-ratio 0,0.3,0.6,0.9 --sources 1024 --per-prefix 16 \
+            --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+        # The study's goodput experiment: legitimate sessions arrive at a fixed
+        # rate, bounce sessions on top; an ideal server's goodput stays flat.
+        bench "$side-smtp-open" smtp --server "$smtp" "${COMMON[@]}" --rate "$OPEN_RATE" --legit-rate \
+            --connections 1000 --size 4k --recipients 1 --bounce-ratio 0,0.3,0.6,0.9 \
+            --sources 1024 --per-prefix 16 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+    fi
     # Fill the POP3 accounts (untouched by the SMTP runs), then time 5
     # rabid-like clients draining them (RETR up to 5 and DELE per session).
-    bench "$side-pop3" pop3 --server "$pop3" "${POP[@]}" --clients 5 --retrieve 5 \
-        --fill "$POP3_FILL" --smtp "$smtp" --fill-size 0-5k --until-empty --duration 600
+    if want pop3; then
+        bench "$side-pop3" pop3 --server "$pop3" "${POP[@]}" --clients 5 --retrieve 5 \
+            --fill "$POP3_FILL" --smtp "$smtp" --fill-size 0-5k --until-empty --duration 600
+    fi
 done
 
 # IMAP: Dovecot always; Sluice when it listens for IMAP.
+if want imap; then
 cat >"$T/cold-dovecot.sh" <<EOF
 #!/bin/sh
 pid=\$(cat $T/dovecot-run/master.pid)
@@ -309,6 +319,7 @@ EOF
         --load "$IMAP_MESSAGES" --repeat 3 --cold-cmd "$T/cold-sluice.sh"
 else
     log "sluice IMAP not asked for (SLUICE_IMAP=1): IMAP rows show Dovecot only"
+fi
 fi
 
 # --- webmail: Sluice against Roundcube on Dovecot and Postfix --------------
@@ -361,6 +372,8 @@ def row(what, s, p, higher_better=True):
     rows.append((what, f(s), f(p), ratio))
 for rc in ("1rcpt", "15rcpt"):
     s, p = load("sluice-smtp-" + rc), load("peers-smtp-" + rc)
+    if not (s and p):
+        continue
     n = rc.replace("rcpt", "")
     row(f"SMTP 4KB 10 conn {n} rcpt: accepted msgs/s", s["runs"][0]["accepted_per_s"], p["runs"][0]["accepted_per_s"])
     row(f"SMTP 4KB 10 conn {n} rcpt: delivered/s (incl. queue drain)",
@@ -368,15 +381,16 @@ for rc in ("1rcpt", "15rcpt"):
     row(f"SMTP 4KB 10 conn {n} rcpt: p99 latency ms (lower better)",
         s["runs"][0]["message_latency"]["p99_ms"], p["runs"][0]["message_latency"]["p99_ms"], False)
 s, p = load("sluice-smtp-bounce"), load("peers-smtp-bounce")
-for a, b in zip(s["runs"], p["runs"]):
+for a, b in zip(s["runs"], p["runs"]) if s and p else ():
     row("closed 10 conn: goodput msgs/s at bounce ratio %.1f" % a["bounce_ratio"], a["goodput_per_s"], b["goodput_per_s"])
 s, p = load("sluice-smtp-open"), load("peers-smtp-open")
-for a, b in zip(s["runs"], p["runs"]):
+for a, b in zip(s["runs"], p["runs"]) if s and p else ():
     row("open model %s: goodput/s at bounce %.1f" % (s["model"].split(", ")[1].split(" ")[0] + " legit/s", a["bounce_ratio"]),
         a["goodput_per_s"], b["goodput_per_s"])
 s, p = load("sluice-pop3"), load("peers-pop3")
-row("POP3 5 clients: transactions/min", s["sessions_per_min"], p["sessions_per_min"])
-row("POP3 5 clients: messages retrieved/min", s["retrieved_per_min"], p["retrieved_per_min"])
+if s and p:
+    row("POP3 5 clients: transactions/min", s["sessions_per_min"], p["sessions_per_min"])
+    row("POP3 5 clients: messages retrieved/min", s["retrieved_per_min"], p["retrieved_per_min"])
 si, pi = load("sluice-imap"), load("peers-imap")
 if pi:
     for k, q in enumerate(pi["requests"]):

@@ -7,8 +7,9 @@
 #
 #   SLUICE=target/release/sluice bench/probes/backup_while_receiving.sh [N]
 #
-# Messages are 650 random words from a 5,000-word vocabulary (compresses
-# about as well as mail text), so sizes are not those of one repeated byte.
+# Messages are 650 random words from a 5,000-word vocabulary (words_mbox.py:
+# compresses about as well as mail text), so sizes are not those of one
+# repeated byte.
 set -euo pipefail
 SLUICE=${SLUICE:-sluice}
 N=${1:-21282}
@@ -45,17 +46,7 @@ spf = "off"
 dkim = "off"
 dmarc = "off"
 EOF
-python3 - "$T/fill.mbox" "$N" <<'PYEOF'
-import random, sys
-path, n = sys.argv[1], int(sys.argv[2])
-rng = random.Random(1)
-words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(5000)]
-with open(path, "wb") as f:
-    for i in range(n):
-        f.write(b"From a@origin.test Mon Jan  1 10:00:00 2024\nFrom: a@origin.test\nSubject: fill %d\n\n" % i)
-        text = " ".join(rng.choice(words) for _ in range(650))
-        f.write("\n".join(text[j:j + 76] for j in range(0, len(text), 76)).encode() + b"\n\n")
-PYEOF
+python3 "$(dirname "$0")/words_mbox.py" "$T/fill.mbox" "$N"
 "$SLUICE" domain add example.org --config "$T/sluice.toml" >/dev/null
 echo pw | "$SLUICE" user add alice@example.org --password-stdin --config "$T/sluice.toml" >/dev/null
 "$SLUICE" import alice@example.org mbox "$T/fill.mbox" --config "$T/sluice.toml" 2>&1 | tail -1
