@@ -20,6 +20,8 @@
 #   USERS         SMTP accounts user1..userN@example.org (default: 20), and as
 #                 many POP3 accounts pop1..popN; IMAP uses imap1
 #   OPEN_RATE     legitimate sessions/s of the open-model goodput sweep (100)
+#   SAT_RATE      legitimate sessions/s of the saturated sweep (default: 90%
+#                 of what Sluice accepted per second in the closed 1-rcpt run)
 #   OUT           directory kept for the JSON reports    (default: none, temp)
 #   SLUICE_IMAP   1: give Sluice an IMAP listener and run the IMAP requests
 #                 on it too, cold by restarting it
@@ -281,6 +283,14 @@ for side in sluice peers; do
         bench "$side-smtp-open" smtp --server "$smtp" "${COMMON[@]}" --rate "$OPEN_RATE" --legit-rate \
             --connections 1000 --size 4k --recipients 1 --bounce-ratio 0,0.3,0.6,0.9 \
             --sources 1024 --per-prefix 16 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
+        # The same at saturation: legitimate sessions offered at 90% of what
+        # Sluice accepted in the closed 1-recipient run (its capacity here),
+        # bounces on top up to 90% of all connections; the same offered
+        # load on both sides. A trust gate keeps goodput flat.
+        SAT_RATE=${SAT_RATE:-$(python3 -c 'import json,sys; print(max(1, int(0.9 * json.load(open(sys.argv[1]))["runs"][0]["accepted_per_s"])))' "$R/sluice-smtp-1rcpt.json")}
+        bench "$side-smtp-saturated" smtp --server "$smtp" "${COMMON[@]}" --rate "$SAT_RATE" --legit-rate \
+            --connections 1000 --size 4k --recipients 1 --bounce-ratio 0,0.3,0.6,0.9 \
+            --sources 1024 --per-prefix 16 --duration "$DURATION" --verify-pop3 "$pop3" --verify-wait 600
     fi
     # Fill the POP3 accounts (untouched by the SMTP runs), then time 5
     # rabid-like clients draining them (RETR up to 5 and DELE per session).
@@ -386,6 +396,10 @@ for a, b in zip(s["runs"], p["runs"]) if s and p else ():
 s, p = load("sluice-smtp-open"), load("peers-smtp-open")
 for a, b in zip(s["runs"], p["runs"]) if s and p else ():
     row("open model %s: goodput/s at bounce %.1f" % (s["model"].split(", ")[1].split(" ")[0] + " legit/s", a["bounce_ratio"]),
+        a["goodput_per_s"], b["goodput_per_s"])
+s, p = load("sluice-smtp-saturated"), load("peers-smtp-saturated")
+for a, b in zip(s["runs"], p["runs"]) if s and p else ():
+    row("saturated %s: goodput/s at bounce %.1f" % (s["model"].split(", ")[1].split(" ")[0] + " legit/s", a["bounce_ratio"]),
         a["goodput_per_s"], b["goodput_per_s"])
 s, p = load("sluice-pop3"), load("peers-pop3")
 if s and p:

@@ -183,6 +183,14 @@ pub trait Store: Send + Sync + 'static {
     async fn mailbox(&self, account: AccountId, name: &str) -> Result<Option<MailboxInfo>>;
     /// Lists the messages of a mailbox in UID order.
     async fn list_messages(&self, mailbox: MailboxId) -> Result<Vec<MessageEntry>>;
+    /// One page of a mailbox, newest first (internal date, then UID, both
+    /// descending): `take` messages after the first `skip`.
+    async fn list_newest(
+        &self,
+        mailbox: MailboxId,
+        skip: usize,
+        take: usize,
+    ) -> Result<Vec<MessageEntry>>;
     /// Reads piece `seq` (0-based) of a blob; `None` past the end, and for
     /// a blob no entry or queue row references any more.
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>>;

@@ -1055,3 +1055,107 @@ async fn uid_runs_and_first_unseen() {
         .unwrap();
     assert_eq!(f.store.first_unseen(f.inbox).await.unwrap(), Some(7));
 }
+
+/// What `mailbox_status` should say, counted from the messages themselves.
+fn counted(f: &Fixture, mailbox: MailboxId) -> (u32, u32, u32, u64) {
+    let c = Connection::open(f.store.path()).unwrap();
+    c.query_row(
+        "SELECT count(*), coalesce(sum((flags & ?2) = 0), 0), coalesce(sum((flags & ?3) != 0), 0),
+                coalesce(sum(size), 0)
+         FROM messages WHERE mailbox_id = ?1",
+        rusqlite::params![mailbox, FLAG_SEEN, FLAG_DELETED],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as u64)),
+    )
+    .unwrap()
+}
+
+async fn assert_counts_kept(f: &Fixture, step: &str) {
+    for b in f.store.list_mailboxes(f.account).await.unwrap() {
+        let s = f.store.mailbox_status(b.id).await.unwrap();
+        assert_eq!(
+            (s.messages, s.unseen, s.deleted, s.size),
+            counted(f, b.id),
+            "{} after {step}",
+            b.name
+        );
+    }
+}
+
+#[tokio::test]
+async fn kept_counts_follow_every_kind_of_change() {
+    let f = fixture().await;
+    let archive = f.id("Archive").await;
+    f.deliver_n(f.inbox, 6).await;
+    f.deliver_to(
+        f.inbox,
+        b"Subject: seen\r\n\r\nx\r\n",
+        Delivery {
+            flags: FLAG_SEEN | FLAG_DELETED,
+            ..Delivery::default()
+        },
+    )
+    .await;
+    assert_counts_kept(&f, "deliveries").await;
+    let flag = |uids: &'static [Uid], change, bits| {
+        let store = &f.store;
+        let inbox = f.inbox;
+        async move {
+            store
+                .update_flags(inbox, uids, change, bits, &[], None)
+                .await
+                .unwrap();
+        }
+    };
+    flag(&[1, 2, 3], FlagChange::Add, FLAG_SEEN | FLAG_FLAGGED).await;
+    flag(&[2, 4], FlagChange::Add, FLAG_DELETED).await;
+    flag(&[3], FlagChange::Remove, FLAG_SEEN).await;
+    flag(&[1], FlagChange::Replace, FLAG_ANSWERED).await;
+    assert_counts_kept(&f, "flag changes").await;
+    f.store
+        .copy_messages(f.inbox, &[1, 2], archive)
+        .await
+        .unwrap();
+    assert_counts_kept(&f, "copy").await;
+    f.store
+        .move_messages(f.inbox, &[3, 5], archive)
+        .await
+        .unwrap();
+    assert_counts_kept(&f, "move").await;
+    f.store.expunge_deleted(f.inbox, None).await.unwrap();
+    assert_counts_kept(&f, "expunge of \\Deleted").await;
+    f.store.expunge(archive, &[1]).await.unwrap();
+    assert_counts_kept(&f, "expunge").await;
+    f.store
+        .rename_mailbox(f.account, "INBOX", "Old")
+        .await
+        .unwrap();
+    assert_counts_kept(&f, "renaming INBOX").await;
+    f.store.delete_mailbox(f.account, "Old").await.unwrap();
+    assert_counts_kept(&f, "deleting a mailbox").await;
+}
+
+#[tokio::test]
+async fn newest_first_pages_follow_the_date_then_the_uid() {
+    let f = fixture().await;
+    // Dates out of UID order, and two messages of one second.
+    for date in [300, 100, 200, 200, 50] {
+        f.deliver_to(
+            f.inbox,
+            format!("Subject: {date}\r\n\r\nx\r\n").as_bytes(),
+            Delivery {
+                internal_date: Some(date),
+                ..Delivery::default()
+            },
+        )
+        .await;
+    }
+    let page = |skip, take| {
+        let store = &f.store;
+        let inbox = f.inbox;
+        async move { uids(&store.list_newest(inbox, skip, take).await.unwrap()) }
+    };
+    assert_eq!(page(0, 10).await, [1, 4, 3, 2, 5]);
+    assert_eq!(page(1, 2).await, [4, 3]);
+    assert_eq!(page(4, 2).await, [5]);
+    assert!(page(5, 2).await.is_empty());
+}

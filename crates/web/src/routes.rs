@@ -369,24 +369,42 @@ async fn list(
     let settings = app.ctx.store.web_settings(user.account).await?;
     let query = q.q.unwrap_or_default().trim().to_string();
     // Read before the list, so a change in between is announced again.
-    let modseq = app.ctx.store.mailbox_status(mailbox).await?.highest_modseq;
-    let mut entries = app.ctx.store.list_messages(mailbox).await?;
-    if !query.is_empty() {
+    let status = app.ctx.store.mailbox_status(mailbox).await?;
+    let modseq = status.highest_modseq;
+    let per_page = settings.page_size.max(1) as usize;
+    // Newest first; UID breaks ties (and orders mail of one second).
+    let (shown, total, page): (Vec<Uid>, usize, usize) = if query.is_empty() {
+        // The store reads just the page, in date order from its index.
+        let total = status.messages as usize;
+        let page = q
+            .page
+            .unwrap_or(1)
+            .clamp(1, total.div_ceil(per_page).max(1));
+        let entries = app
+            .ctx
+            .store
+            .list_newest(mailbox, (page - 1) * per_page, per_page)
+            .await?;
+        (entries.iter().map(|e| e.uid).collect(), total, page)
+    } else {
+        let mut entries = app.ctx.store.list_messages(mailbox).await?;
         let hits = app.ctx.store.search(mailbox, &search_key(&query)).await?;
         entries.retain(|e| hits.binary_search(&e.uid).is_ok());
-    }
-    // Newest first; UID breaks ties (and orders mail of one second).
-    entries.sort_by_key(|e| std::cmp::Reverse((e.internal_date, e.uid)));
-    let per_page = settings.page_size.max(1) as usize;
-    let total = entries.len();
+        entries.sort_by_key(|e| std::cmp::Reverse((e.internal_date, e.uid)));
+        let total = entries.len();
+        let page = q
+            .page
+            .unwrap_or(1)
+            .clamp(1, total.div_ceil(per_page).max(1));
+        let shown = entries
+            .iter()
+            .skip((page - 1) * per_page)
+            .take(per_page)
+            .map(|e| e.uid)
+            .collect();
+        (shown, total, page)
+    };
     let pages = total.div_ceil(per_page);
-    let page = q.page.unwrap_or(1).clamp(1, pages.max(1));
-    let shown: Vec<Uid> = entries
-        .iter()
-        .skip((page - 1) * per_page)
-        .take(per_page)
-        .map(|e| e.uid)
-        .collect();
     let mut data = app.ctx.store.message_data(mailbox, &shown).await?;
     data.sort_by_key(|d| shown.iter().position(|u| *u == d.entry.uid));
     let rows = data

@@ -36,7 +36,7 @@ use crate::keyword;
 use crate::model::{
     AccountId, AliasEntry, BlobId, Changes, DkimKey, FlagChange, MailboxId, MailboxInfo,
     MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, ScriptOwner,
-    SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid, FLAG_DELETED, FLAG_SEEN,
+    SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid,
 };
 use crate::password::hash_password;
 use crate::{MessageWriter, Store, CHUNK_SIZE};
@@ -770,6 +770,23 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn list_newest(
+        &self,
+        mailbox: MailboxId,
+        skip: usize,
+        take: usize,
+    ) -> Result<Vec<MessageEntry>> {
+        self.read(move |c| {
+            Ok(c.prepare_cached(&format!(
+                "SELECT {ENTRY_COLUMNS} FROM messages INDEXED BY messages_date
+                 WHERE mailbox_id = ?1 ORDER BY internal_date DESC, uid DESC LIMIT ?2 OFFSET ?3"
+            ))?
+            .query_map(params![mailbox, take as i64, skip as i64], entry_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
         // A released blob stays readable until it is swept: a session may
         // still show the message (pins.rs).
@@ -1055,15 +1072,17 @@ impl Store for SqliteStore {
 
     async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus> {
         self.read(move |c| {
-            // One statement: one snapshot, one pass over the mailbox.
+            // One statement, one snapshot: the counts the triggers keep
+            // (schema.rs), and the recent messages, a range at the end of
+            // the mailbox's UIDs.
             c.query_row(
-                "SELECT count(m.uid), coalesce(sum((m.flags & ?2) = 0), 0),
-                        coalesce(sum((m.flags & ?3) != 0), 0), coalesce(sum(m.size), 0),
+                "SELECT x.n_messages, x.n_unseen, x.n_deleted, x.n_bytes,
                         x.uid_next, x.uid_validity, x.highest_modseq,
-                        coalesce(sum(m.uid >= x.recent_from), 0), x.recent_from
-                 FROM mailboxes x LEFT JOIN messages m ON m.mailbox_id = x.id
-                 WHERE x.id = ?1 GROUP BY x.id",
-                params![mailbox, FLAG_SEEN, FLAG_DELETED],
+                        (SELECT count(*) FROM messages m
+                         WHERE m.mailbox_id = x.id AND m.uid >= x.recent_from),
+                        x.recent_from
+                 FROM mailboxes x WHERE x.id = ?1",
+                [mailbox],
                 |r| {
                     Ok(MailboxStatus {
                         messages: r.get(0)?,

@@ -391,7 +391,56 @@ const MIGRATIONS: &[&str] = &[
         tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
     );
     "#,
+    // Each mailbox keeps its counts (messages, unseen, \Deleted, bytes),
+    // kept right by triggers on every path that adds, removes, moves or
+    // flags a message: STATUS, SELECT and the webmail's folder list read
+    // one row instead of counting every message of the mailbox. (Flag bits:
+    // \Seen 1, \Deleted 8, as model.rs.) And an index in date order, so
+    // the webmail's newest-first page is read in place, not sorted.
+    r#"
+    ALTER TABLE mailboxes ADD COLUMN n_messages INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE mailboxes ADD COLUMN n_unseen INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE mailboxes ADD COLUMN n_deleted INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE mailboxes ADD COLUMN n_bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE mailboxes SET
+        n_messages = (SELECT count(*) FROM messages m WHERE m.mailbox_id = mailboxes.id),
+        n_unseen = (SELECT count(*) FROM messages m WHERE m.mailbox_id = mailboxes.id AND (m.flags & 1) = 0),
+        n_deleted = (SELECT count(*) FROM messages m WHERE m.mailbox_id = mailboxes.id AND (m.flags & 8) != 0),
+        n_bytes = (SELECT coalesce(sum(m.size), 0) FROM messages m WHERE m.mailbox_id = mailboxes.id);
+    CREATE TRIGGER messages_counted_in AFTER INSERT ON messages BEGIN
+        UPDATE mailboxes SET n_messages = n_messages + 1,
+            n_unseen = n_unseen + ((NEW.flags & 1) = 0),
+            n_deleted = n_deleted + ((NEW.flags & 8) != 0),
+            n_bytes = n_bytes + NEW.size
+        WHERE id = NEW.mailbox_id;
+    END;
+    CREATE TRIGGER messages_counted_out AFTER DELETE ON messages BEGIN
+        UPDATE mailboxes SET n_messages = n_messages - 1,
+            n_unseen = n_unseen - ((OLD.flags & 1) = 0),
+            n_deleted = n_deleted - ((OLD.flags & 8) != 0),
+            n_bytes = n_bytes - OLD.size
+        WHERE id = OLD.mailbox_id;
+    END;
+    CREATE TRIGGER messages_counted_again AFTER UPDATE OF mailbox_id, flags, size ON messages
+    WHEN OLD.mailbox_id != NEW.mailbox_id OR (OLD.flags & 9) != (NEW.flags & 9) OR OLD.size != NEW.size
+    BEGIN
+        UPDATE mailboxes SET n_messages = n_messages - 1,
+            n_unseen = n_unseen - ((OLD.flags & 1) = 0),
+            n_deleted = n_deleted - ((OLD.flags & 8) != 0),
+            n_bytes = n_bytes - OLD.size
+        WHERE id = OLD.mailbox_id;
+        UPDATE mailboxes SET n_messages = n_messages + 1,
+            n_unseen = n_unseen + ((NEW.flags & 1) = 0),
+            n_deleted = n_deleted + ((NEW.flags & 8) != 0),
+            n_bytes = n_bytes + NEW.size
+        WHERE id = NEW.mailbox_id;
+    END;
+    CREATE INDEX messages_date ON messages(mailbox_id, internal_date, uid);
+    "#,
 ];
+
+// The count triggers spell the flag bits out in SQL.
+const _: () = assert!(crate::model::FLAG_SEEN == 1 && crate::model::FLAG_DELETED == 8);
 
 /// Newest schema version this build knows.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
