@@ -30,15 +30,18 @@
 
 mod anchor;
 mod bytecmp;
+mod cdb;
 pub mod clamd;
 mod database;
 pub mod decode;
 mod error;
 pub mod filetype;
+mod ftm;
 mod logical;
 mod matcher;
 pub mod mime;
 mod pcre;
+mod pe;
 mod pipeline;
 mod session;
 mod signature;

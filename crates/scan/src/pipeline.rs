@@ -8,6 +8,7 @@ use md5::Digest;
 use crate::database::{Database, HashTable};
 use crate::filetype::{Action, FileType, SNIFF_LEN};
 use crate::matcher::BodyMatcher;
+use crate::pe::PeHasher;
 use crate::unpack::Unpacker;
 use crate::verdict::{LimitKind, Limits, Stats};
 
@@ -123,6 +124,17 @@ impl Hashes {
     }
 }
 
+/// The first `.mdb`/`.msb` signature a section of this PE file matches.
+fn section_hit(db: &Database, pe: PeHasher) -> Option<u32> {
+    let [md5, sha1, sha256] = db.section_tables();
+    pe.finish().into_iter().find_map(|s| {
+        s.md5
+            .and_then(|d| md5.lookup(&d, s.size))
+            .or_else(|| s.sha1.and_then(|d| sha1.lookup(&d, s.size)))
+            .or_else(|| s.sha256.and_then(|d| sha256.lookup(&d, s.size)))
+    })
+}
+
 /// One file being scanned.
 pub(crate) struct FileNode {
     depth: usize,
@@ -140,6 +152,8 @@ pub(crate) struct FileNode {
     done: bool,
     size: u64,
     unpack: Option<Unpacker>,
+    /// Section hashes of a PE file, when `.mdb`/`.msb` signatures are loaded.
+    pe: Option<PeHasher>,
 }
 
 impl FileNode {
@@ -155,6 +169,7 @@ impl FileNode {
             done: false,
             size: 0,
             unpack: None,
+            pe: None,
         }
     }
 
@@ -183,8 +198,14 @@ impl FileNode {
     }
 
     fn recognise(&mut self, ctx: &mut Ctx<'_>) {
-        let ft = FileType::detect(&self.head);
+        let ft = ctx.db.file_type(&self.head);
         self.ft = Some(ft);
+        if ft == FileType::Pe {
+            let kinds = ctx.db.section_tables().map(|t| !t.is_empty());
+            if kinds.contains(&true) {
+                self.pe = Some(PeHasher::new(kinds));
+            }
+        }
         if ft.action() != Action::Unpack {
             return;
         }
@@ -212,6 +233,9 @@ impl FileNode {
             return;
         }
         self.hashes.update(ctx.db.hash_tables(), self.size, data);
+        if let Some(pe) = self.pe.as_mut() {
+            pe.feed(data);
+        }
         if let Some(hit) = self
             .matcher
             .feed(ctx.db, ft, data, ctx.limits.max_regex_window)
@@ -286,6 +310,10 @@ impl FileNode {
         };
         let hashes = std::mem::replace(&mut self.hashes, none);
         if let Some(n) = hashes.lookup(ctx.db.hash_tables(), self.size) {
+            ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
+            return;
+        }
+        if let Some(n) = self.pe.take().and_then(|pe| section_hit(ctx.db, pe)) {
             ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
             return;
         }
