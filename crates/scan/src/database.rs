@@ -40,6 +40,8 @@ pub const EICAR: &[u8] = b"X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS
 pub struct LoadReport {
     /// Files read (database files and members of `.cvd`/`.cld` containers).
     pub files: usize,
+    /// `.cvd` containers whose MD5 and digital signature were checked.
+    pub verified_containers: usize,
     /// Body (`.ndb`) signatures loaded, the built-in EICAR one included.
     pub body_signatures: usize,
     /// Hash (`.hdb`/`.hsb`) signatures loaded.
@@ -656,15 +658,22 @@ impl DatabaseBuilder {
         Ok(self)
     }
 
-    /// Opens a `.cvd`/`.cld` container: a 512-byte `ClamAV-VDB:` header, then a tar
-    /// archive, gzip-compressed in `.cvd` files and usually plain in `.cld` files.
-    /// The digital signature in the header is not checked.
+    /// Opens a `.cvd`/`.cld`/`.cud` container: a 512-byte `ClamAV-VDB:` header, then
+    /// a tar archive, gzip-compressed in `.cvd` files and usually plain in `.cld`
+    /// files. A `.cvd` is refused unless its body has the header's MD5 and that MD5
+    /// carries ClamAV's digital signature (see [`crate::cvd`]); `.cld` and `.cud`
+    /// files are not checked, as ClamAV does not check them.
     pub fn add_container(&mut self, name: &str, bytes: &[u8]) -> Result<&mut Self, ScanError> {
         if bytes.len() < 512 || !bytes.starts_with(b"ClamAV-VDB:") {
             return Err(ScanError::Container(
                 name.to_string(),
                 "no ClamAV-VDB header".into(),
             ));
+        }
+        if name.to_ascii_lowercase().ends_with(".cvd") {
+            crate::cvd::verify(bytes)
+                .map_err(|e| ScanError::Container(name.to_string(), format!("refused: {e}")))?;
+            self.report.verified_containers += 1;
         }
         let body = &bytes[512..];
         let mut tar_bytes = Vec::new();
@@ -1018,8 +1027,9 @@ mod tests {
         let mut cvd = b"ClamAV-VDB:test".to_vec();
         cvd.resize(512, b' ');
         cvd.extend_from_slice(&gz);
+        // Built here, so unsigned: a `.cld` (not checked, as in ClamAV).
         let mut b = DatabaseBuilder::new();
-        b.add_file("daily.cvd", &cvd).unwrap();
+        b.add_file("daily.cld", &cvd).unwrap();
         let (_, report) = b.build().unwrap();
         assert_eq!(report.body_signatures, 2);
         assert_eq!(report.logical_signatures, 1);
@@ -1031,5 +1041,40 @@ mod tests {
             report.errors
         );
         assert_eq!(report.files, 2);
+
+        // The same bytes as a `.cvd`: the header has no MD5 of the body.
+        let err = DatabaseBuilder::new()
+            .add_file("daily.cvd", &cvd)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("signature container daily.cvd: refused: "),
+            "{err}"
+        );
+
+        // With the right MD5 but no signature by ClamAV's key.
+        use md5::Digest;
+        let sum: String = md5::Md5::digest(&cvd[512..])
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut signed = format!("ClamAV-VDB:27 Nov 2026:1:2:90:{sum}:abcdef:test:1").into_bytes();
+        signed.resize(512, b' ');
+        signed.extend_from_slice(&cvd[512..]);
+        let err = DatabaseBuilder::new()
+            .add_file("main.cvd", &signed)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("main.cvd: refused: digital signature does not match"),
+            "{err}"
+        );
+        let mut tampered = signed.clone();
+        *tampered.last_mut().unwrap() ^= 1;
+        let err = DatabaseBuilder::new()
+            .add_file("main.cvd", &tampered)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("main.cvd: refused: body MD5"), "{err}");
     }
 }

@@ -32,6 +32,7 @@ mod anchor;
 mod bytecmp;
 mod cdb;
 pub mod clamd;
+mod cvd;
 mod database;
 pub mod decode;
 mod error;

@@ -309,3 +309,49 @@ fn mdb_from_sigtool_on_clamav_testfiles() {
     }
     assert!(checked >= 3, "only {checked} PE test files had sections");
 }
+
+/// A `.cvd` whose body does not have the header's MD5 is refused, with an error
+/// naming the file; clamscan refuses it too.
+#[test]
+fn tampered_cvd_is_refused_by_both() {
+    let mut tar_bytes = Vec::new();
+    {
+        let mut t = tar::Builder::new(&mut tar_bytes);
+        let data = support::eicar_ndb();
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        t.append_data(&mut h, "test.ndb", data.as_bytes()).unwrap();
+        t.finish().unwrap();
+    }
+    let body = support::gzip(&tar_bytes);
+    let mut cvd = format!(
+        "ClamAV-VDB:27 Nov 2026 00-00 +0000:1:1:90:{}:x:test:1",
+        "0".repeat(32)
+    )
+    .into_bytes();
+    cvd.resize(512, b' ');
+    cvd.extend_from_slice(&body);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tampered.cvd"), &cvd).unwrap();
+    let err = Database::load_dir(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("tampered.cvd: refused: body MD5"),
+        "the error names the file and the check: {err}"
+    );
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let out = std::process::Command::new(prog)
+        .args(["--no-summary", "-d"])
+        .arg(dir.path())
+        .arg(dir.path().join("tampered.cvd"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "clamscan refuses the database too"
+    );
+}
