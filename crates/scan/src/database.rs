@@ -1,10 +1,13 @@
 //! The loaded signature database: body signatures behind an index of their literal
 //! anchors ([`crate::anchor`]), logical signatures ([`crate::logical`]) whose body
-//! subsignatures share that index, and whole-file hash tables; loading from ClamAV
-//! database files (`.ndb`, `.ldb`, `.hdb`, `.hsb`, the `.ign`/`.ign2` ignore lists, the
-//! `.fp`/`.sfp` false-positive hashes, and `.cvd`/`.cld` containers; the PUA twins `.ndu`, `.ldu`, `.hdu`, `.hsu` only when asked, as clamd
-//! loads them only with `DetectPUA`), with a report of everything that was not loaded
-//! and why.
+//! subsignatures share that index, whole-file and PE section hash tables, container
+//! metadata signatures and file-type magic; loading from ClamAV database files
+//! (`.ndb`, `.ldb`, `.hdb`, `.hsb`, `.mdb`, `.msb`, `.cdb`, `.ftm`, the `.ign`/`.ign2`
+//! ignore lists, the `.fp`/`.sfp` false-positive hashes, and `.cvd`/`.cld`/`.cud`
+//! containers, a `.cvd` only when its digital signature checks out; the PUA twins
+//! `.ndu`, `.ldu`, `.hdu`, `.hsu`, `.mdu`, `.msu` only when asked, as clamd loads
+//! them only with `DetectPUA`), with a report of everything that was not loaded and
+//! why.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
@@ -90,6 +93,74 @@ impl LoadReport {
     }
 }
 
+impl LoadReport {
+    /// A multi-line table for people (`sluice scan --stats`): signatures loaded per
+    /// format, what was refused and why, what was read but not used, formats not
+    /// read, and the first errors with their file and line.
+    pub fn table(&self) -> String {
+        use std::fmt::Write;
+        let mut t = String::new();
+        let _ = writeln!(t, "Files read: {}", self.files);
+        if self.verified_containers > 0 {
+            let _ = writeln!(
+                t,
+                ".cvd containers verified (MD5 and digital signature): {}",
+                self.verified_containers
+            );
+        }
+        let _ = writeln!(t, "Signatures loaded, by format:");
+        for (ext, n) in &self.loaded_by_format {
+            let _ = writeln!(t, "  .{ext:<6} {n:>10}");
+        }
+        let _ = writeln!(
+            t,
+            "  (built-in EICAR included: {} body, {} logical, {} hash, {} container, {} PE section hash)",
+            self.body_signatures,
+            self.logical_signatures,
+            self.hash_signatures,
+            self.container_signatures,
+            self.section_hash_signatures
+        );
+        let _ = writeln!(t, "Lines refused: {}", self.refused());
+        for (reason, n) in &self.refused_lines {
+            let _ = writeln!(t, "  {n:>10}  {reason}");
+        }
+        if !self.unused_lines.is_empty() {
+            let _ = writeln!(t, "Lines read but not used:");
+            for (reason, n) in &self.unused_lines {
+                let _ = writeln!(t, "  {n:>10}  {reason}");
+            }
+        }
+        if self.ignored > 0 {
+            let _ = writeln!(t, "Signatures dropped by ignore lists: {}", self.ignored);
+        }
+        if !self.unsupported_files.is_empty() {
+            let _ = writeln!(t, "Formats not supported (files, signatures):");
+            for (ext, files) in &self.unsupported_files {
+                match self.unsupported_signatures.get(ext) {
+                    Some(sigs) => {
+                        let _ =
+                            writeln!(t, "  .{ext:<6} {files:>4} file(s) {sigs:>10} signature(s)");
+                    }
+                    None => {
+                        let _ = writeln!(t, "  .{ext:<6} {files:>4} file(s)");
+                    }
+                }
+            }
+        }
+        for (ext, n) in &self.pua_files_skipped {
+            let _ = writeln!(t, "PUA .{ext} file(s) not loaded (PUA detection off): {n}");
+        }
+        if !self.errors.is_empty() {
+            let _ = writeln!(t, "First errors:");
+            for e in self.errors.iter().take(10) {
+                let _ = writeln!(t, "  {e}");
+            }
+        }
+        t
+    }
+}
+
 impl std::fmt::Display for LoadReport {
     /// A summary for the log at start: what was loaded, then each refusal reason and
     /// each unsupported file type with its count.
@@ -153,10 +224,23 @@ pub(crate) struct HashTable {
     pub map: HashMap<Box<[u8]>, HashEntries>,
     /// Largest size any sized entry has; with no any-size entry, bigger files skip this digest.
     pub max_size: u64,
+    /// Smallest size any sized entry has.
+    pub min_size: Option<u64>,
     pub any_size: bool,
 }
 
 impl HashTable {
+    /// Takes account of an entry's size (`None`: any size).
+    fn note_size(&mut self, size: Option<u64>) {
+        match size {
+            Some(s) => {
+                self.max_size = self.max_size.max(s);
+                self.min_size = Some(self.min_size.map_or(s, |m| m.min(s)));
+            }
+            None => self.any_size = true,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
@@ -829,10 +913,7 @@ impl DatabaseBuilder {
                 HashKind::Sha1 => &mut sha1,
                 HashKind::Sha256 => &mut sha256,
             };
-            match h.size {
-                Some(s) => table.max_size = table.max_size.max(s),
-                None => table.any_size = true,
-            }
+            table.note_size(h.size);
             let n = intern(&h.name, &mut names);
             table
                 .map
@@ -848,10 +929,7 @@ impl DatabaseBuilder {
                 HashKind::Sha1 => 1,
                 HashKind::Sha256 => 2,
             }];
-            match h.size {
-                Some(s) => table.max_size = table.max_size.max(s),
-                None => table.any_size = true,
-            }
+            table.note_size(h.size);
             let n = intern(&h.name, &mut names);
             table
                 .map
@@ -875,10 +953,7 @@ impl DatabaseBuilder {
                 HashKind::Sha1 => 1,
                 HashKind::Sha256 => 2,
             }];
-            match h.size {
-                Some(s) => table.max_size = table.max_size.max(s),
-                None => table.any_size = true,
-            }
+            table.note_size(h.size);
             let n = intern(&h.name, &mut names);
             table
                 .map
@@ -968,6 +1043,17 @@ mod tests {
         assert!(
             text.contains("errors: main.ldb:4: ldb: subsignature count"),
             "{text}"
+        );
+        let table = report.table();
+        assert!(table.contains("  .ldb             1\n"), "{table}");
+        assert!(
+            table.contains("  .imp       1 file(s)          2 signature(s)"),
+            "{table}"
+        );
+        assert!(table.contains("Lines refused: 3\n"), "{table}");
+        assert!(
+            table.contains("  main.ldb:4: ldb: subsignature count"),
+            "{table}"
         );
         let mut b = DatabaseBuilder::new();
         b.pua(true);

@@ -3,8 +3,10 @@
 //! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
 //! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
 //! decompression (gzip, zip, tar, bzip2, xz, recursively) and signature matching
-//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, with `.ign2` ignore lists and `.fp`/`.sfp`
-//! false-positive hashes, in `.cvd`/`.cld` containers too) are interleaved on
+//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip entries,
+//! `.mdb`/`.msb` PE section hashes, with `.ftm` file-type magic, `.ign2` ignore
+//! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
+//! a `.cvd` only with a good digital signature) are interleaved on
 //! each chunk, in memory bounded by [`Limits`] rather than by the message, with no temp
 //! files and no I/O of its own (the optional [`clamd`] client aside). The session's
 //! [`Verdict`] comes at the end.

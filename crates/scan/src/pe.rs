@@ -254,17 +254,33 @@ enum State {
     NotPe,
 }
 
+/// Which sections one digest kind needs: all of them, or those whose size in the
+/// file can reach the smallest size a signature gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    pub any_size: bool,
+    pub min_size: u64,
+}
+
+impl Wanted {
+    /// Whether a section of (aligned) raw size `rsz` may match: its size in the file
+    /// is `rsz`, or less when the file ends inside it.
+    fn section(self, rsz: u64) -> bool {
+        self.any_size || self.min_size <= rsz
+    }
+}
+
 /// Hashes the sections of one PE file as its bytes arrive.
 pub(crate) struct PeHasher {
     state: State,
     /// Bytes seen.
     pos: u64,
-    /// Which digests to compute: MD5, SHA-1, SHA-256.
-    kinds: [bool; 3],
+    /// Which digests to compute: MD5, SHA-1, SHA-256 (`None`: none of that kind).
+    kinds: [Option<Wanted>; 3],
 }
 
 impl PeHasher {
-    pub fn new(kinds: [bool; 3]) -> Self {
+    pub fn new(kinds: [Option<Wanted>; 3]) -> Self {
         Self {
             state: State::Headers(Vec::new()),
             pos: 0,
@@ -298,13 +314,19 @@ impl PeHasher {
             Parse::Pe(layout) if layout.sections.len() > MAX_SECTIONS => self.state = State::NotPe,
             Parse::Pe(layout) => {
                 let head = std::mem::take(head);
-                let [m, s1, s2] = self.kinds;
-                let one = SectionDigests {
-                    md5: m.then(md5::Md5::new),
-                    sha1: s1.then(sha1::Sha1::new),
-                    sha256: s2.then(sha2::Sha256::new),
-                };
-                let mut digests = vec![one; layout.sections.len()];
+                let [m, s1, s2] = self
+                    .kinds
+                    .map(|k| move |rsz: u64| k.is_some_and(|w: Wanted| w.section(rsz)));
+                // Only the digests some signature could match are computed.
+                let mut digests: Vec<SectionDigests> = layout
+                    .sections
+                    .iter()
+                    .map(|s| SectionDigests {
+                        md5: m(s.rsz).then(md5::Md5::new),
+                        sha1: s1(s.rsz).then(sha1::Sha1::new),
+                        sha256: s2(s.rsz).then(sha2::Sha256::new),
+                    })
+                    .collect();
                 // The held bytes are the file from its start: sections that begin
                 // there get them now.
                 update(&layout, &mut digests, 0, &head);
@@ -411,7 +433,11 @@ mod tests {
     use proptest::prelude::*;
 
     fn hashes(file: &[u8], chunk: usize) -> Vec<SectionHash> {
-        let mut h = PeHasher::new([true, true, true]);
+        let all = Some(Wanted {
+            any_size: true,
+            min_size: 0,
+        });
+        let mut h = PeHasher::new([all; 3]);
         for c in file.chunks(chunk.max(1)) {
             h.feed(c);
         }
@@ -429,6 +455,21 @@ mod tests {
             assert_eq!(got[1].size, 0x400);
             assert_eq!(got[1].md5, Some(want));
         }
+    }
+
+    #[test]
+    fn only_sections_that_may_match_are_hashed() {
+        let file = test_image(&[(0x200, 0x200, b'A'), (0x400, 0x400, b'B')]);
+        let big = Wanted {
+            any_size: false,
+            min_size: 0x300,
+        };
+        let mut h = PeHasher::new([Some(big), None, None]);
+        h.feed(&file);
+        let got = h.finish();
+        assert_eq!(got[0].md5, None, "0x200 bytes can never be 0x300");
+        assert!(got[1].md5.is_some());
+        assert_eq!((got[0].sha1, got[1].sha256), (None, None));
     }
 
     #[test]

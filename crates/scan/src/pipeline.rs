@@ -8,7 +8,7 @@ use md5::Digest;
 use crate::database::{Database, HashTable};
 use crate::filetype::{Action, FileType, SNIFF_LEN};
 use crate::matcher::BodyMatcher;
-use crate::pe::PeHasher;
+use crate::pe::{PeHasher, Wanted};
 use crate::unpack::Unpacker;
 use crate::verdict::{LimitKind, Limits, Stats};
 
@@ -201,8 +201,13 @@ impl FileNode {
         let ft = ctx.db.file_type(&self.head);
         self.ft = Some(ft);
         if ft == FileType::Pe {
-            let kinds = ctx.db.section_tables().map(|t| !t.is_empty());
-            if kinds.contains(&true) {
+            let kinds = ctx.db.section_tables().map(|t| {
+                (!t.is_empty()).then_some(Wanted {
+                    any_size: t.any_size,
+                    min_size: t.min_size.unwrap_or(u64::MAX),
+                })
+            });
+            if kinds.iter().any(Option::is_some) {
                 self.pe = Some(PeHasher::new(kinds));
             }
         }
