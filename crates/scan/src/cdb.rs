@@ -8,9 +8,10 @@
 //! open), as ClamAV reads them; the name is a POSIX extended regular expression
 //! searched anywhere in the entry's name.
 //!
-//! Entries are walked in zip archives only (ClamAV also walks rar, 7z, cab and
-//! others, and checks mail attachment names with the `CL_TYPE_MAIL` container
-//! type); lines for other container types are valid but counted as not used.
+//! Entries are zip entries and, as ClamAV checks them, the attachments of a mail
+//! message (container type `CL_TYPE_MAIL`; the name is the part's file name, both
+//! sizes its decoded size, the position 0). ClamAV also walks rar, 7z, cab and
+//! others; lines for those container types are valid but counted as not used.
 
 use crate::filetype::FileType;
 use crate::logical::FLEVEL;
@@ -123,6 +124,7 @@ pub(crate) fn parse_cdb(line: &str) -> Result<CdbLine, Refusal> {
     let container = match f[1] {
         "*" => None,
         "CL_TYPE_ZIP" => Some(FileType::Zip),
+        "CL_TYPE_MAIL" => Some(FileType::Mail),
         t if t.starts_with("CL_TYPE_") && t.len() > 8 => {
             return Ok(CdbLine::Unused(
                 "cdb: a container type whose entries this engine does not walk",

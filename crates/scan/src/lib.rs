@@ -3,7 +3,7 @@
 //! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
 //! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
 //! decompression (gzip, zip, tar, bzip2, xz, recursively) and signature matching
-//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip entries,
+//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip entries and mail attachments,
 //! `.mdb`/`.msb` PE section hashes, with `.ftm` file-type magic, `.ign2` ignore
 //! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
 //! a `.cvd` only with a good digital signature) are interleaved on

@@ -5,6 +5,7 @@
 
 use md5::Digest;
 
+use crate::cdb::{EntryMeta, Range};
 use crate::database::{Database, HashTable};
 use crate::filetype::{Action, FileType, SNIFF_LEN};
 use crate::matcher::BodyMatcher;
@@ -30,6 +31,9 @@ pub(crate) struct Findings {
     pub ancestry: Vec<FileType>,
     pub limit: Option<LimitKind>,
     pub stats: Stats,
+    /// `.cdb` signatures that matched a mail attachment and wait for the size of
+    /// the whole message.
+    pub mail_cdb_wait: Vec<u32>,
 }
 
 impl Findings {
@@ -156,7 +160,44 @@ pub(crate) struct FileNode {
     pe: Option<PeHasher>,
 }
 
+/// Checks a mail attachment's name and size against the `.cdb` signatures, as
+/// ClamAV checks each attachment it saves: container type mail, both sizes the
+/// decoded size, position 0. A signature that also needs the message's size
+/// waits for the end of the message.
+pub(crate) fn check_attachment(ctx: &mut Ctx<'_>, name: &str, size: u64, serial: u64) {
+    let meta = EntryMeta {
+        container: FileType::Mail,
+        name: name.as_bytes(),
+        compressed_size: Some(size),
+        real_size: Some(size),
+        encrypted: false,
+        position: 0,
+    };
+    for (i, sig) in ctx.db.cdb.iter().enumerate() {
+        if !sig.matches_entry(&meta) {
+            continue;
+        }
+        if sig.container_size == Range::Any {
+            ctx.found.detect(ctx.db, &sig.name, serial);
+            return;
+        }
+        if !ctx.found.mail_cdb_wait.contains(&(i as u32)) {
+            ctx.found.mail_cdb_wait.push(i as u32);
+        }
+    }
+}
+
 impl FileNode {
+    /// Bytes of the file seen so far (those still held to recognise it too).
+    pub fn size(&self) -> u64 {
+        self.size + self.head.len() as u64
+    }
+
+    /// This file's serial among the session's files (0 before it got bytes).
+    pub fn serial(&self) -> u64 {
+        self.serial
+    }
+
     pub fn new(depth: usize, db: &Database) -> Self {
         Self {
             depth,

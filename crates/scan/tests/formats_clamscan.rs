@@ -31,7 +31,13 @@ fn agree(db_files: &[(&str, &[u8])], samples: &[(&str, &[u8], Option<&str>)]) {
     let scanner = Scanner::new(Arc::new(db), Limits::default());
     let mut paths: Vec<PathBuf> = Vec::new();
     for (name, bytes, expected) in samples {
-        let mine = match scanner.scan_file(bytes) {
+        // A mail is scanned as a message, anything else as a file, as `sluice scan` does.
+        let verdict = if scan::filetype::looks_like_mail(bytes) {
+            scanner.scan_mail(bytes)
+        } else {
+            scanner.scan_file(bytes)
+        };
+        let mine = match verdict {
             Verdict::Infected { name } => Some(name),
             _ => None,
         };
@@ -353,5 +359,26 @@ fn tampered_cvd_is_refused_by_both() {
         out.status.code(),
         Some(2),
         "clamscan refuses the database too"
+    );
+}
+
+/// `.cdb` signatures for the `CL_TYPE_MAIL` container: attachment names and
+/// sizes, as clamscan checks each attachment of a message.
+#[test]
+fn cdb_mail_attachments_agree_with_clamscan() {
+    let cdb = "Sluice.Test.CdbMailName:CL_TYPE_MAIL:*:invoice[0-9]*\\.scr$:*:*:*:*:*:*\n\
+               Sluice.Test.CdbMailSize:CL_TYPE_MAIL:*:^report\\.pdf$:*:10-20:*:*:*:*\n";
+    let named = support::mail_with("invoice2026.scr", b"not really a screensaver\n", "base64");
+    let other = support::mail_with("invoice2026.txt", b"not really a screensaver\n", "base64");
+    let sized = support::mail_with("report.pdf", b"fifteen bytes!\n", "base64");
+    let big = support::mail_with("report.pdf", b"more than twenty bytes here\n", "base64");
+    agree(
+        &[("mail.cdb", cdb.as_bytes())],
+        &[
+            ("named.eml", &named, Some("Sluice.Test.CdbMailName")),
+            ("other.eml", &other, None),
+            ("sized.eml", &sized, Some("Sluice.Test.CdbMailSize")),
+            ("big.eml", &big, None),
+        ],
     );
 }
