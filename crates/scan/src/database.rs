@@ -1,20 +1,27 @@
 //! The loaded signature database: body signatures behind an index of their literal
 //! anchors ([`crate::anchor`]), logical signatures ([`crate::logical`]) whose body
-//! subsignatures share that index, and whole-file hash tables; loading from ClamAV
-//! database files (`.ndb`, `.ldb`, `.hdb`, `.hsb`, the `.ign`/`.ign2` ignore lists, the
-//! `.fp`/`.sfp` false-positive hashes, and `.cvd`/`.cld` containers; the PUA twins `.ndu`, `.ldu`, `.hdu`, `.hsu` only when asked, as clamd
-//! loads them only with `DetectPUA`), with a report of everything that was not loaded
-//! and why.
+//! subsignatures share that index, whole-file and PE section hash tables, container
+//! metadata signatures and file-type magic; loading from ClamAV database files
+//! (`.ndb`, `.ldb`, `.hdb`, `.hsb`, `.mdb`, `.msb`, `.cdb`, `.ftm`, the `.ign`/`.ign2`
+//! ignore lists, the `.fp`/`.sfp` false-positive hashes, and `.cvd`/`.cld`/`.cud`
+//! containers, a `.cvd` only when its digital signature checks out; the PUA twins
+//! `.ndu`, `.ldu`, `.hdu`, `.hsu`, `.mdu`, `.msu` only when asked, as clamd loads
+//! them only with `DetectPUA`), with a report of everything that was not loaded and
+//! why.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
 
 use crate::anchor::AnchorIndex;
+use crate::cdb::{parse_cdb, CdbLine, ContainerSig};
 use crate::error::ScanError;
+use crate::filetype::FileType;
+use crate::ftm::{parse_ftm, FtmLine, Magic};
 use crate::logical::{parse_ldb, LdbRefusal, LogicalSig};
 use crate::signature::{
-    decode_hex, fold_variants, parse_hash, parse_ndb, BodySig, HashKind, HashSig, Offset, Refusal,
+    decode_hex, fold_variants, parse_hash, parse_ndb, parse_section_hash, BodySig, HashKind,
+    HashSig, Offset, Refusal,
 };
 
 /// Most parse errors the load report keeps word for word (all are counted).
@@ -36,12 +43,18 @@ pub const EICAR: &[u8] = b"X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS
 pub struct LoadReport {
     /// Files read (database files and members of `.cvd`/`.cld` containers).
     pub files: usize,
+    /// `.cvd` containers whose MD5 and digital signature were checked.
+    pub verified_containers: usize,
     /// Body (`.ndb`) signatures loaded, the built-in EICAR one included.
     pub body_signatures: usize,
     /// Hash (`.hdb`/`.hsb`) signatures loaded.
     pub hash_signatures: usize,
     /// Logical (`.ldb`) signatures loaded.
     pub logical_signatures: usize,
+    /// Container metadata (`.cdb`) signatures loaded.
+    pub container_signatures: usize,
+    /// PE section hash (`.mdb`/`.msb`) signatures loaded.
+    pub section_hash_signatures: usize,
     /// PCRE subsignatures among them, and how many of those needed the backtracking
     /// engine (see [`crate::pcre`]).
     pub pcre_subsignatures: usize,
@@ -59,7 +72,10 @@ pub struct LoadReport {
     pub ignored: usize,
     /// Signature lines refused, by reason.
     pub refused_lines: BTreeMap<String, usize>,
-    /// Files of formats this engine does not read (`.cdb`, `.mdb`, ...), by extension.
+    /// Valid lines this engine reads but has no use for (an `.ftm` line for a file
+    /// type it does not distinguish, say), by reason.
+    pub unused_lines: BTreeMap<String, usize>,
+    /// Files of formats this engine does not read (`.imp`, `.pdb`, `.cbc`, ...), by extension.
     pub unsupported_files: BTreeMap<String, usize>,
     /// Signatures in those files, by extension (lines of the line-based formats;
     /// a bytecode `.cbc` file is one), so that what is not loaded is counted too.
@@ -77,17 +93,87 @@ impl LoadReport {
     }
 }
 
+impl LoadReport {
+    /// A multi-line table for people (`sluice scan --stats`): signatures loaded per
+    /// format, what was refused and why, what was read but not used, formats not
+    /// read, and the first errors with their file and line.
+    pub fn table(&self) -> String {
+        use std::fmt::Write;
+        let mut t = String::new();
+        let _ = writeln!(t, "Files read: {}", self.files);
+        if self.verified_containers > 0 {
+            let _ = writeln!(
+                t,
+                ".cvd containers verified (MD5 and digital signature): {}",
+                self.verified_containers
+            );
+        }
+        let _ = writeln!(t, "Signatures loaded, by format:");
+        for (ext, n) in &self.loaded_by_format {
+            let _ = writeln!(t, "  .{ext:<6} {n:>10}");
+        }
+        let _ = writeln!(
+            t,
+            "  (built-in EICAR included: {} body, {} logical, {} hash, {} container, {} PE section hash)",
+            self.body_signatures,
+            self.logical_signatures,
+            self.hash_signatures,
+            self.container_signatures,
+            self.section_hash_signatures
+        );
+        let _ = writeln!(t, "Lines refused: {}", self.refused());
+        for (reason, n) in &self.refused_lines {
+            let _ = writeln!(t, "  {n:>10}  {reason}");
+        }
+        if !self.unused_lines.is_empty() {
+            let _ = writeln!(t, "Lines read but not used:");
+            for (reason, n) in &self.unused_lines {
+                let _ = writeln!(t, "  {n:>10}  {reason}");
+            }
+        }
+        if self.ignored > 0 {
+            let _ = writeln!(t, "Signatures dropped by ignore lists: {}", self.ignored);
+        }
+        if !self.unsupported_files.is_empty() {
+            let _ = writeln!(t, "Formats not supported (files, signatures):");
+            for (ext, files) in &self.unsupported_files {
+                match self.unsupported_signatures.get(ext) {
+                    Some(sigs) => {
+                        let _ =
+                            writeln!(t, "  .{ext:<6} {files:>4} file(s) {sigs:>10} signature(s)");
+                    }
+                    None => {
+                        let _ = writeln!(t, "  .{ext:<6} {files:>4} file(s)");
+                    }
+                }
+            }
+        }
+        for (ext, n) in &self.pua_files_skipped {
+            let _ = writeln!(t, "PUA .{ext} file(s) not loaded (PUA detection off): {n}");
+        }
+        if !self.errors.is_empty() {
+            let _ = writeln!(t, "First errors:");
+            for e in self.errors.iter().take(10) {
+                let _ = writeln!(t, "  {e}");
+            }
+        }
+        t
+    }
+}
+
 impl std::fmt::Display for LoadReport {
     /// A summary for the log at start: what was loaded, then each refusal reason and
     /// each unsupported file type with its count.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} files: {} body, {} logical ({} PCRE subsignatures) and {} hash signatures loaded, {} refused, {} ignored",
+            "{} files: {} body, {} logical ({} PCRE subsignatures), {} container, {} PE section hash and {} hash signatures loaded, {} refused, {} ignored",
             self.files,
             self.body_signatures,
             self.logical_signatures,
             self.pcre_subsignatures,
+            self.container_signatures,
+            self.section_hash_signatures,
             self.hash_signatures,
             self.refused(),
             self.ignored
@@ -100,6 +186,9 @@ impl std::fmt::Display for LoadReport {
         }
         for (reason, n) in &self.refused_lines {
             write!(f, "; {n} refused ({reason})")?;
+        }
+        for (reason, n) in &self.unused_lines {
+            write!(f, "; {n} not used ({reason})")?;
         }
         if !self.errors.is_empty() {
             let first: Vec<&str> = self.errors.iter().take(3).map(String::as_str).collect();
@@ -135,10 +224,23 @@ pub(crate) struct HashTable {
     pub map: HashMap<Box<[u8]>, HashEntries>,
     /// Largest size any sized entry has; with no any-size entry, bigger files skip this digest.
     pub max_size: u64,
+    /// Smallest size any sized entry has.
+    pub min_size: Option<u64>,
     pub any_size: bool,
 }
 
 impl HashTable {
+    /// Takes account of an entry's size (`None`: any size).
+    fn note_size(&mut self, size: Option<u64>) {
+        match size {
+            Some(s) => {
+                self.max_size = self.max_size.max(s);
+                self.min_size = Some(self.min_size.map_or(s, |m| m.min(s)));
+            }
+            None => self.any_size = true,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
@@ -188,6 +290,12 @@ pub struct Database {
     /// them is known good, and nothing found in it or inside it is reported.
     pub(crate) fp: [HashTable; 3],
     pub(crate) names: Vec<String>,
+    /// File-type magic from `.ftm` files, in precedence order (last loaded first).
+    pub(crate) magic: Vec<Magic>,
+    /// Container metadata signatures (`.cdb`), checked on archive entries.
+    pub(crate) cdb: Vec<ContainerSig>,
+    /// PE section hashes (`.mdb` MD5, `.msb` SHA-1/SHA-256), by section size.
+    pub(crate) sections: [HashTable; 3],
 }
 
 impl Database {
@@ -237,6 +345,11 @@ impl Database {
         [&self.fp[0], &self.fp[1], &self.fp[2]]
     }
 
+    /// The PE section hash tables: MD5, SHA-1, SHA-256.
+    pub(crate) fn section_tables(&self) -> [&HashTable; 3] {
+        [&self.sections[0], &self.sections[1], &self.sections[2]]
+    }
+
     /// Whether any false-positive hash is loaded.
     pub(crate) fn has_fp(&self) -> bool {
         self.fp.iter().any(|t| !t.is_empty())
@@ -265,6 +378,12 @@ impl Database {
     pub(crate) fn name(&self, idx: u32) -> &str {
         &self.names[idx as usize]
     }
+
+    /// Recognises a file from its first bytes: loaded `.ftm` magic first, then the
+    /// built-in rules.
+    pub fn file_type(&self, head: &[u8]) -> FileType {
+        crate::ftm::detect(&self.magic, head)
+    }
 }
 
 /// A signature that matched: a body signature or a logical one.
@@ -287,6 +406,9 @@ pub struct DatabaseBuilder {
     /// Names dropped only where the MD5 of their whole line is one of these
     /// (`.ign2` lines `Name:md5`).
     ignore_line: HashMap<String, Vec<[u8; 16]>>,
+    magic: Vec<Magic>,
+    cdb: Vec<ContainerSig>,
+    section_hashes: Vec<HashSig>,
     report: LoadReport,
     automaton_only: bool,
 }
@@ -373,6 +495,73 @@ impl DatabaseBuilder {
         }
         let ext = file.rsplit_once('.').map_or("ldb", |(_, e)| e).to_string();
         self.loaded(&ext, self.lsigs.len() - before);
+        self
+    }
+
+    /// Records a refused line of `file`, keeping the first ones word for word.
+    fn refuse_at(&mut self, file: &str, line: usize, reason: Refusal) {
+        self.report.refuse(reason);
+        if self.report.errors.len() < MAX_REPORTED_ERRORS {
+            self.report.errors.push(format!("{file}:{line}: {reason}"));
+        }
+    }
+
+    fn unused(&mut self, reason: &str) {
+        *self
+            .report
+            .unused_lines
+            .entry(reason.to_string())
+            .or_default() += 1;
+    }
+
+    /// Adds `.ftm` text (file-type magic, see [`crate::ftm`]); `file` names it in
+    /// error messages.
+    pub fn add_ftm(&mut self, file: &str, text: &str) -> &mut Self {
+        let mut loaded = 0;
+        for (n, line) in numbered_lines(text) {
+            match parse_ftm(line) {
+                Ok(FtmLine::Magic(m)) => {
+                    // A later line takes precedence, as in ClamAV.
+                    self.magic.insert(0, m);
+                    loaded += 1;
+                }
+                Ok(FtmLine::Unused(reason)) => self.unused(reason),
+                Err(r) => self.refuse_at(file, n, r),
+            }
+        }
+        self.loaded("ftm", loaded);
+        self
+    }
+
+    /// Adds `.cdb` text (container metadata signatures, see [`crate::cdb`]); `file`
+    /// names it in error messages.
+    pub fn add_cdb(&mut self, file: &str, text: &str) -> &mut Self {
+        let before = self.cdb.len();
+        for (n, line) in numbered_lines(text) {
+            match parse_cdb(line) {
+                Ok(CdbLine::Sig(sig)) if self.ignored(&sig.name, line) => {}
+                Ok(CdbLine::Sig(sig)) => self.cdb.push(*sig),
+                Ok(CdbLine::Unused(reason)) => self.unused(reason),
+                Err(r) => self.refuse_at(file, n, r),
+            }
+        }
+        self.loaded("cdb", self.cdb.len() - before);
+        self
+    }
+
+    /// Adds `.mdb` or `.msb` text (PE section hashes, `SectionSize:Hash:Name`);
+    /// `file` names it in error messages.
+    pub fn add_section_hashes(&mut self, file: &str, text: &str) -> &mut Self {
+        let before = self.section_hashes.len();
+        for (n, line) in numbered_lines(text) {
+            match parse_section_hash(line) {
+                Ok(h) if self.ignored(&h.name, line) => {}
+                Ok(h) => self.section_hashes.push(h),
+                Err(r) => self.refuse_at(file, n, r),
+            }
+        }
+        let ext = file.rsplit_once('.').map_or("mdb", |(_, e)| e).to_string();
+        self.loaded(&ext, self.section_hashes.len() - before);
         self
     }
 
@@ -483,7 +672,7 @@ impl DatabaseBuilder {
         let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
         let ext = ext.as_deref().unwrap_or("");
         let text = || String::from_utf8_lossy(bytes);
-        if matches!(ext, "ndu" | "ldu" | "hdu" | "hsu") && !self.pua {
+        if matches!(ext, "ndu" | "ldu" | "hdu" | "hsu" | "mdu" | "msu") && !self.pua {
             *self
                 .report
                 .pua_files_skipped
@@ -512,6 +701,18 @@ impl DatabaseBuilder {
                 self.report.files += 1;
                 self.add_ignore(&text());
             }
+            "ftm" => {
+                self.report.files += 1;
+                self.add_ftm(name, &text());
+            }
+            "cdb" => {
+                self.report.files += 1;
+                self.add_cdb(name, &text());
+            }
+            "mdb" | "mdu" | "msb" | "msu" => {
+                self.report.files += 1;
+                self.add_section_hashes(name, &text());
+            }
             "cvd" | "cld" | "cud" => {
                 self.add_container(name, bytes)?;
             }
@@ -524,9 +725,8 @@ impl DatabaseBuilder {
                 // ClamAV's line-based formats this engine does not read yet.
                 let sigs = match ext {
                     "cbc" => Some(1),
-                    "cdb" | "mdb" | "mdu" | "msb" | "msu" | "imp" | "pdb" | "gdb" | "wdb"
-                    | "ftm" | "crb" | "idb" | "ioc" | "yar" | "yara" | "db" | "zmd" | "rmd"
-                    | "sdb" | "hwp" => Some(lines(&text()).count()),
+                    "imp" | "pdb" | "gdb" | "wdb" | "crb" | "idb" | "ioc" | "yar" | "yara"
+                    | "db" | "zmd" | "rmd" | "sdb" | "hwp" => Some(lines(&text()).count()),
                     _ => None,
                 };
                 if let Some(n) = sigs {
@@ -542,15 +742,22 @@ impl DatabaseBuilder {
         Ok(self)
     }
 
-    /// Opens a `.cvd`/`.cld` container: a 512-byte `ClamAV-VDB:` header, then a tar
-    /// archive, gzip-compressed in `.cvd` files and usually plain in `.cld` files.
-    /// The digital signature in the header is not checked.
+    /// Opens a `.cvd`/`.cld`/`.cud` container: a 512-byte `ClamAV-VDB:` header, then
+    /// a tar archive, gzip-compressed in `.cvd` files and usually plain in `.cld`
+    /// files. A `.cvd` is refused unless its body has the header's MD5 and that MD5
+    /// carries ClamAV's digital signature (see [`crate::cvd`]); `.cld` and `.cud`
+    /// files are not checked, as ClamAV does not check them.
     pub fn add_container(&mut self, name: &str, bytes: &[u8]) -> Result<&mut Self, ScanError> {
         if bytes.len() < 512 || !bytes.starts_with(b"ClamAV-VDB:") {
             return Err(ScanError::Container(
                 name.to_string(),
                 "no ClamAV-VDB header".into(),
             ));
+        }
+        if name.to_ascii_lowercase().ends_with(".cvd") {
+            crate::cvd::verify(bytes)
+                .map_err(|e| ScanError::Container(name.to_string(), format!("refused: {e}")))?;
+            self.report.verified_containers += 1;
         }
         let body = &bytes[512..];
         let mut tar_bytes = Vec::new();
@@ -706,10 +913,7 @@ impl DatabaseBuilder {
                 HashKind::Sha1 => &mut sha1,
                 HashKind::Sha256 => &mut sha256,
             };
-            match h.size {
-                Some(s) => table.max_size = table.max_size.max(s),
-                None => table.any_size = true,
-            }
+            table.note_size(h.size);
             let n = intern(&h.name, &mut names);
             table
                 .map
@@ -725,16 +929,38 @@ impl DatabaseBuilder {
                 HashKind::Sha1 => 1,
                 HashKind::Sha256 => 2,
             }];
-            match h.size {
-                Some(s) => table.max_size = table.max_size.max(s),
-                None => table.any_size = true,
-            }
+            table.note_size(h.size);
             let n = intern(&h.name, &mut names);
             table
                 .map
                 .entry(h.digest.into_boxed_slice())
                 .or_default()
                 .push((h.size, n));
+        }
+        let mut cdb_sigs = std::mem::take(&mut self.cdb);
+        let before = cdb_sigs.len();
+        cdb_sigs.retain(|s| !ignore.contains(&s.name));
+        report.ignored += before - cdb_sigs.len();
+        report.container_signatures = cdb_sigs.len();
+        let mut sections: [HashTable; 3] = Default::default();
+        for h in std::mem::take(&mut self.section_hashes) {
+            if ignore.contains(&h.name) {
+                report.ignored += 1;
+                continue;
+            }
+            let table = &mut sections[match h.kind {
+                HashKind::Md5 => 0,
+                HashKind::Sha1 => 1,
+                HashKind::Sha256 => 2,
+            }];
+            table.note_size(h.size);
+            let n = intern(&h.name, &mut names);
+            table
+                .map
+                .entry(h.digest.into_boxed_slice())
+                .or_default()
+                .push((h.size, n));
+            report.section_hash_signatures += 1;
         }
         let has_mail_sigs =
             sigs.iter().any(|s| s.target == 4) || lsigs.iter().any(|l| l.target == 4);
@@ -755,9 +981,20 @@ impl DatabaseBuilder {
             sha256,
             fp,
             names,
+            magic: std::mem::take(&mut self.magic),
+            cdb: cdb_sigs,
+            sections,
         };
         Ok((db, report))
     }
+}
+
+/// Signature lines with their 1-based line numbers, comments and blank lines skipped.
+fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(n, l)| (n + 1, l.trim_end_matches('\r')))
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
 }
 
 fn lines(text: &str) -> impl Iterator<Item = &str> {
@@ -775,7 +1012,7 @@ mod tests {
         let mut b = DatabaseBuilder::new();
         b.add_ndb("Good:0:*:41424344\nBad:0:EP+0:41424344\n# comment\n");
         b.add_hashes("44d88612fea8a8f36de82e1278abb02f:68:Eicar-Hash\nzz:1:x\n");
-        b.add_file("main.mdb", b"x\n# c\ny\n").unwrap();
+        b.add_file("main.imp", b"x\n# c\ny\n").unwrap();
         b.add_file(
             "main.ldb",
             b"Good.L;Target:0;0&1;41424344;45464748\n# c\n\nBad.L;Target:0;0&1;41424344\n",
@@ -792,7 +1029,7 @@ mod tests {
             report.errors,
             ["main.ldb:4: ldb: subsignature count does not match the logical expression"]
         );
-        assert_eq!(report.unsupported_files.get("mdb"), Some(&1));
+        assert_eq!(report.unsupported_files.get("imp"), Some(&1));
         assert_eq!(report.pua_files_skipped.get("ldu"), Some(&1));
         assert_eq!(report.loaded_by_format.get("ldb"), Some(&1));
         assert_eq!(db.body_signatures(), 4);
@@ -800,12 +1037,23 @@ mod tests {
         assert_eq!(db.hash_signatures(), 1);
         let text = report.to_string();
         assert!(
-            text.contains("1 unsupported .mdb file(s) (2 signatures)"),
+            text.contains("1 unsupported .imp file(s) (2 signatures)"),
             "{text}"
         );
         assert!(
             text.contains("errors: main.ldb:4: ldb: subsignature count"),
             "{text}"
+        );
+        let table = report.table();
+        assert!(table.contains("  .ldb             1\n"), "{table}");
+        assert!(
+            table.contains("  .imp       1 file(s)          2 signature(s)"),
+            "{table}"
+        );
+        assert!(table.contains("Lines refused: 3\n"), "{table}");
+        assert!(
+            table.contains("  main.ldb:4: ldb: subsignature count"),
+            "{table}"
         );
         let mut b = DatabaseBuilder::new();
         b.pua(true);
@@ -865,8 +1113,9 @@ mod tests {
         let mut cvd = b"ClamAV-VDB:test".to_vec();
         cvd.resize(512, b' ');
         cvd.extend_from_slice(&gz);
+        // Built here, so unsigned: a `.cld` (not checked, as in ClamAV).
         let mut b = DatabaseBuilder::new();
-        b.add_file("daily.cvd", &cvd).unwrap();
+        b.add_file("daily.cld", &cvd).unwrap();
         let (_, report) = b.build().unwrap();
         assert_eq!(report.body_signatures, 2);
         assert_eq!(report.logical_signatures, 1);
@@ -878,5 +1127,40 @@ mod tests {
             report.errors
         );
         assert_eq!(report.files, 2);
+
+        // The same bytes as a `.cvd`: the header has no MD5 of the body.
+        let err = DatabaseBuilder::new()
+            .add_file("daily.cvd", &cvd)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("signature container daily.cvd: refused: "),
+            "{err}"
+        );
+
+        // With the right MD5 but no signature by ClamAV's key.
+        use md5::Digest;
+        let sum: String = md5::Md5::digest(&cvd[512..])
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut signed = format!("ClamAV-VDB:27 Nov 2026:1:2:90:{sum}:abcdef:test:1").into_bytes();
+        signed.resize(512, b' ');
+        signed.extend_from_slice(&cvd[512..]);
+        let err = DatabaseBuilder::new()
+            .add_file("main.cvd", &signed)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("main.cvd: refused: digital signature does not match"),
+            "{err}"
+        );
+        let mut tampered = signed.clone();
+        *tampered.last_mut().unwrap() ^= 1;
+        let err = DatabaseBuilder::new()
+            .add_file("main.cvd", &tampered)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("main.cvd: refused: body MD5"), "{err}");
     }
 }

@@ -3,8 +3,10 @@
 //! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
 //! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
 //! decompression (gzip, zip, tar, bzip2, xz, recursively) and signature matching
-//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, with `.ign2` ignore lists and `.fp`/`.sfp`
-//! false-positive hashes, in `.cvd`/`.cld` containers too) are interleaved on
+//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip entries and mail attachments,
+//! `.mdb`/`.msb` PE section hashes, with `.ftm` file-type magic, `.ign2` ignore
+//! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
+//! a `.cvd` only with a good digital signature) are interleaved on
 //! each chunk, in memory bounded by [`Limits`] rather than by the message, with no temp
 //! files and no I/O of its own (the optional [`clamd`] client aside). The session's
 //! [`Verdict`] comes at the end.
@@ -30,15 +32,19 @@
 
 mod anchor;
 mod bytecmp;
+mod cdb;
 pub mod clamd;
+mod cvd;
 mod database;
 pub mod decode;
 mod error;
 pub mod filetype;
+mod ftm;
 mod logical;
 mod matcher;
 pub mod mime;
 mod pcre;
+mod pe;
 mod pipeline;
 mod session;
 mod signature;

@@ -5,9 +5,11 @@
 
 use md5::Digest;
 
+use crate::cdb::{EntryMeta, Range};
 use crate::database::{Database, HashTable};
 use crate::filetype::{Action, FileType, SNIFF_LEN};
 use crate::matcher::BodyMatcher;
+use crate::pe::{PeHasher, Wanted};
 use crate::unpack::Unpacker;
 use crate::verdict::{LimitKind, Limits, Stats};
 
@@ -29,6 +31,9 @@ pub(crate) struct Findings {
     pub ancestry: Vec<FileType>,
     pub limit: Option<LimitKind>,
     pub stats: Stats,
+    /// `.cdb` signatures that matched a mail attachment and wait for the size of
+    /// the whole message.
+    pub mail_cdb_wait: Vec<u32>,
 }
 
 impl Findings {
@@ -123,6 +128,17 @@ impl Hashes {
     }
 }
 
+/// The first `.mdb`/`.msb` signature a section of this PE file matches.
+fn section_hit(db: &Database, pe: PeHasher) -> Option<u32> {
+    let [md5, sha1, sha256] = db.section_tables();
+    pe.finish().into_iter().find_map(|s| {
+        s.md5
+            .and_then(|d| md5.lookup(&d, s.size))
+            .or_else(|| s.sha1.and_then(|d| sha1.lookup(&d, s.size)))
+            .or_else(|| s.sha256.and_then(|d| sha256.lookup(&d, s.size)))
+    })
+}
+
 /// One file being scanned.
 pub(crate) struct FileNode {
     depth: usize,
@@ -140,9 +156,48 @@ pub(crate) struct FileNode {
     done: bool,
     size: u64,
     unpack: Option<Unpacker>,
+    /// Section hashes of a PE file, when `.mdb`/`.msb` signatures are loaded.
+    pe: Option<PeHasher>,
+}
+
+/// Checks a mail attachment's name and size against the `.cdb` signatures, as
+/// ClamAV checks each attachment it saves: container type mail, both sizes the
+/// decoded size, position 0. A signature that also needs the message's size
+/// waits for the end of the message.
+pub(crate) fn check_attachment(ctx: &mut Ctx<'_>, name: &str, size: u64, serial: u64) {
+    let meta = EntryMeta {
+        container: FileType::Mail,
+        name: name.as_bytes(),
+        compressed_size: Some(size),
+        real_size: Some(size),
+        encrypted: false,
+        position: 0,
+    };
+    for (i, sig) in ctx.db.cdb.iter().enumerate() {
+        if !sig.matches_entry(&meta) {
+            continue;
+        }
+        if sig.container_size == Range::Any {
+            ctx.found.detect(ctx.db, &sig.name, serial);
+            return;
+        }
+        if !ctx.found.mail_cdb_wait.contains(&(i as u32)) {
+            ctx.found.mail_cdb_wait.push(i as u32);
+        }
+    }
 }
 
 impl FileNode {
+    /// Bytes of the file seen so far (those still held to recognise it too).
+    pub fn size(&self) -> u64 {
+        self.size + self.head.len() as u64
+    }
+
+    /// This file's serial among the session's files (0 before it got bytes).
+    pub fn serial(&self) -> u64 {
+        self.serial
+    }
+
     pub fn new(depth: usize, db: &Database) -> Self {
         Self {
             depth,
@@ -155,6 +210,7 @@ impl FileNode {
             done: false,
             size: 0,
             unpack: None,
+            pe: None,
         }
     }
 
@@ -183,8 +239,19 @@ impl FileNode {
     }
 
     fn recognise(&mut self, ctx: &mut Ctx<'_>) {
-        let ft = FileType::detect(&self.head);
+        let ft = ctx.db.file_type(&self.head);
         self.ft = Some(ft);
+        if ft == FileType::Pe {
+            let kinds = ctx.db.section_tables().map(|t| {
+                (!t.is_empty()).then_some(Wanted {
+                    any_size: t.any_size,
+                    min_size: t.min_size.unwrap_or(u64::MAX),
+                })
+            });
+            if kinds.iter().any(Option::is_some) {
+                self.pe = Some(PeHasher::new(kinds));
+            }
+        }
         if ft.action() != Action::Unpack {
             return;
         }
@@ -212,6 +279,9 @@ impl FileNode {
             return;
         }
         self.hashes.update(ctx.db.hash_tables(), self.size, data);
+        if let Some(pe) = self.pe.as_mut() {
+            pe.feed(data);
+        }
         if let Some(hit) = self
             .matcher
             .feed(ctx.db, ft, data, ctx.limits.max_regex_window)
@@ -286,6 +356,10 @@ impl FileNode {
         };
         let hashes = std::mem::replace(&mut self.hashes, none);
         if let Some(n) = hashes.lookup(ctx.db.hash_tables(), self.size) {
+            ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
+            return;
+        }
+        if let Some(n) = self.pe.take().and_then(|pe| section_hit(ctx.db, pe)) {
             ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
             return;
         }

@@ -8,7 +8,7 @@ use crate::database::Database;
 use crate::filetype::FileType;
 use crate::matcher::BodyMatcher;
 use crate::mime::{MimeLimits, MimeParser, MimeSink, PartInfo, PartKind};
-use crate::pipeline::{Ctx, FileNode, Findings};
+use crate::pipeline::{check_attachment, Ctx, FileNode, Findings};
 use crate::verdict::{EncryptedPolicy, LimitKind, Limits, Stats, Verdict};
 
 /// Scans messages and files against one signature database with one set of limits.
@@ -95,7 +95,7 @@ enum Mode {
     Mail {
         parser: Box<MimeParser>,
         /// One slot per open MIME part; leaf parts hold the file being scanned.
-        nodes: Vec<Option<FileNode>>,
+        nodes: Vec<Option<PartNode>>,
         /// The raw message, matched against target type 4 (mail) signatures.
         raw: Option<Box<BodyMatcher>>,
     },
@@ -122,9 +122,13 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// A leaf part being scanned, with its file name when `.cdb` signatures may
+/// check it.
+type PartNode = (FileNode, Option<String>);
+
 struct MailSink<'a, 'b> {
     ctx: Ctx<'a>,
-    nodes: &'b mut Vec<Option<FileNode>>,
+    nodes: &'b mut Vec<Option<PartNode>>,
 }
 
 impl MimeSink for MailSink<'_, '_> {
@@ -137,21 +141,30 @@ impl MimeSink for MailSink<'_, '_> {
             self.nodes.push(None);
         } else if leaf {
             stats.files += 1;
-            self.nodes.push(Some(FileNode::new(0, self.ctx.db)));
+            let name = if self.ctx.db.cdb.is_empty() {
+                None
+            } else {
+                part.filename.clone()
+            };
+            self.nodes.push(Some((FileNode::new(0, self.ctx.db), name)));
         } else {
             self.nodes.push(None);
         }
     }
 
     fn body(&mut self, data: &[u8]) {
-        if let Some(Some(node)) = self.nodes.last_mut() {
+        if let Some(Some((node, _))) = self.nodes.last_mut() {
             node.feed(data, &mut self.ctx);
         }
     }
 
     fn part_end(&mut self) {
-        if let Some(Some(node)) = self.nodes.pop() {
+        if let Some(Some((node, name))) = self.nodes.pop() {
+            let (size, serial) = (node.size(), node.serial());
             node.finish(&mut self.ctx);
+            if let Some(name) = name.filter(|_| self.ctx.found.infected.is_none()) {
+                check_attachment(&mut self.ctx, &name, size, serial);
+            }
         }
     }
 }
@@ -224,6 +237,15 @@ impl Session {
                     let mut sink = MailSink { ctx, nodes };
                     parser.finish(&mut sink);
                     ctx = sink.ctx;
+                }
+                // Attachment signatures that also constrain the message's size.
+                let size = ctx.found.stats.input_bytes;
+                let waiting = ctx.found.mail_cdb_wait.iter().find_map(|&i| {
+                    let sig = &ctx.db.cdb[i as usize];
+                    sig.container_size.allows(Some(size)).then_some(i)
+                });
+                if let Some(i) = waiting.filter(|_| ctx.found.infected.is_none()) {
+                    ctx.found.detect(ctx.db, &ctx.db.cdb[i as usize].name, 0);
                 }
                 ctx.found.stats.dropped_header_bytes = parser.dropped_header_bytes();
                 if parser.depth_capped() {

@@ -607,6 +607,38 @@ pub(crate) fn parse_hash(line: &str) -> Result<HashSig, Refusal> {
     })
 }
 
+/// Parses one `.mdb`/`.msb` line: `SectionSize:Hash:Name[:MinFLevel[:MaxFLevel]]`,
+/// the hash of one PE section's raw bytes (MD5 in `.mdb`, SHA-1 or SHA-256 in
+/// `.msb`). A `*` size is allowed, as ClamAV allows it, only on lines that ask for
+/// functionality level 73 or later.
+pub(crate) fn parse_section_hash(line: &str) -> Result<HashSig, Refusal> {
+    let fields: Vec<&str> = line.split(':').collect();
+    if !(3..=5).contains(&fields.len()) {
+        return Err("mdb: wrong number of fields");
+    }
+    let level = |i: usize| -> Result<Option<u32>, Refusal> {
+        fields
+            .get(i)
+            .map(|l| l.parse::<u32>().map_err(|_| "mdb: bad functionality level"))
+            .transpose()
+    };
+    let (min, max) = (level(3)?, level(4)?);
+    if min.is_some_and(|l| l > crate::logical::FLEVEL) {
+        return Err("mdb: needs a newer engine");
+    }
+    if max.is_some_and(|l| l < crate::logical::FLEVEL) {
+        return Err("mdb: for older engines only");
+    }
+    if fields[0] == "*" && min.is_none_or(|l| l < 73) {
+        return Err("mdb: a wildcard size needs functionality level 73 or later");
+    }
+    parse_hash(&format!("{}:{}:{}", fields[1], fields[0], fields[2])).map_err(|r| match r {
+        "hdb: bad size" => "mdb: bad section size",
+        "hdb: bad hex" => "mdb: bad hex",
+        _ => "mdb: hash length is not MD5, SHA-1 or SHA-256",
+    })
+}
+
 /// Decodes a hex string.
 pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
@@ -625,6 +657,47 @@ pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn section_hash_lines() {
+        let md5 = "44d88612fea8a8f36de82e1278abb02f";
+        let h = parse_section_hash(&format!("4096:{md5}:Sect")).unwrap();
+        assert_eq!(
+            (h.kind, h.size, h.name.as_str()),
+            (HashKind::Md5, Some(4096), "Sect")
+        );
+        assert_eq!(
+            parse_section_hash(&format!("*:{md5}:Any:73")).unwrap().size,
+            None
+        );
+        assert_eq!(
+            parse_section_hash(&format!("*:{md5}:Any")).unwrap_err(),
+            "mdb: a wildcard size needs functionality level 73 or later"
+        );
+        assert_eq!(
+            parse_section_hash(&format!("x:{md5}:N")).unwrap_err(),
+            "mdb: bad section size"
+        );
+        assert_eq!(
+            parse_section_hash("1:abc:N").unwrap_err(),
+            "mdb: hash length is not MD5, SHA-1 or SHA-256"
+        );
+        assert_eq!(
+            parse_section_hash(&format!("1:{md5}:N:9999")).unwrap_err(),
+            "mdb: needs a newer engine"
+        );
+        assert_eq!(
+            parse_section_hash("1:2").unwrap_err(),
+            "mdb: wrong number of fields"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn section_hash_lines_never_panic(line in "[0-9a-f:*xA-Z]{0,90}") {
+            let _ = parse_section_hash(&line);
+        }
+    }
 
     fn matches(hex: &str, data: &[u8]) -> bool {
         let groups = parse_hex(hex).unwrap();

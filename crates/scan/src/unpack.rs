@@ -9,6 +9,8 @@
 //! buffer, so a bomb is stopped by the limits as soon as it crosses one, never after
 //! it has been expanded in memory.
 
+use crate::cdb::{EntryMeta, Range};
+use crate::filetype::FileType;
 use crate::pipeline::{Ctx, FileNode};
 use crate::verdict::LimitKind;
 
@@ -359,6 +361,15 @@ const DESCRIPTOR_SIG: u32 = 0x0807_4b50;
 pub(crate) struct ZipReader {
     state: ZipState,
     hdr: Vec<u8>,
+    /// Bytes of the archive seen (its size, once it ends: `.cdb` container size).
+    size: u64,
+    /// Entries seen, for the `.cdb` file position.
+    position: u64,
+    /// Name, encryption flag and position of the entry whose sizes come in the data
+    /// descriptor after it, when `.cdb` signatures are loaded.
+    meta_wait: Option<(Vec<u8>, bool, u64)>,
+    /// `.cdb` signatures that matched an entry and wait for the container size.
+    cdb_wait: Vec<u32>,
     codec: Option<Codec>,
     child: Option<Box<FileNode>>,
     acct: Acct,
@@ -378,6 +389,10 @@ impl ZipReader {
         Self {
             state: ZipState::Header,
             hdr: Vec::new(),
+            size: 0,
+            position: 0,
+            meta_wait: None,
+            cdb_wait: Vec::new(),
             codec: None,
             child: None,
             acct: Acct::default(),
@@ -399,7 +414,26 @@ impl ZipReader {
         };
     }
 
+    /// Checks an entry's metadata against the `.cdb` signatures: a match is a
+    /// detection, or waits for the end of the archive when it depends on its size.
+    fn check_meta(&mut self, meta: &EntryMeta<'_>, ctx: &mut Ctx<'_>) {
+        for (i, sig) in ctx.db.cdb.iter().enumerate() {
+            if !sig.matches_entry(meta) {
+                continue;
+            }
+            if sig.container_size == Range::Any {
+                let serial = ctx.found.chain.last().copied().unwrap_or(0);
+                ctx.found.detect(ctx.db, &sig.name, serial);
+                return;
+            }
+            if !self.cdb_wait.contains(&(i as u32)) {
+                self.cdb_wait.push(i as u32);
+            }
+        }
+    }
+
     fn feed(&mut self, mut data: &[u8], ctx: &mut Ctx<'_>) {
+        self.size += data.len() as u64;
         while !data.is_empty() {
             if ctx.found.infected.is_some() {
                 self.state = ZipState::Done;
@@ -513,12 +547,29 @@ impl ZipReader {
                     if self.hdr.len() < 16 {
                         continue;
                     }
-                    if le32(&self.hdr, 0) as u32 == DESCRIPTOR_SIG {
+                    let at = if le32(&self.hdr, 0) as u32 == DESCRIPTOR_SIG {
+                        4
+                    } else {
+                        0
+                    };
+                    let (csize, usize) = (le32(&self.hdr, at + 4), le32(&self.hdr, at + 8));
+                    if at == 4 {
                         self.hdr.clear();
                     } else {
                         self.hdr.drain(..12);
                     }
                     self.state = ZipState::Header;
+                    if let Some((name, encrypted, position)) = self.meta_wait.take() {
+                        let meta = EntryMeta {
+                            container: FileType::Zip,
+                            name: &name,
+                            compressed_size: Some(csize),
+                            real_size: Some(usize),
+                            encrypted,
+                            position,
+                        };
+                        self.check_meta(&meta, ctx);
+                    }
                 }
             }
         }
@@ -531,15 +582,7 @@ impl ZipReader {
         let name_len = le16(h, 26) as usize;
         let extra = &h[30 + name_len..];
         if csize == 0xffff_ffff {
-            // Zip64 extended information extra field (APPNOTE §4.5.3).
-            let mut p = 0;
-            while p + 4 <= extra.len() {
-                let (id, len) = (le16(extra, p), le16(extra, p + 2) as usize);
-                if id == 1 && p + 4 + 16 <= extra.len() && len >= 16 {
-                    csize = u64::from_le_bytes(extra[p + 12..p + 20].try_into().unwrap_or([0; 8]));
-                }
-                p += 4 + len;
-            }
+            csize = zip64_sizes(extra).map_or(csize, |(_, c)| c);
         }
         let name = &h[30..30 + name_len];
         let descriptor = flags & 0x08 != 0;
@@ -549,6 +592,32 @@ impl ZipReader {
             ctx.found.limit(LimitKind::Entries);
             self.state = ZipState::Done;
             return;
+        }
+        self.position += 1;
+        if !ctx.db.cdb.is_empty() {
+            let encrypted = flags & 0x01 != 0;
+            let sizes_later = descriptor && csize == 0;
+            // The real size: the local header's, or the Zip64 field's when that is
+            // where the compressed size came from.
+            let usize = match le32(h, 22) {
+                0xffff_ffff => zip64_sizes(extra).map_or(0, |(u, _)| u),
+                u => u,
+            };
+            let meta = EntryMeta {
+                container: FileType::Zip,
+                name,
+                compressed_size: (!sizes_later).then_some(csize),
+                real_size: (!sizes_later).then_some(usize),
+                encrypted,
+                position: self.position,
+            };
+            self.check_meta(&meta, ctx);
+            if ctx.found.infected.is_some() {
+                return;
+            }
+            if sizes_later {
+                self.meta_wait = Some((name.to_vec(), encrypted, self.position));
+            }
         }
         let skip_or_stop = |ctx: &mut Ctx<'_>| {
             if known {
@@ -618,7 +687,36 @@ impl ZipReader {
             ctx.found.stats.malformed_archives += 1;
             child.finish(ctx);
         }
+        if ctx.found.infected.is_some() {
+            return;
+        }
+        let size = self.size;
+        if let Some(sig) = self
+            .cdb_wait
+            .iter()
+            .map(|&i| &ctx.db.cdb[i as usize])
+            .find(|s| s.container_size.allows(Some(size)))
+        {
+            let serial = ctx.found.chain.last().copied().unwrap_or(0);
+            ctx.found.detect(ctx.db, &sig.name, serial);
+        }
     }
+}
+
+/// The Zip64 extended information extra field (APPNOTE §4.5.3): (real size,
+/// compressed size), when both are there.
+fn zip64_sizes(extra: &[u8]) -> Option<(u64, u64)> {
+    let mut p = 0;
+    while p + 4 <= extra.len() {
+        let (id, len) = (le16(extra, p), le16(extra, p + 2) as usize);
+        if id == 1 && p + 4 + 16 <= extra.len() && len >= 16 {
+            let u = u64::from_le_bytes(extra[p + 4..p + 12].try_into().ok()?);
+            let c = u64::from_le_bytes(extra[p + 12..p + 20].try_into().ok()?);
+            return Some((u, c));
+        }
+        p += 4 + len;
+    }
+    None
 }
 
 enum TarState {

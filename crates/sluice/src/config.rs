@@ -248,8 +248,9 @@ pub struct ScanConfig {
     pub clamd: String,
     /// Seconds to wait on clamd for any one read or write.
     pub clamd_timeout_secs: u64,
-    /// Directories of ClamAV signature files (`.ndb`, `.hdb`, `.hsb`,
-    /// `.cvd`, `.cld`); the EICAR test signature is always loaded.
+    /// Directories of ClamAV signature files (`.ndb`, `.ldb`, `.hdb`, `.hsb`,
+    /// `.mdb`, `.msb`, `.cdb`, `.ftm`, `.ign2`, `.fp`, `.sfp`, `.cvd`, `.cld`);
+    /// the EICAR test signature is always loaded.
     pub databases: Vec<PathBuf>,
     /// What to do when a signature matches.
     pub on_infected: smtp::Action,
@@ -326,6 +327,7 @@ impl ScanConfig {
     /// The signatures of `databases` (and the built-in EICAR one), loaded
     /// and logged.
     pub fn load_database(&self) -> anyhow::Result<scan::Database> {
+        let start = std::time::Instant::now();
         let mut builder = scan::DatabaseBuilder::new();
         builder.pua(self.pua);
         for dir in &self.databases {
@@ -334,14 +336,28 @@ impl ScanConfig {
                 .with_context(|| format!("key `scan.databases`: {}", dir.display()))?;
         }
         let (db, report) = builder.build().context("key `scan.databases`")?;
+        let loaded = crate::load_stats::Loaded {
+            db,
+            report,
+            elapsed: start.elapsed(),
+            memory: crate::load_stats::memory(),
+        };
+        let memory = loaded.memory.unwrap_or(crate::load_stats::Memory {
+            rss_kib: 0,
+            peak_kib: 0,
+        });
         tracing::info!(
-            body = db.body_signatures(),
-            logical = db.logical_signatures(),
-            hashes = db.hash_signatures(),
-            report = %report,
-            "scan signatures loaded"
+            body = loaded.db.body_signatures(),
+            logical = loaded.db.logical_signatures(),
+            hashes = loaded.db.hash_signatures(),
+            load_ms = loaded.elapsed.as_millis() as u64,
+            rss_kib = memory.rss_kib,
+            peak_rss_kib = memory.peak_kib,
+            report = %loaded.report,
+            "scan signatures loaded: {}",
+            loaded.cost()
         );
-        Ok(db)
+        Ok(loaded.db)
     }
 
     /// The scanner's limits from this section.

@@ -12,6 +12,7 @@ mod dkim_admin;
 mod dnsbl_server;
 mod import;
 mod import_imap;
+mod load_stats;
 mod metrics_http;
 mod privileges;
 mod proxy;

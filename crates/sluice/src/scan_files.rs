@@ -1,6 +1,6 @@
-//! `sluice scan [--db DIR]... FILE... | -`: the scan pipeline on files, with
-//! clamscan-like output (`path: Name FOUND`) and exit status (0 clean,
-//! 1 found, 2 error).
+//! `sluice scan [--db DIR]... [--stats] FILE... | -`: the scan pipeline on files,
+//! with clamscan-like output (`path: Name FOUND`) and exit status (0 clean,
+//! 1 found, 2 error); `--stats` also prints what the databases loaded.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -8,16 +8,24 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use crate::load_stats::Loaded;
+
 /// Arguments of `sluice scan`.
 #[derive(Args)]
 pub struct ScanArgs {
-    /// Directory of ClamAV signature files (.ndb, .hdb, .hsb, .cvd, .cld);
+    /// Directory of ClamAV signature files (.ndb, .ldb, .hdb, .hsb, .mdb, .msb,
+    /// .cdb, .ftm, .ign2, .fp, .sfp, .cvd, .cld);
     /// may be repeated. EICAR is always detected.
     #[arg(long = "db")]
     databases: Vec<PathBuf>,
+    /// Print what the databases loaded: signatures per format, refused lines
+    /// by reason, formats not supported, load time and resident memory. With
+    /// no files, only that.
+    #[arg(long)]
+    stats: bool,
     /// Files to scan; `-` reads standard input. A file that looks like a
     /// mail message is parsed as MIME, anything else is scanned as a file.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "stats")]
     files: Vec<PathBuf>,
 }
 
@@ -33,15 +41,24 @@ const PIECE: usize = 64 * 1024;
 
 /// Runs the command; returns the process exit status.
 pub fn run(args: ScanArgs, limits: scan::Limits) -> u8 {
-    let (db, report) = match scan::Database::load_dirs(&args.databases) {
+    let loaded = match Loaded::measure(|| scan::Database::load_dirs(&args.databases)) {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("sluice scan: cannot load signatures: {e}");
             return 2;
         }
     };
-    eprintln!("{report}");
-    let scanner = scan::Scanner::new(Arc::new(db), limits);
+    if args.stats {
+        println!("----------- DATABASE -----------");
+        print!("{}", loaded.report.table());
+        println!("Load: {}", loaded.cost());
+        if args.files.is_empty() {
+            return 0;
+        }
+    } else {
+        eprintln!("{}", loaded.report);
+    }
+    let scanner = scan::Scanner::new(Arc::new(loaded.db), limits);
     let (mut found, mut errors) = (0, 0);
     for path in &args.files {
         match scan_one(&scanner, path) {

@@ -267,3 +267,81 @@ fn the_clamd_engine_scans_each_decoded_part() {
     assert!(reply.starts_with("451 4.3.0"), "{reply}");
     assert_eq!(server.count("SELECT count(*) FROM messages"), 1);
 }
+
+/// `sluice scan --stats` on a database made here: counts per format, refused
+/// lines by reason, lines read but not used, unsupported formats, load time and
+/// memory.
+#[test]
+fn scan_stats_reports_what_the_database_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    std::fs::create_dir(&db).unwrap();
+    let files: [(&str, &str); 6] = [
+        (
+            "test.ndb",
+            "Stats.Ndb-1:0:*:73746174736f6e65\nStats.Ndb-2:0:*:73746174737477\nBad:0:EP+0:41424344\n",
+        ),
+        (
+            "test.ldb",
+            "Stats.Ldb-1;Engine:51-255,Target:0;0&1;7374617473;6c6462\n",
+        ),
+        (
+            "test.hdb",
+            "44d88612fea8a8f36de82e1278abb02f:68:Stats.Hdb-1\n",
+        ),
+        (
+            "test.cdb",
+            "Stats.Cdb-1:CL_TYPE_ZIP:*:\\.scr$:*:*:*:*:*:*\nStats.Cdb-2:CL_TYPE_RAR:*:x:*:*:*:*:*:*\n",
+        ),
+        (
+            "test.ftm",
+            "0:0:1f8b:GZip:CL_TYPE_ANY:CL_TYPE_GZ\n0:0:46726f6d3a20:Mail:CL_TYPE_ANY:CL_TYPE_MAIL\n",
+        ),
+        ("test.pdb", "R:example\\.com\nH:example.org\nH:example.net\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(db.join(name), text).unwrap();
+    }
+    let (code, out) = sluice(&["scan", "--stats", "--db", db.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let has = |line: &str| {
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == line),
+            "no line `{line}` in:\n{out}"
+        )
+    };
+    has("Files read: 5");
+    has(".ndb 2");
+    has(".ldb 1");
+    has(".hdb 1");
+    has(".cdb 1");
+    has(".ftm 1");
+    has("Lines refused: 1");
+    has("1 ndb: offset type not supported (EP, Sx, SL, SE need executable parsing)");
+    has("1 cdb: a container type whose entries this engine does not walk");
+    has("1 ftm: a file type this engine does not distinguish");
+    has(".pdb 1 file(s) 3 signature(s)");
+    let load = out
+        .lines()
+        .find(|l| l.starts_with("Load: load time "))
+        .unwrap_or_else(|| panic!("no load line in:\n{out}"));
+    assert!(
+        load.contains("resident memory after load") && load.contains("MiB (peak "),
+        "{load}"
+    );
+
+    // With files too, the table comes first and the scan runs as usual.
+    let eicar = dir.path().join("eicar.com");
+    std::fs::write(&eicar, EICAR).unwrap();
+    let (code, out) = sluice(&[
+        "scan",
+        "--stats",
+        "--db",
+        db.to_str().unwrap(),
+        eicar.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Files read: 5"), "{out}");
+    assert!(out.contains("Eicar-Signature FOUND"), "{out}");
+}

@@ -3,6 +3,8 @@
 //! committed as binaries.
 #![allow(dead_code)]
 
+pub mod clamscan;
+
 use std::io::{Cursor, Write};
 
 /// Test `.ndb` signatures: a body one (matches [`NDB_PAYLOAD`]) and a target type 4

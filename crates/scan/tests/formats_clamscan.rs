@@ -1,0 +1,384 @@
+//! The database formats besides `.ldb` (`.ftm` file-type magic, `.cdb` container
+//! metadata, `.mdb`/`.imp` PE hashes), each loaded into Sluice and into `clamscan`
+//! from the same directory and run over the same files: verdicts and names must
+//! agree (clamscan appends `.UNOFFICIAL` to the names of unsigned databases; it is
+//! stripped before comparing).
+//!
+//! Needs `clamscan` (Debian package `clamav`): with `CI` set the tests fail without
+//! it; elsewhere they say why and pass.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use scan::{Database, Limits, Scanner, Verdict};
+use support::clamscan::{clamscan_all, clamscan_program};
+
+/// Writes the database files and the samples into a temporary directory, scans the
+/// samples with Sluice and with clamscan, and checks that both give `expected`
+/// (sample name → signature name, or `None` for clean).
+fn agree(db_files: &[(&str, &[u8])], samples: &[(&str, &[u8], Option<&str>)]) {
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    for (name, bytes) in db_files {
+        std::fs::write(db_dir.join(name), bytes).unwrap();
+    }
+    let (db, report) = Database::load_dir(&db_dir).unwrap();
+    assert!(report.errors.is_empty(), "{report}");
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for (name, bytes, expected) in samples {
+        // A mail is scanned as a message, anything else as a file, as `sluice scan` does.
+        let verdict = if scan::filetype::looks_like_mail(bytes) {
+            scanner.scan_mail(bytes)
+        } else {
+            scanner.scan_file(bytes)
+        };
+        let mine = match verdict {
+            Verdict::Infected { name } => Some(name),
+            _ => None,
+        };
+        assert_eq!(mine.as_deref(), *expected, "Sluice on {name}");
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        paths.push(p);
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let found = clamscan_all(&prog, &db_dir, &paths);
+    for ((name, _, expected), p) in samples.iter().zip(&paths) {
+        let theirs: BTreeSet<String> = found.get(Path::new(p)).cloned().unwrap_or_default();
+        let expected: BTreeSet<String> = expected.iter().map(|s| s.to_string()).collect();
+        assert_eq!(theirs, expected, "clamscan on {name}");
+    }
+}
+
+/// Binary filler, so that ClamAV scans the raw bytes (text would be normalised).
+fn binary(prefix: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut v = prefix.to_vec();
+    v.extend_from_slice(b"\x00\xff\x01\x02\x7f\x10\x00\x00");
+    v.extend_from_slice(body);
+    v.extend_from_slice(&[0u8; 600]);
+    v
+}
+
+#[test]
+fn ftm_magic_gives_the_type_target_typed_signatures_need() {
+    // Files starting `SLPDF` are PDFs by this magic; the signature is for PDFs only
+    // (target type 10), so it finds its bytes in such a file and nowhere else.
+    let ftm = b"0:0:534c504446:Sluice test PDF:CL_TYPE_ANY:CL_TYPE_PDF\n";
+    let ndb = b"Sluice.Test.FtmPdf:10:*:66746d7061796c6f6164\n";
+    let payload = b"ftmpayload";
+    agree(
+        &[("test.ftm", ftm), ("test.ndb", ndb)],
+        &[
+            (
+                "typed",
+                &binary(b"SLPDF", payload),
+                Some("Sluice.Test.FtmPdf"),
+            ),
+            ("untyped", &binary(b"NOPDF", payload), None),
+        ],
+    );
+}
+
+#[test]
+fn cdb_container_metadata_agrees_with_clamscan() {
+    let pad = |n: usize| vec![b'.'; n];
+    let whole = support::zip(&[("whole.txt", b"the container size decides")], false);
+    let cdb = format!(
+        "Sluice.Test.CdbName:CL_TYPE_ZIP:*:evil[0-9]+\\.exe$:*:*:*:*:*:*\n\
+         Sluice.Test.CdbSize:CL_TYPE_ZIP:*:^sized:*:20-30:*:*:*:*\n\
+         Sluice.Test.CdbPos:*:*:^pos:*:*:*:3:*:*\n\
+         Sluice.Test.CdbEnc:CL_TYPE_ZIP:*:^locked:*:*:1:*:*:*\n\
+         Sluice.Test.CdbWhole:CL_TYPE_ZIP:{}:^whole:*:*:*:*:*:*\n\
+         Sluice.Test.CdbStream:CL_TYPE_ZIP:*:^streamed:*:100:0:*:*:*\n\
+         # other containers are valid, not used\n\
+         Sluice.Test.CdbRar:CL_TYPE_RAR:*:evil:*:*:*:*:*:*\n",
+        whole.len()
+    );
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        (
+            "name.zip",
+            support::zip(
+                &[("docs/readme.txt", b"hello"), ("evil42.exe", b"MZ")],
+                true,
+            ),
+            Some("Sluice.Test.CdbName"),
+        ),
+        (
+            "name-clean.zip",
+            support::zip(&[("evil42.exe.txt", b"MZ")], true),
+            None,
+        ),
+        (
+            "size.zip",
+            support::zip(&[("sized.bin", &pad(25))], false),
+            Some("Sluice.Test.CdbSize"),
+        ),
+        (
+            "size-clean.zip",
+            support::zip(&[("sized.bin", &pad(40))], false),
+            None,
+        ),
+        (
+            "pos.zip",
+            support::zip(&[("a", b"a"), ("b", b"b"), ("pos.txt", b"p")], false),
+            Some("Sluice.Test.CdbPos"),
+        ),
+        (
+            "pos-clean.zip",
+            support::zip(&[("pos.txt", b"p"), ("a", b"a"), ("b", b"b")], false),
+            None,
+        ),
+        (
+            "enc.zip",
+            support::zip_streamed(&[("locked.doc", b"secret")], true),
+            Some("Sluice.Test.CdbEnc"),
+        ),
+        (
+            "enc-clean.zip",
+            support::zip_streamed(&[("locked.doc", b"secret")], false),
+            None,
+        ),
+        ("whole.zip", whole.clone(), Some("Sluice.Test.CdbWhole")),
+        (
+            "whole-clean.zip",
+            support::zip(&[("whole.txt", b"the container size decides!")], false),
+            None,
+        ),
+        (
+            "stream.zip",
+            support::zip_streamed(&[("streamed.bin", &pad(100))], false),
+            Some("Sluice.Test.CdbStream"),
+        ),
+        (
+            "stream-clean.zip",
+            support::zip_streamed(&[("streamed.bin", &pad(101))], false),
+            None,
+        ),
+    ];
+    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
+        .iter()
+        .map(|(n, b, e)| (*n, b.as_slice(), *e))
+        .collect();
+    agree(&[("test.cdb", cdb.as_bytes())], &samples);
+}
+
+/// A PE32 image: 0x200 bytes of headers, then one section of `size` bytes of
+/// `fill` at 0x200 (file alignment 0x200, entry point in the section).
+fn pe_image(size: u32, fill: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 0x200];
+    f[..2].copy_from_slice(b"MZ");
+    f[0x3c..0x40].copy_from_slice(&0x80u32.to_le_bytes());
+    f[0x80..0x84].copy_from_slice(b"PE\0\0");
+    f[0x84..0x86].copy_from_slice(&0x14cu16.to_le_bytes());
+    f[0x86..0x88].copy_from_slice(&1u16.to_le_bytes());
+    f[0x94..0x96].copy_from_slice(&224u16.to_le_bytes());
+    f[0x96..0x98].copy_from_slice(&0x0102u16.to_le_bytes());
+    let o = 0x98;
+    f[o..o + 2].copy_from_slice(&0x10bu16.to_le_bytes());
+    f[o + 16..o + 20].copy_from_slice(&0x1000u32.to_le_bytes());
+    f[o + 28..o + 32].copy_from_slice(&0x40_0000u32.to_le_bytes());
+    f[o + 32..o + 36].copy_from_slice(&0x1000u32.to_le_bytes());
+    f[o + 36..o + 40].copy_from_slice(&0x200u32.to_le_bytes());
+    f[o + 40..o + 42].copy_from_slice(&4u16.to_le_bytes());
+    f[o + 48..o + 50].copy_from_slice(&4u16.to_le_bytes());
+    f[o + 56..o + 60].copy_from_slice(&0x2000u32.to_le_bytes());
+    f[o + 60..o + 64].copy_from_slice(&0x200u32.to_le_bytes());
+    f[o + 68..o + 70].copy_from_slice(&2u16.to_le_bytes());
+    f[o + 92..o + 96].copy_from_slice(&16u32.to_le_bytes());
+    let s = o + 224;
+    f[s..s + 5].copy_from_slice(b".text");
+    f[s + 8..s + 12].copy_from_slice(&size.to_le_bytes());
+    f[s + 12..s + 16].copy_from_slice(&0x1000u32.to_le_bytes());
+    f[s + 16..s + 20].copy_from_slice(&size.to_le_bytes());
+    f[s + 20..s + 24].copy_from_slice(&0x200u32.to_le_bytes());
+    f[s + 36..s + 40].copy_from_slice(&0x6000_0020u32.to_le_bytes());
+    f.resize(0x200 + size as usize, fill);
+    f
+}
+
+fn md5_hex(data: &[u8]) -> String {
+    use md5::Digest;
+    md5::Md5::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn mdb_section_hashes_agree_with_clamscan() {
+    let section = vec![0xccu8; 0x400];
+    let mdb = format!(
+        "1024:{}:Sluice.Test.Mdb\n*:{}:Sluice.Test.MdbAnySize:73\n",
+        md5_hex(&section),
+        md5_hex(&[0x90u8; 0x600])
+    );
+    let cut = {
+        // The section runs past the end of the file: ClamAV hashes what is there.
+        let mut f = pe_image(0x600, 0x90);
+        f.truncate(0x200 + 0x500);
+        f
+    };
+    let cut_mdb = format!(
+        "{}:{}:Sluice.Test.MdbCut\n",
+        0x500,
+        md5_hex(&[0x90u8; 0x500])
+    );
+    agree(
+        &[
+            ("test.mdb", mdb.as_bytes()),
+            ("cut.mdb", cut_mdb.as_bytes()),
+        ],
+        &[
+            ("sect.exe", &pe_image(0x400, 0xcc), Some("Sluice.Test.Mdb")),
+            ("other.exe", &pe_image(0x400, 0xcd), None),
+            (
+                "any.exe",
+                &pe_image(0x600, 0x90),
+                Some("Sluice.Test.MdbAnySize"),
+            ),
+            ("cut.exe", &cut, Some("Sluice.Test.MdbCut")),
+            // Not a PE without its signature: no sections to hash.
+            ("notpe.bin", &pe_image(0x400, 0xcc)[2..], None),
+        ],
+    );
+}
+
+/// ClamAV's own PE test files (Debian's `clamav-testfiles`): `sigtool --mdb`
+/// gives their section hashes, which Sluice must find from the streamed bytes.
+#[test]
+fn mdb_from_sigtool_on_clamav_testfiles() {
+    let dir = Path::new("/usr/share/clamav-testfiles");
+    if !dir.exists() {
+        assert!(
+            !sluice_testkit::under_ci(),
+            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
+        );
+        eprintln!("clamav-testfiles is not installed: skipped");
+        return;
+    }
+    let sigtool = sluice_testkit::require_program("sigtool", "clamav");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "exe") {
+            continue;
+        }
+        let out = std::process::Command::new(&sigtool)
+            .arg("--mdb")
+            .arg(&path)
+            .output()
+            .unwrap();
+        // sigtool reports each section as `Section{N}: SIZE:MD5` on its debug output.
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        let sections: Vec<String> = text
+            .lines()
+            .filter_map(|l| {
+                let rest = l.split_once("Section{")?.1.split_once("}: ")?.1.trim();
+                let (size, md5) = rest.split_once(':')?;
+                let ok = size.bytes().all(|b| b.is_ascii_digit())
+                    && md5.len() == 32
+                    && md5.bytes().all(|b| b.is_ascii_hexdigit());
+                ok.then(|| rest.to_string())
+            })
+            .collect();
+        let Some(last) = sections.last() else {
+            continue;
+        };
+        let mdb = format!("{last}:Sluice.Test.Sigtool\n");
+        let mut b = scan::DatabaseBuilder::new();
+        b.add_file("sigtool.mdb", mdb.as_bytes()).unwrap();
+        let (db, report) = b.build().unwrap();
+        assert_eq!(report.section_hash_signatures, 1, "{report}");
+        let scanner = Scanner::new(Arc::new(db), Limits::default());
+        let bytes = std::fs::read(&path).unwrap();
+        let mut s = scanner.file_session();
+        for c in bytes.chunks(333) {
+            s.feed(c);
+        }
+        assert_eq!(
+            s.finish(),
+            Verdict::Infected {
+                name: "Sluice.Test.Sigtool".into()
+            },
+            "{} section {last}",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} PE test files had sections");
+}
+
+/// A `.cvd` whose body does not have the header's MD5 is refused, with an error
+/// naming the file; clamscan refuses it too.
+#[test]
+fn tampered_cvd_is_refused_by_both() {
+    let mut tar_bytes = Vec::new();
+    {
+        let mut t = tar::Builder::new(&mut tar_bytes);
+        let data = support::eicar_ndb();
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        t.append_data(&mut h, "test.ndb", data.as_bytes()).unwrap();
+        t.finish().unwrap();
+    }
+    let body = support::gzip(&tar_bytes);
+    let mut cvd = format!(
+        "ClamAV-VDB:27 Nov 2026 00-00 +0000:1:1:90:{}:x:test:1",
+        "0".repeat(32)
+    )
+    .into_bytes();
+    cvd.resize(512, b' ');
+    cvd.extend_from_slice(&body);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tampered.cvd"), &cvd).unwrap();
+    let err = Database::load_dir(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("tampered.cvd: refused: body MD5"),
+        "the error names the file and the check: {err}"
+    );
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let out = std::process::Command::new(prog)
+        .args(["--no-summary", "-d"])
+        .arg(dir.path())
+        .arg(dir.path().join("tampered.cvd"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "clamscan refuses the database too"
+    );
+}
+
+/// `.cdb` signatures for the `CL_TYPE_MAIL` container: attachment names and
+/// sizes, as clamscan checks each attachment of a message.
+#[test]
+fn cdb_mail_attachments_agree_with_clamscan() {
+    let cdb = "Sluice.Test.CdbMailName:CL_TYPE_MAIL:*:invoice[0-9]*\\.scr$:*:*:*:*:*:*\n\
+               Sluice.Test.CdbMailSize:CL_TYPE_MAIL:*:^report\\.pdf$:*:10-20:*:*:*:*\n";
+    let named = support::mail_with("invoice2026.scr", b"not really a screensaver\n", "base64");
+    let other = support::mail_with("invoice2026.txt", b"not really a screensaver\n", "base64");
+    let sized = support::mail_with("report.pdf", b"fifteen bytes!\n", "base64");
+    let big = support::mail_with("report.pdf", b"more than twenty bytes here\n", "base64");
+    agree(
+        &[("mail.cdb", cdb.as_bytes())],
+        &[
+            ("named.eml", &named, Some("Sluice.Test.CdbMailName")),
+            ("other.eml", &other, None),
+            ("sized.eml", &sized, Some("Sluice.Test.CdbMailSize")),
+            ("big.eml", &big, None),
+        ],
+    );
+}
