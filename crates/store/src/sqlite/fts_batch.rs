@@ -100,6 +100,9 @@ struct Waiting {
 
 struct Shared {
     waiting: Mutex<Waiting>,
+    /// A read connection to the database, for index jobs to look up which
+    /// of their blobs still exist (fts_file.rs says why not attached).
+    lookup: Mutex<Connection>,
     cond: Condvar,
     /// True once the rows a crash left out are back in the index: a
     /// search waits for it, so it never misses mail delivered before.
@@ -126,9 +129,15 @@ impl FtsBatch {
         )?;
         conn.busy_timeout(Duration::from_secs(10))?;
         fts_file::attach(&conn, path)?;
+        let lookup = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        lookup.busy_timeout(Duration::from_secs(10))?;
         let batch = FtsBatch {
             shared: Arc::new(Shared {
                 waiting: Mutex::default(),
+                lookup: Mutex::new(lookup),
                 cond: Condvar::new(),
                 recovered: tokio::sync::watch::Sender::new(false),
             }),
@@ -229,17 +238,32 @@ impl FtsBatch {
             }
             rows
         };
+        let stored = self.stored(rows.iter().map(|(blob, _)| *blob))?;
         let mut insert = c.prepare_cached(
-            "INSERT INTO main.fts (rowid, subject, addresses, body)
-             SELECT ?1, ?2, ?3, ?4
-             WHERE EXISTS (SELECT 1 FROM store.blobs WHERE id = ?1 AND complete = 1)
-               AND NOT EXISTS (SELECT 1 FROM main.fts_docsize WHERE id = ?1)",
+            "INSERT INTO fts (rowid, subject, addresses, body)
+             SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM fts_docsize WHERE id = ?1)",
         )?;
         let mut written = 0;
-        for (blob, t) in &rows {
-            written += insert.execute(params![blob, t.subject, t.addresses, t.body])?;
+        for ((blob, t), stored) in rows.iter().zip(stored) {
+            if stored {
+                written += insert.execute(params![blob, t.subject, t.addresses, t.body])?;
+            }
         }
         Ok(written)
+    }
+
+    /// Whether each of `blobs` is complete in the database now, looked up
+    /// in one short read transaction.
+    fn stored(&self, blobs: impl Iterator<Item = BlobId>) -> Result<Vec<bool>> {
+        let conn = self.shared.lookup.lock().expect("fts lookup lock");
+        let tx = conn.unchecked_transaction()?;
+        let mut find = tx.prepare_cached("SELECT 1 FROM blobs WHERE id = ?1 AND complete = 1")?;
+        let stored = blobs
+            .map(|blob| find.exists([blob]))
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        drop(find);
+        tx.commit()?;
+        Ok(stored)
     }
 
     fn run(&self, conn: &Connection) {
@@ -337,8 +361,8 @@ impl FtsBatch {
 /// Deletes the index rows of `blobs` that it holds (deleting a row it
 /// does not hold would leave a tombstone in a contentless table).
 fn delete_rows(c: &Connection, blobs: &[BlobId]) -> Result<()> {
-    let mut held = c.prepare_cached("SELECT 1 FROM main.fts_docsize WHERE id = ?1")?;
-    let mut delete = c.prepare_cached("DELETE FROM main.fts WHERE rowid = ?1")?;
+    let mut held = c.prepare_cached("SELECT 1 FROM fts_docsize WHERE id = ?1")?;
+    let mut delete = c.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
     for &blob in blobs {
         if held.exists([blob])? {
             delete.execute([blob])?;

@@ -19,11 +19,12 @@
 //!   that is gone matches no mailbox entry, so it costs space, never a
 //!   wrong answer.
 //! - A row is written only for a blob complete in the main database, which
-//!   the index writer reads attached read-only (`store`). Its transaction
-//!   reads the main database from a snapshot taken when it begins; a sweep
-//!   deletes the rows of its blobs in an index job queued after its own
-//!   commit, so a row written from a snapshot older than the sweep is
-//!   deleted after it, and a newer snapshot no longer sees the blob.
+//!   the index job looks up (on a read connection of its own, in a short
+//!   read transaction: a read held through a whole index transaction kept
+//!   the main log from being cut). A sweep deletes the rows of its blobs in
+//!   an index job queued after its own commit: a job that looked before
+//!   that commit was already running, so the deleting job comes after it;
+//!   a job that looked after it no longer sees the blob.
 //! - At open, in the background, complete blobs without a row (rows still
 //!   waiting in memory at a kill, or a new file) are indexed again from
 //!   their chunks and rows of blobs gone (a kill between a sweep and its
@@ -73,57 +74,50 @@ pub(crate) fn index_path(db: &Path) -> PathBuf {
     db.with_file_name(INDEX_FILE)
 }
 
-/// Opens (creating if needed) the index file of the database `db`, which
-/// is migrated already, for the index's writer: in WAL mode, its log cut
-/// back to `wal_limit` bytes, with `db` attached read-only as `store`.
-/// An index that belongs to another store or state is emptied first.
-pub(crate) fn open_writer(db: &Path, wal_limit: u64) -> Result<Connection> {
+/// Opens (creating if needed) the index file of the database `db` for the
+/// index's writer: in WAL mode, its log cut back to `wal_limit` bytes.
+/// `main` is a connection to the migrated database. An index that belongs
+/// to another store or state is emptied first.
+pub(crate) fn open_writer(db: &Path, main: &Connection, wal_limit: u64) -> Result<Connection> {
     let conn = Connection::open(index_path(db))?;
     conn.busy_timeout(Duration::from_secs(10))?;
-    // Before the main database is attached: these apply to every schema.
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // A derived index needs no sync of its own (see the module comment).
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     conn.pragma_update(None, "journal_size_limit", wal_limit as i64)?;
-    conn.execute("ATTACH DATABASE ?1 AS store", [read_only_uri(db)])?;
     // Immediate: another process opening the store at the same time
-    // waits here instead of failing to upgrade its read to a write.
+    // waits here instead of failing to upgrade its read to a write. The
+    // database is read once the lock is held: rows another process
+    // indexed before are then all at or below its `blob_id_last`.
     let tx = rusqlite::Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
     create_tables(&tx)?;
-    let store_id: i64 = tx.query_row(
-        "SELECT value FROM store.meta WHERE key = 'store_id'",
-        [],
-        |r| r.get(0),
-    )?;
-    let last_blob: i64 = tx.query_row(
-        "SELECT value FROM store.meta WHERE key = 'blob_id_last'",
-        [],
-        |r| r.get(0),
-    )?;
+    let meta = |key: &str| -> Result<i64> {
+        Ok(main.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))?)
+    };
+    let (store_id, last_blob) = (meta("store_id")?, meta("blob_id_last")?);
     let indexed_for: Option<i64> = tx
         .query_row(
-            "SELECT value FROM main.index_meta WHERE key = 'store_id'",
+            "SELECT value FROM index_meta WHERE key = 'store_id'",
             [],
             |r| r.get(0),
         )
         .optional()?;
-    let highest_row: i64 = tx.query_row(
-        "SELECT coalesce(max(id), 0) FROM main.fts_docsize",
-        [],
-        |r| r.get(0),
-    )?;
+    let highest_row: i64 =
+        tx.query_row("SELECT coalesce(max(id), 0) FROM fts_docsize", [], |r| {
+            r.get(0)
+        })?;
     if indexed_for.is_some_and(|id| id != store_id) || highest_row > last_blob {
         tracing::info!(
             highest_row,
             last_blob,
             "the full-text index belongs to another store or state; building it again"
         );
-        tx.execute_batch("DROP TABLE main.fts;")?;
+        tx.execute_batch("DROP TABLE fts;")?;
         create_tables(&tx)?;
     }
     tx.execute(
-        "INSERT OR REPLACE INTO main.index_meta (key, value) VALUES ('store_id', ?1)",
+        "INSERT OR REPLACE INTO index_meta (key, value) VALUES ('store_id', ?1)",
         [store_id],
     )?;
     tx.commit()?;
@@ -139,31 +133,4 @@ pub(crate) fn attach(conn: &Connection, db: &Path) -> Result<()> {
         [path.to_string_lossy()],
     )?;
     Ok(())
-}
-
-/// A `file:` URI that opens `path` read-only. The characters URIs give a
-/// meaning to are escaped.
-fn read_only_uri(path: &Path) -> String {
-    let mut uri = String::from("file:");
-    for c in path.to_string_lossy().chars() {
-        match c {
-            '%' | '?' | '#' => uri.push_str(&format!("%{:02X}", c as u32)),
-            c => uri.push(c),
-        }
-    }
-    uri.push_str("?mode=ro");
-    uri
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uri_characters_in_the_path_are_escaped() {
-        assert_eq!(
-            read_only_uri(Path::new("/data/50%?#/sluice.db")),
-            "file:/data/50%25%3F%23/sluice.db?mode=ro"
-        );
-    }
 }

@@ -181,7 +181,7 @@ impl SqliteStore {
         conn.pragma_update(None, "journal_size_limit", options.wal_limit as i64)?;
         let checkpointer = checkpoint::Checkpointer::start(&path)?;
         // The index file, created if needed, before readers attach it.
-        let index_conn = fts_file::open_writer(&path, options.wal_limit)?;
+        let index_conn = fts_file::open_writer(&path, &conn, options.wal_limit)?;
         let index_path = fts_file::index_path(&path);
         let index_checkpointer = checkpoint::Checkpointer::start(&index_path)?;
         let readers = ReadPool::open(&path, options.readers.max(1))?;
