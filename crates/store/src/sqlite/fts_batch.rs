@@ -34,20 +34,21 @@ use crate::segment::spaced;
 use crate::INDEX_WINDOW;
 
 /// Rows that make a batch worth writing at once.
-const BATCH_ROWS: usize = 1024;
+const BATCH_ROWS: usize = 2048;
 
 /// Text (bytes) that makes a batch worth writing at once, so waiting rows
 /// of large messages stay a bounded amount of memory.
 const BATCH_BYTES: usize = 8 * 1024 * 1024;
 
-/// Rows written per writer job: FTS5 tokenizes inside the insert, in the
-/// writer thread, so a whole batch in one job kept deliveries waiting up
-/// to half a second on a loaded machine; slices let them in between, at
-/// the cost of a few more (smaller) segments to merge.
-const SLICE_ROWS: usize = 512;
+/// Rows written per index job: one segment each. In the database's own
+/// writer a whole batch in one job kept deliveries waiting, so it went in
+/// slices of 512; the index has a writer of its own now, and fewer,
+/// larger segments mean fewer merges, each rewriting the index's pages
+/// through its log. A search that flushes waits for at most one job.
+const SLICE_ROWS: usize = BATCH_ROWS;
 
 /// Longest a row waits in memory when few arrive.
-const DELAY: Duration = Duration::from_secs(2);
+const DELAY: Duration = Duration::from_secs(5);
 
 /// What one blob puts in the index: its columns' text, with the
 /// characters of scripts written without spaces set apart
