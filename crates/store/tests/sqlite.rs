@@ -988,6 +988,31 @@ async fn an_index_file_from_a_later_state_of_the_store_is_built_again() {
 }
 
 #[tokio::test]
+async fn an_index_file_of_another_store_is_built_again() {
+    let (dir, store, mbox) = open_with_account().await;
+    for n in 0..3 {
+        deliver_one(&store, mbox, &mail_about("heron", n)).await;
+    }
+    drop(store);
+    // The index says it belongs to another store, and holds for blob 2 a
+    // row that store wrote: kept, it would answer for this store's blob 2.
+    let c = index_file(dir.path());
+    c.execute_batch(
+        "UPDATE index_meta SET value = value + 1 WHERE key = 'store_id';
+         DELETE FROM fts WHERE rowid = 2;
+         INSERT INTO fts (rowid, body) VALUES (2, 'bogus');",
+    )
+    .unwrap();
+    drop(c);
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    let bogus = SearchKey::Body("bogus".into());
+    assert!(store.search(mbox, &bogus).await.unwrap().is_empty());
+    let heron = SearchKey::Body("heron".into());
+    assert_eq!(store.search(mbox, &heron).await.unwrap(), vec![1, 2, 3]);
+}
+
+#[tokio::test]
 async fn waiting_full_text_rows_are_written_at_close_or_recovered_at_open() {
     let (dir, store, mbox) = open_with_account().await;
     for n in 0..20 {
