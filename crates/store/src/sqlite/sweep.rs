@@ -4,8 +4,8 @@
 //! only count its references down to 0: the expunge that did it commits
 //! without touching the chunks or the full-text index, and the session is
 //! answered. This thread finds released blobs through the `blobs_released`
-//! partial index and deletes them (chunks, full-text row, parsed structure
-//! and header, blob row) in batches, each a housekeeping job of the writer
+//! partial index and deletes them (chunks, parsed structure and header,
+//! blob row; then the full-text row) in batches, each a housekeeping job of the writer
 //! thread, so it never competes for the write lock and deliveries queued
 //! meanwhile go first.
 //! A batch needs no fsync: after a crash the blobs are still released, and

@@ -54,8 +54,9 @@ pub struct WriterStats {
     pub transactions: u64,
     /// Of those, the ones synced to disk before their callers heard back.
     pub durable_commits: u64,
-    /// Released blobs deleted by the sweeper (chunks, full-text row,
-    /// parsed row and blob row), in housekeeping jobs not counted in `jobs`.
+    /// Released blobs deleted by the sweeper (chunks, parsed row and blob
+    /// row; the index writer deletes their full-text rows after), in
+    /// housekeeping jobs not counted in `jobs`.
     pub blobs_swept: u64,
     /// Bytes the commits appended to the write-ahead log (frames of one
     /// page and its 24-byte header): what each byte of mail costs in log
