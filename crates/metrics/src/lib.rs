@@ -68,6 +68,9 @@ pub struct Metrics {
     pub store_commit_batch: Histogram,
     /// Bytes the store's commits appended to its write-ahead log.
     pub store_wal_bytes: Counter,
+    /// Bytes the full-text index's commits appended to its own
+    /// write-ahead log (the index lives in a file of its own).
+    pub store_index_wal_bytes: Counter,
 }
 
 impl Metrics {
@@ -93,6 +96,7 @@ impl Metrics {
             // 1 to 1024 writes.
             store_commit_batch: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
             store_wal_bytes: Counter::default(),
+            store_index_wal_bytes: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -179,6 +183,11 @@ impl Metrics {
             "store_wal_bytes",
             "Bytes appended to the store's write-ahead log by commits",
             m.store_wal_bytes.clone(),
+        );
+        registry.register(
+            "store_index_wal_bytes",
+            "Bytes appended to the full-text index's write-ahead log by commits",
+            m.store_index_wal_bytes.clone(),
         );
         Metrics { registry, ..m }
     }

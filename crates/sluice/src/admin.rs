@@ -294,6 +294,12 @@ pub fn stats(config: &Config) -> anyhow::Result<()> {
         ),
         format!("write-ahead   {:>10.1} MiB", mib(s.wal_bytes)),
         format!(
+            "text index    {:>10.1} MiB  ({:.0} bytes per message; its write-ahead {:.1} MiB)",
+            mib(s.index_bytes),
+            per(s.index_bytes),
+            mib(s.index_wal_bytes)
+        ),
+        format!(
             "messages      {:>10}      ({} mailbox entries)",
             s.blobs, s.entries
         ),

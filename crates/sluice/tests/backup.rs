@@ -138,9 +138,32 @@ while True:
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--force"));
     let out = server.cli_ok(&["restore", "--force", &path_arg(&backup_dir)]);
     assert!(out.contains("restored: "), "{out}");
+    // The full-text index belonged to the database replaced: the store
+    // builds it again from the restored one.
+    assert!(!server.data_dir().join("fts.db").exists());
 
     server.restart();
     let restored = inbox_state(&server, &user);
+    let found = python(
+        r#"
+import imaplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p)); m.login(sys.argv[2], sys.argv[3]); m.select("INBOX")
+typ, data = m.search(None, "TEXT", "during")
+print(len(data[0].split()))
+"#,
+        &[&addr_arg(server.imap), &user, PASSWORD],
+    );
+    let during = restored
+        .subjects
+        .iter()
+        .filter(|s| s.starts_with("during"))
+        .count();
+    assert_eq!(
+        found.trim(),
+        during.to_string(),
+        "SEARCH TEXT after restore"
+    );
     assert_eq!(restored.uidvalidity, original.uidvalidity);
     assert_eq!(original.flagged, "3 7");
     assert_eq!(restored.flagged, "3 7");

@@ -1,6 +1,7 @@
 //! What a delivery costs the disk as the store grows: bytes appended to
-//! the write-ahead log per byte of mail, the delivery rate, and the sizes
-//! of the database and its log, step by step.
+//! the write-ahead logs per byte of mail (the database's, and the
+//! full-text index file's), the delivery rate, and the sizes of the files
+//! and their logs, step by step.
 //!
 //! Delivers TOTAL messages (about 4.7 KB each, the `search` example's
 //! mailbox) into one mailbox, IN_FLIGHT at a time as that many SMTP
@@ -47,11 +48,13 @@ async fn main() {
     let account = store.add_account("user@example.org", "pw").await.unwrap();
     let inbox = store.mailbox(account, "INBOX").await.unwrap().unwrap().id;
     let db = store.path().to_owned();
-    let wal = {
-        let mut name = db.as_os_str().to_owned();
+    let index = store.index_path();
+    let wal_of = |file: &std::path::Path| {
+        let mut name = file.as_os_str().to_owned();
         name.push("-wal");
         std::path::PathBuf::from(name)
     };
+    let (wal, index_wal) = (wal_of(&db), wal_of(&index));
 
     let stop = Arc::new(AtomicBool::new(false));
     let mut reader_tasks = Vec::new();
@@ -65,22 +68,29 @@ async fn main() {
         }));
     }
 
-    println!("messages   msg/s  WAL B/mail B  WAL MB  DB MB  commit batch  p50 ms  p99 ms");
+    println!(
+        "messages   msg/s  WAL B/mail B  index WAL B/B  WAL MB  DB MB  index WAL MB  index MB  commit batch  p50 ms  p99 ms"
+    );
     let mut done = 0;
     while done < total {
         let next = (done + step).min(total);
         let before = store.writer_stats();
+        let index_before = store.index_writer_stats();
         let start = Instant::now();
         let mut delivered = deliver_range(&store, inbox, done..next, in_flight).await;
         let mail = delivered.bytes;
         let secs = start.elapsed().as_secs_f64();
         let after = store.writer_stats();
+        let index_after = store.index_writer_stats();
         println!(
-            "{next:>8} {:>7.0} {:>13.2} {:>7.1} {:>6.1} {:>13.1} {:>7.2} {:>7.2}",
+            "{next:>8} {:>7.0} {:>13.2} {:>14.2} {:>7.1} {:>6.1} {:>13.1} {:>9.1} {:>13.1} {:>7.2} {:>7.2}",
             (next - done) as f64 / secs,
             (after.wal_bytes - before.wal_bytes) as f64 / mail as f64,
+            (index_after.wal_bytes - index_before.wal_bytes) as f64 / mail as f64,
             file_mb(&wal),
             file_mb(&db),
+            file_mb(&index_wal),
+            file_mb(&index),
             (after.jobs - before.jobs) as f64 / (after.transactions - before.transactions) as f64,
             delivered.quantile_ms(0.5),
             delivered.quantile_ms(0.99),
@@ -94,9 +104,20 @@ async fn main() {
     let truncated = store.truncate_wal().await.unwrap();
     let stats = store::disk_stats(&db).unwrap();
     println!(
-        "after the load: WAL truncated {truncated}, data directory {:.1} MB for {:.1} MB of mail",
+        "after the load: WAL truncated {truncated}, data directory {:.1} MB ({:.1} MiB) for {:.1} MB of mail; database {:.1} MB, index {:.1} MB",
         dir_mb(dir.path()),
-        stats.mail_bytes as f64 / 1e6
+        dir_mb(dir.path()) * 1e6 / (1024.0 * 1024.0),
+        stats.mail_bytes as f64 / 1e6,
+        stats.database_bytes as f64 / 1e6,
+        stats.index_bytes as f64 / 1e6,
+    );
+    let (all, index_all) = (store.writer_stats(), store.index_writer_stats());
+    println!(
+        "log written in all: database {:.1} MB, index {:.1} MB ({:.2} and {:.2} bytes per byte of mail)",
+        all.wal_bytes as f64 / 1e6,
+        index_all.wal_bytes as f64 / 1e6,
+        all.wal_bytes as f64 / stats.mail_bytes as f64,
+        index_all.wal_bytes as f64 / stats.mail_bytes as f64,
     );
     for (name, bytes) in stats.objects.iter().take(12) {
         println!("  {name:<28} {:>8.1} MB", *bytes as f64 / 1e6);

@@ -14,9 +14,29 @@ async fn open() -> (tempfile::TempDir, SqliteStore) {
     (dir, store)
 }
 
+/// The database, with the full-text index file attached: its tables
+/// (`fts`, `fts_docsize`) are found by their plain names.
 fn count(store: &SqliteStore, sql: &str) -> i64 {
     let c = Connection::open(store.path()).unwrap();
+    c.execute(
+        "ATTACH ?1 AS fts_index",
+        [store.index_path().to_str().unwrap()],
+    )
+    .unwrap();
     c.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// The full-text index file of the store in `dir`, with the database
+/// attached as `store`, as a stopped store leaves them.
+fn index_file(dir: &std::path::Path) -> Connection {
+    let c = Connection::open(dir.join("fts.db")).unwrap();
+    c.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+    c.execute(
+        "ATTACH ?1 AS store",
+        [dir.join("sluice.db").to_str().unwrap()],
+    )
+    .unwrap();
+    c
 }
 
 async fn inbox(store: &SqliteStore, address: &str) -> i64 {
@@ -541,10 +561,14 @@ async fn blobs_released_but_not_swept_by_a_previous_run_are_swept_at_open() {
     assert_eq!(reopened.writer_stats().blobs_swept, 3);
     assert_eq!(count(&reopened, "SELECT count(*) FROM blobs"), 0);
     assert_eq!(count(&reopened, "SELECT count(*) FROM blob_chunks"), 0);
-    assert_eq!(
-        count(&reopened, "SELECT count(*) FROM fts WHERE fts MATCH 'body'"),
-        0
-    );
+    // The index rows go in the index file's own job, after the sweep.
+    while count(&reopened, "SELECT count(*) FROM fts_docsize") > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "index rows of swept blobs stayed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     // Housekeeping is not counted as changes anyone asked for.
     assert_eq!(reopened.writer_stats().jobs, 0);
 }
@@ -847,7 +871,8 @@ async fn full_text_rows_written_in_batches_are_searchable_at_once_and_go_with_th
     assert_eq!(count(&store, "SELECT count(*) FROM fts_docsize"), 5);
 
     // A message expunged and swept before its row was written leaves no
-    // row behind, and a blob that takes its id later gets only its own.
+    // row behind, and a blob delivered later gets an id never used before,
+    // so never an old row.
     let blob = deliver_one(&store, mbox, &mail_about("narwhal", 6)).await;
     store.expunge(mbox, &[6]).await.unwrap();
     store.sweep_now().await.unwrap();
@@ -859,11 +884,132 @@ async fn full_text_rows_written_in_batches_are_searchable_at_once_and_go_with_th
         0
     );
     let again = deliver_one(&store, mbox, &mail_about("beluga", 7)).await;
-    assert_eq!(again, blob, "SQLite hands the freed largest id out again");
+    assert!(again > blob, "blob id {blob} given again");
     let narwhal = SearchKey::Body("narwhal".into());
     assert!(store.search(mbox, &narwhal).await.unwrap().is_empty());
     let beluga = SearchKey::Body("beluga".into());
     assert_eq!(store.search(mbox, &beluga).await.unwrap(), vec![7]);
+}
+
+#[tokio::test]
+async fn index_rows_a_crash_left_for_swept_blobs_are_deleted_at_open_and_match_nothing() {
+    let (dir, store, mbox) = open_with_account().await;
+    let blob = deliver_one(&store, mbox, &mail_about("narwhal", 1)).await;
+    let narwhal = SearchKey::Body("narwhal".into());
+    assert_eq!(store.search(mbox, &narwhal).await.unwrap(), vec![1]);
+    drop(store);
+    // The sweep committed in the database, and the kill took the index
+    // job that would have deleted the row: the index still holds it.
+    let c = Connection::open(dir.path().join("sluice.db")).unwrap();
+    c.execute_batch(&format!(
+        "DELETE FROM messages; DELETE FROM blob_chunks; DELETE FROM blob_parsed;
+         DELETE FROM blobs WHERE id = {blob};"
+    ))
+    .unwrap();
+    drop(c);
+    let held = |c: &Connection| -> i64 {
+        c.query_row(
+            &format!("SELECT count(*) FROM fts_docsize WHERE id = {blob}"),
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(held(&index_file(dir.path())), 1);
+
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    let next = deliver_one(&store, mbox, &mail_about("beluga", 2)).await;
+    assert!(next > blob, "blob id {blob} given again");
+    // A text search waits for the index to be brought in line.
+    assert!(store.search(mbox, &narwhal).await.unwrap().is_empty());
+    let beluga = SearchKey::Body("beluga".into());
+    assert_eq!(store.search(mbox, &beluga).await.unwrap(), vec![2]);
+    assert_eq!(
+        count(
+            &store,
+            &format!("SELECT count(*) FROM fts_docsize WHERE id = {blob}")
+        ),
+        0
+    );
+}
+
+#[tokio::test]
+async fn an_index_file_deleted_while_stopped_is_built_again_at_open() {
+    let (dir, store, mbox) = open_with_account().await;
+    for n in 0..30 {
+        deliver_one(&store, mbox, &mail_about("puffin", n)).await;
+    }
+    drop(store);
+    for name in ["fts.db", "fts.db-wal", "fts.db-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(name));
+    }
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    let puffin = SearchKey::Text("puffin".into());
+    assert_eq!(store.search(mbox, &puffin).await.unwrap().len(), 30);
+    let one = SearchKey::Text("puffin17".into());
+    assert_eq!(store.search(mbox, &one).await.unwrap(), vec![18]);
+    assert_eq!(count(&store, "SELECT count(*) FROM fts_docsize"), 30);
+}
+
+#[tokio::test]
+async fn an_index_file_from_a_later_state_of_the_store_is_built_again() {
+    let (dir, store, mbox) = open_with_account().await;
+    for n in 0..3 {
+        deliver_one(&store, mbox, &mail_about("heron", n)).await;
+    }
+    for n in 3..6 {
+        deliver_one(&store, mbox, &mail_about("later", n)).await;
+    }
+    drop(store);
+    // The database goes back to the state after the first three, as a
+    // restored backup would (restore removes the index file, a copy by
+    // hand does not): the index holds rows for blob ids it will give again.
+    let c = Connection::open(dir.path().join("sluice.db")).unwrap();
+    c.execute_batch(
+        "DELETE FROM messages WHERE blob_id > 3; DELETE FROM blob_chunks WHERE blob_id > 3;
+         DELETE FROM blob_parsed WHERE blob_id > 3; DELETE FROM blobs WHERE id > 3;
+         UPDATE meta SET value = 3 WHERE key = 'blob_id_last';",
+    )
+    .unwrap();
+    drop(c);
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    for n in 3..6 {
+        deliver_one(&store, mbox, &mail_about("fresh", n)).await;
+    }
+    let later = SearchKey::Body("later".into());
+    assert!(store.search(mbox, &later).await.unwrap().is_empty());
+    let fresh = SearchKey::Body("fresh".into());
+    assert_eq!(store.search(mbox, &fresh).await.unwrap().len(), 3);
+    let heron = SearchKey::Body("heron".into());
+    assert_eq!(store.search(mbox, &heron).await.unwrap(), vec![1, 2, 3]);
+}
+
+#[tokio::test]
+async fn an_index_file_of_another_store_is_built_again() {
+    let (dir, store, mbox) = open_with_account().await;
+    for n in 0..3 {
+        deliver_one(&store, mbox, &mail_about("heron", n)).await;
+    }
+    drop(store);
+    // The index says it belongs to another store, and holds for blob 2 a
+    // row that store wrote: kept, it would answer for this store's blob 2.
+    let c = index_file(dir.path());
+    c.execute_batch(
+        "UPDATE index_meta SET value = value + 1 WHERE key = 'store_id';
+         DELETE FROM fts WHERE rowid = 2;
+         INSERT INTO fts (rowid, body) VALUES (2, 'bogus');",
+    )
+    .unwrap();
+    drop(c);
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    let bogus = SearchKey::Body("bogus".into());
+    assert!(store.search(mbox, &bogus).await.unwrap().is_empty());
+    let heron = SearchKey::Body("heron".into());
+    assert_eq!(store.search(mbox, &heron).await.unwrap(), vec![1, 2, 3]);
 }
 
 #[tokio::test]
@@ -872,10 +1018,9 @@ async fn waiting_full_text_rows_are_written_at_close_or_recovered_at_open() {
     for n in 0..20 {
         deliver_one(&store, mbox, &mail_about("otter", n)).await;
     }
-    let path = store.path().to_owned();
     // Closing writes the rows still waiting.
     drop(store);
-    let c = Connection::open(&path).unwrap();
+    let c = index_file(dir.path());
     let indexed = |c: &Connection| -> i64 {
         c.query_row("SELECT count(*) FROM fts_docsize", [], |r| r.get(0))
             .unwrap()
@@ -885,7 +1030,7 @@ async fn waiting_full_text_rows_are_written_at_close_or_recovered_at_open() {
     // Rows a kill took before their batch was written (as if deleted) come
     // back from the stored messages when the store opens, before any
     // search can miss them.
-    c.execute_batch("DELETE FROM fts WHERE rowid IN (SELECT id FROM blobs WHERE id % 3 = 0)")
+    c.execute_batch("DELETE FROM fts WHERE rowid IN (SELECT id FROM store.blobs WHERE id % 3 = 0)")
         .unwrap();
     assert!(indexed(&c) < 20);
     drop(c);
@@ -900,7 +1045,7 @@ async fn waiting_full_text_rows_are_written_at_close_or_recovered_at_open() {
 }
 
 #[tokio::test]
-async fn an_index_from_before_character_cutting_is_built_again_at_open() {
+async fn a_store_with_the_index_inside_its_database_moves_it_out_at_open() {
     let (dir, store, mbox) = open_with_account().await;
     deliver_one(
         &store,
@@ -912,18 +1057,30 @@ async fn an_index_from_before_character_cutting_is_built_again_at_open() {
     .await;
     let path = store.path().to_owned();
     drop(store);
-    // The store as the version before left it: the last migration (the
-    // index built again) still to run, and an index that holds nothing.
+    // The store as the version before left it: the index a table of the
+    // database (holding a row that says something else), blob ids given
+    // as SQLite gives rowids, and no index file.
     let c = Connection::open(&path).unwrap();
     let version: i64 = c
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     c.execute_batch(&format!(
-        "INSERT INTO fts(fts) VALUES('delete-all'); PRAGMA user_version = {};",
+        r#"DROP TRIGGER blobs_id_last;
+        DELETE FROM meta WHERE key IN ('blob_id_last', 'store_id');
+        CREATE VIRTUAL TABLE fts USING fts5(
+            subject, addresses, body,
+            content = '', contentless_delete = 1,
+            tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
+        );
+        INSERT INTO fts (rowid, body) VALUES (1, 'stale words only');
+        PRAGMA user_version = {};"#,
         version - 1
     ))
     .unwrap();
     drop(c);
+    for name in ["fts.db", "fts.db-wal", "fts.db-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(name));
+    }
     let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
     let mbox = inbox(&store, "a@example.org").await;
     for needle in ["日本語", "本語のテ", "テキスト"] {
@@ -937,6 +1094,23 @@ async fn an_index_from_before_character_cutting_is_built_again_at_open() {
         .await
         .unwrap()
         .is_empty());
+    assert!(store
+        .search(mbox, &SearchKey::Body("stale".into()))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        count(
+            &store,
+            "SELECT count(*) FROM main.sqlite_master WHERE name LIKE 'fts%'"
+        ),
+        0,
+        "no index tables left in the database"
+    );
+    assert_eq!(count(&store, "SELECT count(*) FROM fts_docsize"), 1);
+    // Blob ids go on from the highest given.
+    let next = deliver_one(&store, mbox, &mail_about("after", 2)).await;
+    assert_eq!(next, 2);
 }
 
 #[tokio::test]
@@ -966,10 +1140,9 @@ async fn text_after_a_large_attachment_is_indexed_at_delivery_and_recovery() {
     .unwrap();
     let narwhal = SearchKey::Body("narwhal".into());
     assert_eq!(store.search(mbox, &narwhal).await.unwrap(), vec![1]);
-    let path = store.path().to_owned();
     drop(store);
     // The same text when the row is rebuilt from the stored chunks.
-    let c = Connection::open(&path).unwrap();
+    let c = index_file(dir.path());
     c.execute_batch("INSERT INTO fts(fts) VALUES('delete-all')")
         .unwrap();
     drop(c);

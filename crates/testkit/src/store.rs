@@ -36,4 +36,15 @@ impl Server {
     pub fn count(&self, sql: &str) -> i64 {
         self.db().query_row(sql, [], |r| r.get(0)).unwrap()
     }
+
+    /// The single integer a query of the full-text index file returns.
+    pub fn index_count(&self, sql: &str) -> i64 {
+        rusqlite::Connection::open_with_flags(
+            self.data_dir().join("fts.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap()
+        .query_row(sql, [], |r| r.get(0))
+        .unwrap()
+    }
 }

@@ -1,7 +1,9 @@
 //! Online backup and restore of the SQLite store.
 //!
 //! Every message, flag, UID, account and queue row lives in the one
-//! database file, so a backup is a copy of it. `VACUUM INTO` makes that
+//! database file, so a backup is a copy of it. The full-text index file
+//! beside it is derived from it (fts_file.rs): a backup leaves it out, a
+//! restore removes it, and the store builds it again when it opens. `VACUUM INTO` makes that
 //! copy from a single read transaction: a consistent snapshot taken while
 //! the server keeps receiving (writers are not blocked under WAL), and
 //! compacted on the way (free pages are not copied). A restore puts such a
@@ -80,6 +82,17 @@ pub fn restore_database(src: &Path, dir: &Path) -> Result<BackupStats> {
     // beside the new file they would be replayed into it.
     for suffix in ["-wal", "-shm"] {
         let stale = PathBuf::from(format!("{}{suffix}", target.display()));
+        match std::fs::remove_file(&stale) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(&stale, e)),
+        }
+    }
+    // The full-text index belongs to the database replaced; the store
+    // builds it again from the restored one when it opens (fts_file.rs).
+    let index = super::fts_file::index_path(&target);
+    for suffix in ["", "-wal", "-shm"] {
+        let stale = PathBuf::from(format!("{}{suffix}", index.display()));
         match std::fs::remove_file(&stale) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

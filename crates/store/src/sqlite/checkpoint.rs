@@ -193,13 +193,16 @@ pub(crate) fn wal_path(path: &Path) -> std::path::PathBuf {
 /// Runs a PASSIVE checkpoint; returns how many frames of the log are
 /// copied into the database now.
 fn passive(conn: &Connection) -> Result<u64> {
-    let copied: i64 = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(2))?;
+    let copied: i64 = conn.query_row("PRAGMA main.wal_checkpoint(PASSIVE)", [], |r| r.get(2))?;
     Ok(copied.max(0) as u64)
 }
 
-/// Runs a checkpoint in `mode`; true when it completed (not busy).
+/// Runs a checkpoint in `mode` of the connection's main database (not of
+/// the databases it attached); true when it completed (not busy).
 pub(crate) fn checkpoint(conn: &Connection, mode: &str) -> Result<bool> {
-    let busy: i64 = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| r.get(0))?;
+    let busy: i64 = conn.query_row(&format!("PRAGMA main.wal_checkpoint({mode})"), [], |r| {
+        r.get(0)
+    })?;
     Ok(busy == 0)
 }
 

@@ -1,4 +1,5 @@
-//! Full-text index rows written in batches, not in each delivery's commit.
+//! Full-text index rows written in batches, not in each delivery's commit,
+//! into the index file (fts_file.rs) by its own writer thread.
 //!
 //! FTS5 writes a new segment (its leaf pages, and the index's structure
 //! record) for every transaction that inserts into it, however few rows
@@ -6,16 +7,16 @@
 //! under group commit, that cost about 7.5 bytes of write-ahead log per
 //! byte of mail: half of all the log a delivery wrote. So a delivery
 //! leaves its row here, in memory, and the rows go into the index
-//! together, in housekeeping jobs of the writer of [`SLICE_ROWS`] each:
+//! together, in jobs of the index's writer of [`SLICE_ROWS`] each:
 //! once [`BATCH_ROWS`] rows or [`BATCH_BYTES`] of text wait, or [`DELAY`]
 //! after the first,
-//! and always before a search reads the index ([`FtsBatch::flush`]) and
-//! before the sweeper deletes blobs (so no row lands for a deleted blob).
+//! and always before a search reads the index ([`FtsBatch::flush`]).
 //!
 //! Nothing is lost in a crash or a kill: a row is derived from the stored
 //! message. When the store opens, complete blobs without an index row
 //! (`fts_docsize` holds one per indexed row) are read again from their
-//! chunks and indexed, in the background.
+//! chunks and indexed, and rows of blobs gone are deleted, in the
+//! background ([`FtsBatch::start`]).
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags};
 
+use super::fts_file;
 use super::writer::Writer;
 use crate::error::Result;
 use crate::index::{header_block, index_message, MessageIndex};
@@ -32,20 +34,21 @@ use crate::segment::spaced;
 use crate::INDEX_WINDOW;
 
 /// Rows that make a batch worth writing at once.
-const BATCH_ROWS: usize = 1024;
+const BATCH_ROWS: usize = 2048;
 
 /// Text (bytes) that makes a batch worth writing at once, so waiting rows
 /// of large messages stay a bounded amount of memory.
 const BATCH_BYTES: usize = 8 * 1024 * 1024;
 
-/// Rows written per writer job: FTS5 tokenizes inside the insert, in the
-/// writer thread, so a whole batch in one job kept deliveries waiting up
-/// to half a second on a loaded machine; slices let them in between, at
-/// the cost of a few more (smaller) segments to merge.
-const SLICE_ROWS: usize = 512;
+/// Rows written per index job: one segment each. In the database's own
+/// writer a whole batch in one job kept deliveries waiting, so it went in
+/// slices of 512; the index has a writer of its own now, and fewer,
+/// larger segments mean fewer merges, each rewriting the index's pages
+/// through its log. A search that flushes waits for at most one job.
+const SLICE_ROWS: usize = BATCH_ROWS;
 
 /// Longest a row waits in memory when few arrive.
-const DELAY: Duration = Duration::from_secs(2);
+const DELAY: Duration = Duration::from_secs(5);
 
 /// What one blob puts in the index: its columns' text, with the
 /// characters of scripts written without spaces set apart
@@ -98,6 +101,9 @@ struct Waiting {
 
 struct Shared {
     waiting: Mutex<Waiting>,
+    /// A read connection to the database, for index jobs to look up which
+    /// of their blobs still exist (fts_file.rs says why not attached).
+    lookup: Mutex<Connection>,
     cond: Condvar,
     /// True once the rows a crash left out are back in the index: a
     /// search waits for it, so it never misses mail delivered before.
@@ -108,21 +114,31 @@ struct Shared {
 #[derive(Clone)]
 pub(crate) struct FtsBatch {
     shared: Arc<Shared>,
+    /// The index file's writer.
     writer: Writer,
 }
 
 impl FtsBatch {
-    /// Starts the thread that writes waiting rows for the database at
-    /// `path`; it first indexes whatever a crash left unindexed.
+    /// Starts the thread that writes waiting rows through `writer`, the
+    /// writer of the index file of the database at `path`; it first
+    /// brings the index in line with the database (rows a crash left out
+    /// or left behind).
     pub(crate) fn start(path: &Path, writer: Writer) -> Result<FtsBatch> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(10))?;
+        fts_file::attach(&conn, path)?;
+        let lookup = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        lookup.busy_timeout(Duration::from_secs(10))?;
         let batch = FtsBatch {
             shared: Arc::new(Shared {
                 waiting: Mutex::default(),
+                lookup: Mutex::new(lookup),
                 cond: Condvar::new(),
                 recovered: tokio::sync::watch::Sender::new(false),
             }),
@@ -184,11 +200,31 @@ impl FtsBatch {
         Ok(())
     }
 
-    /// Writes every waiting row into the index in the writer's current
-    /// transaction; returns how many went in. Rows of blobs gone meanwhile
-    /// (delivered, expunged and swept before the batch) are dropped.
-    pub(crate) fn write(&self, c: &Connection) -> Result<usize> {
+    /// Writes every waiting row into the index in the index writer's
+    /// current transaction; returns how many went in. Rows of blobs gone
+    /// meanwhile (delivered, expunged and swept before the batch) are
+    /// dropped.
+    fn write(&self, c: &Connection) -> Result<usize> {
         self.write_some(c, usize::MAX)
+    }
+
+    /// Deletes the rows of `swept`, blobs whose deletion has committed.
+    pub(crate) async fn forget(&self, swept: Vec<BlobId>) -> Result<()> {
+        if swept.is_empty() {
+            return Ok(());
+        }
+        self.writer
+            .housekeeping(move |c| delete_rows(c, &swept))
+            .await
+    }
+
+    /// Like [`FtsBatch::forget`], for a plain thread.
+    pub(crate) fn forget_blocking(&self, swept: Vec<BlobId>) -> Result<()> {
+        if swept.is_empty() {
+            return Ok(());
+        }
+        self.writer
+            .housekeeping_blocking(move |c| delete_rows(c, &swept))
     }
 
     /// Like [`FtsBatch::write`], for the `limit` oldest rows.
@@ -203,21 +239,40 @@ impl FtsBatch {
             }
             rows
         };
+        let stored = self.stored(rows.iter().map(|(blob, _)| *blob))?;
         let mut insert = c.prepare_cached(
             "INSERT INTO fts (rowid, subject, addresses, body)
-             SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM blobs WHERE id = ?1 AND complete = 1)
-               AND NOT EXISTS (SELECT 1 FROM fts_docsize WHERE id = ?1)",
+             SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM fts_docsize WHERE id = ?1)",
         )?;
         let mut written = 0;
-        for (blob, t) in &rows {
-            written += insert.execute(params![blob, t.subject, t.addresses, t.body])?;
+        for ((blob, t), stored) in rows.iter().zip(stored) {
+            if stored {
+                written += insert.execute(params![blob, t.subject, t.addresses, t.body])?;
+            }
         }
         Ok(written)
+    }
+
+    /// Whether each of `blobs` is complete in the database now, looked up
+    /// in one short read transaction.
+    fn stored(&self, blobs: impl Iterator<Item = BlobId>) -> Result<Vec<bool>> {
+        let conn = self.shared.lookup.lock().expect("fts lookup lock");
+        let tx = conn.unchecked_transaction()?;
+        let mut find = tx.prepare_cached("SELECT 1 FROM blobs WHERE id = ?1 AND complete = 1")?;
+        let stored = blobs
+            .map(|blob| find.exists([blob]))
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        drop(find);
+        tx.commit()?;
+        Ok(stored)
     }
 
     fn run(&self, conn: &Connection) {
         if let Err(e) = self.recover(conn) {
             tracing::warn!(error = %e, "indexing messages left unindexed failed");
+        }
+        if let Err(e) = self.delete_orphans(conn) {
+            tracing::warn!(error = %e, "deleting index rows of swept messages failed");
         }
         self.shared.recovered.send_replace(true);
         loop {
@@ -251,7 +306,7 @@ impl FtsBatch {
             let ids = conn
                 .prepare_cached(
                     "SELECT id FROM blobs b WHERE id > ?1 AND complete = 1 AND refcount > 0
-                     AND NOT EXISTS (SELECT 1 FROM fts_docsize d WHERE d.id = b.id)
+                     AND NOT EXISTS (SELECT 1 FROM fts_index.fts_docsize d WHERE d.id = b.id)
                      ORDER BY id LIMIT ?2",
                 )?
                 .query_map(params![after, BATCH_ROWS as i64], |r| r.get::<_, BlobId>(0))?
@@ -275,6 +330,46 @@ impl FtsBatch {
         }
         Ok(())
     }
+
+    /// Deletes the rows of blobs no longer in the database: the ones a
+    /// crash left between a sweep's commit and its index job.
+    fn delete_orphans(&self, conn: &Connection) -> Result<()> {
+        let mut after = 0;
+        let mut total = 0;
+        loop {
+            let ids = conn
+                .prepare_cached(
+                    "SELECT id FROM fts_index.fts_docsize d WHERE id > ?1
+                     AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.id = d.id)
+                     ORDER BY id LIMIT ?2",
+                )?
+                .query_map(params![after, BATCH_ROWS as i64], |r| r.get::<_, BlobId>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let Some(&last) = ids.last() else {
+                break;
+            };
+            after = last;
+            total += ids.len();
+            self.forget_blocking(ids)?;
+        }
+        if total > 0 {
+            tracing::info!(rows = total, "deleted index rows of swept messages");
+        }
+        Ok(())
+    }
+}
+
+/// Deletes the index rows of `blobs` that it holds (deleting a row it
+/// does not hold would leave a tombstone in a contentless table).
+fn delete_rows(c: &Connection, blobs: &[BlobId]) -> Result<()> {
+    let mut held = c.prepare_cached("SELECT 1 FROM fts_docsize WHERE id = ?1")?;
+    let mut delete = c.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
+    for &blob in blobs {
+        if held.exists([blob])? {
+            delete.execute([blob])?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether the waiting rows should be written now.
@@ -344,7 +439,7 @@ impl Drop for FtsBatchGuard {
                 let _ = done.send(());
             },
         );
-        if std::thread::current().name() != Some("store-writer") {
+        if !batch.writer.is_current_thread() {
             let _ = wait.recv_timeout(Duration::from_secs(5));
         }
     }

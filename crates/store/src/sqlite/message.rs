@@ -90,8 +90,16 @@ impl SqliteMessageWriter {
     }
 }
 
+/// A new blob row. Its id is above every id ever given, not only above
+/// the ids in the table now: the full-text index, in another file, keys
+/// its rows by blob id (fts_file.rs). The `blobs_id_last` trigger moves
+/// the mark.
 fn new_blob(c: &Connection) -> Result<BlobId> {
-    c.execute("INSERT INTO blobs (created) VALUES (?1)", [now()])?;
+    c.execute(
+        "INSERT INTO blobs (id, created)
+         VALUES ((SELECT value + 1 FROM meta WHERE key = 'blob_id_last'), ?1)",
+        [now()],
+    )?;
     Ok(c.last_insert_rowid())
 }
 

@@ -1,13 +1,16 @@
 //! The SQLite back end: one database file in the data directory, in WAL
 //! mode, with one writer thread ([`writer`]), a pool of readers ([`pool`])
 //! and two background threads: WAL checkpoints ([`checkpoint`]) and the
-//! release of blobs nothing references any more ([`sweep`]).
+//! release of blobs nothing references any more ([`sweep`]). The
+//! full-text index is a second file, derived from the first, with a writer
+//! and checkpoints of its own ([`fts_file`]).
 
 mod backup;
 mod checkpoint;
 mod dkim;
 mod entries;
 mod fts_batch;
+mod fts_file;
 mod functions;
 mod mailboxes;
 mod message;
@@ -97,7 +100,10 @@ pub(crate) struct Inner {
     path: PathBuf,
     sweeper: sweep::Sweeper,
     fts: fts_batch::FtsBatchGuard,
+    /// The full-text index file's writer.
+    index_writer: Writer,
     _checkpointer: checkpoint::Checkpointer,
+    _index_checkpointer: checkpoint::Checkpointer,
 }
 
 fn now() -> i64 {
@@ -174,16 +180,32 @@ impl SqliteStore {
         // this bounds the file they leave behind.
         conn.pragma_update(None, "journal_size_limit", options.wal_limit as i64)?;
         let checkpointer = checkpoint::Checkpointer::start(&path)?;
+        // The index file, created if needed, before readers attach it.
+        let index_conn = fts_file::open_writer(&path, &conn, options.wal_limit)?;
+        let index_path = fts_file::index_path(&path);
+        let index_checkpointer = checkpoint::Checkpointer::start(&index_path)?;
         let readers = ReadPool::open(&path, options.readers.max(1))?;
         let writer = Writer::start(
             conn,
+            "store-writer",
             options.group_commit,
-            options.wal_limit,
-            Arc::clone(&checkpointer.progress),
+            (options.wal_limit, Arc::clone(&checkpointer.progress)),
+            |bytes| {
+                metrics::get().store_wal_bytes.inc_by(bytes);
+            },
+        );
+        let index_writer = Writer::start(
+            index_conn,
+            "store-fts-writer",
+            true,
+            (options.wal_limit, Arc::clone(&index_checkpointer.progress)),
+            |bytes| {
+                metrics::get().store_index_wal_bytes.inc_by(bytes);
+            },
         );
         // Sweeps at once whatever a previous run released and left.
         let pins = Arc::new(crate::ViewPins::default());
-        let fts = fts_batch::FtsBatch::start(&path, writer.clone())?;
+        let fts = fts_batch::FtsBatch::start(&path, index_writer.clone())?;
         let sweeper = sweep::Sweeper::start(&path, writer.clone(), Arc::clone(&pins), fts.clone())?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
@@ -195,7 +217,9 @@ impl SqliteStore {
                 path,
                 sweeper,
                 fts: fts_batch::FtsBatchGuard(fts),
+                index_writer,
                 _checkpointer: checkpointer,
+                _index_checkpointer: index_checkpointer,
             }),
         })
     }
@@ -203,6 +227,13 @@ impl SqliteStore {
     /// How many changes and transactions the writer has committed.
     pub fn writer_stats(&self) -> WriterStats {
         self.inner.writer.stats()
+    }
+
+    /// What the full-text index file's writer has committed: its
+    /// `wal_bytes` are the index's log writes (its jobs are all
+    /// housekeeping, so `jobs` and `transactions` stay 0).
+    pub fn index_writer_stats(&self) -> WriterStats {
+        self.inner.index_writer.stats()
     }
 
     /// Deletes every blob released so far (its last entry or queue row
@@ -213,28 +244,21 @@ impl SqliteStore {
         sweep::sweep_all(&self.inner.writer, &self.inner.pins, &self.inner.fts).await
     }
 
-    /// Copies the whole WAL into the database and cuts it to nothing: what
-    /// a server does at a clean stop, once its sessions are done. Waits up
-    /// to 10 s for readers and the writer; true when it completed.
+    /// Copies the whole WAL of the database and of the full-text index
+    /// into their files and cuts both logs to nothing: what a server does
+    /// at a clean stop, once its sessions are done. Waits up to 10 s for
+    /// readers and the writers; true when both completed.
     pub async fn truncate_wal(&self) -> Result<bool> {
         // Full-text rows still waiting would otherwise start a new log
         // when the store closes.
         self.inner.fts.flush().await?;
-        let path = self.inner.path.clone();
+        let paths = [self.inner.path.clone(), self.index_path()];
         tokio::task::spawn_blocking(move || {
-            let conn = Connection::open(&path)?;
-            conn.busy_timeout(std::time::Duration::from_secs(10))?;
-            // SQLite answers busy at once, without waiting, while the
-            // checkpoint thread runs a PASSIVE round: try again until the
-            // deadline.
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            loop {
-                let done = checkpoint::checkpoint(&conn, "TRUNCATE")?;
-                if done || std::time::Instant::now() > deadline {
-                    return Ok(done);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
+            let mut all = true;
+            for path in paths {
+                all &= truncate_file_wal(&path)?;
             }
+            Ok(all)
         })
         .await
         .map_err(|_| StoreError::Closed)?
@@ -243,6 +267,11 @@ impl SqliteStore {
     /// Path of the database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Path of the full-text index file beside it.
+    pub fn index_path(&self) -> PathBuf {
+        fts_file::index_path(&self.inner.path)
     }
 
     /// Removes blobs left half-written by a crash. Only the server calls
@@ -304,6 +333,23 @@ impl SqliteStore {
         let answer = self.write_notify(f).await?;
         self.inner.sweeper.wake();
         Ok(answer)
+    }
+}
+
+/// Checkpoints the WAL of the database file `path` and cuts it to nothing,
+/// waiting up to 10 s; true when it completed.
+fn truncate_file_wal(path: &Path) -> Result<bool> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    // SQLite answers busy at once, without waiting, while the checkpoint
+    // thread runs a PASSIVE round: try again until the deadline.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let done = checkpoint::checkpoint(&conn, "TRUNCATE")?;
+        if done || std::time::Instant::now() > deadline {
+            return Ok(done);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

@@ -1,6 +1,7 @@
 //! A small pool of read-only connections. WAL lets readers run beside the
 //! writer; each read runs on a blocking thread so no runtime thread waits
-//! on the disk.
+//! on the disk. Each connection attaches the full-text index file too
+//! (fts_file.rs), so a search reads both in one statement.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,7 @@ impl ReadPool {
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
             rusqlite::vtab::array::load_module(&conn)?;
             super::functions::register(&conn)?;
+            super::fts_file::attach(&conn, path)?;
             conns.push(conn);
         }
         Ok(Arc::new(ReadPool {

@@ -437,6 +437,24 @@ const MIGRATIONS: &[&str] = &[
     END;
     CREATE INDEX messages_date ON messages(mailbox_id, internal_date, uid);
     "#,
+    // The full-text index moves to a file of its own (fts_file.rs). The
+    // table here is dropped, not copied: a contentless FTS5 table keeps no
+    // text to copy, and copying its shadow tables would depend on FTS5's
+    // private layout. The store indexes every message again from its
+    // chunks when it opens, in the background, as after a crash, and text
+    // searches wait for that. From here on blob ids are never given twice
+    // (the index keys its rows by blob id in a file a sweep cannot change
+    // in the same transaction): `blob_id_last` is the highest ever given.
+    // `store_id` tells an index file which store it belongs to.
+    r#"
+    DROP TABLE IF EXISTS fts;
+    INSERT OR IGNORE INTO meta (key, value)
+        VALUES ('blob_id_last', (SELECT coalesce(max(id), 0) FROM blobs));
+    INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', random());
+    CREATE TRIGGER IF NOT EXISTS blobs_id_last AFTER INSERT ON blobs BEGIN
+        UPDATE meta SET value = NEW.id WHERE key = 'blob_id_last' AND value < NEW.id;
+    END;
+    "#,
 ];
 
 // The count triggers spell the flag bits out in SQL.

@@ -463,10 +463,10 @@ mod tests {
         assert!(matches!(compile(1, &key), Err(StoreError::Invalid(_))));
     }
 
-    /// The index table the schema makes, holding `texts` as bodies.
+    /// The index table the index file holds, holding `texts` as bodies.
     fn fts_with(texts: &[&str]) -> rusqlite::Connection {
-        let mut c = rusqlite::Connection::open_in_memory().unwrap();
-        super::super::schema::migrate(&mut c).unwrap();
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        super::super::fts_file::create_tables(&c).unwrap();
         for (i, text) in texts.iter().enumerate() {
             c.execute(
                 "INSERT INTO fts (rowid, body) VALUES (?1, ?2)",

@@ -4,12 +4,18 @@
 //! only count its references down to 0: the expunge that did it commits
 //! without touching the chunks or the full-text index, and the session is
 //! answered. This thread finds released blobs through the `blobs_released`
-//! partial index and deletes them (chunks, full-text row, parsed structure
-//! and header, blob row) in batches, each a housekeeping job of the writer
+//! partial index and deletes them (chunks, parsed structure and header,
+//! blob row; then the full-text row) in batches, each a housekeeping job of the writer
 //! thread, so it never competes for the write lock and deliveries queued
 //! meanwhile go first.
 //! A batch needs no fsync: after a crash the blobs are still released, and
 //! the sweep at the next start takes them.
+//!
+//! The full-text rows live in the index file (fts_file.rs): they go in a
+//! job of the index's writer once the batch that deleted their blobs has
+//! committed. A crash in between leaves rows for blobs that no longer
+//! exist; they match no mailbox entry (blob ids are never used twice) and
+//! the index's recovery at the next open deletes them.
 //!
 //! A released blob is still read while an open view may show its expunged
 //! message (its tombstone names it and a pin covers the tombstone's
@@ -26,6 +32,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::fts_batch::FtsBatch;
 use super::writer::Writer;
 use crate::error::Result;
+use crate::model::BlobId;
 use crate::ViewPins;
 
 /// Released blobs looked at per batch beyond the ones swept, so blobs that
@@ -129,9 +136,15 @@ fn sweep_blocking(writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>, fts: &
         if shared.state.lock().expect("sweep lock").stop {
             return;
         }
-        let (pins, fts) = (Arc::clone(pins), fts.clone());
-        match writer.sweep_blocking(move |c| sweep_batch(c, BATCH, &pins, &fts)) {
-            Ok(n) => {
+        let pins = Arc::clone(pins);
+        match writer.sweep_blocking(move |c| sweep_batch(c, BATCH, &pins)) {
+            Ok(swept) => {
+                let n = swept.len();
+                if let Err(e) = fts.forget_blocking(swept) {
+                    // Rows of blobs gone match nothing; the next open
+                    // deletes them.
+                    tracing::warn!(error = %e, "deleting full-text rows of swept blobs failed");
+                }
                 if n < BATCH {
                     return;
                 }
@@ -153,10 +166,10 @@ pub(crate) async fn sweep_all(
 ) -> Result<usize> {
     let mut total = 0;
     loop {
-        let (pins, fts) = (Arc::clone(pins), fts.clone());
-        let n = writer
-            .sweep(move |c| sweep_batch(c, BATCH, &pins, &fts))
-            .await?;
+        let pins = Arc::clone(pins);
+        let swept = writer.sweep(move |c| sweep_batch(c, BATCH, &pins)).await?;
+        let n = swept.len();
+        fts.forget(swept).await?;
         total += n;
         if n < BATCH {
             return Ok(total);
@@ -164,25 +177,19 @@ pub(crate) async fn sweep_all(
     }
 }
 
-/// Deletes up to `limit` released blobs; runs in the writer thread. The
-/// blobs are found inside the job, so a reference made since an earlier
-/// look cannot be lost: the delete re-checks the count anyway. Full-text
-/// rows still waiting go in first, so the deletes take theirs too.
-pub(crate) fn sweep_batch(
-    c: &Connection,
-    limit: usize,
-    pins: &ViewPins,
-    fts: &FtsBatch,
-) -> Result<usize> {
-    fts.write(c)?;
+/// Deletes up to `limit` released blobs and returns them; runs in the
+/// writer thread. The blobs are found inside the job, so a reference made
+/// since an earlier look cannot be lost: the delete re-checks the count
+/// anyway. Their full-text rows are the caller's to delete, after commit.
+pub(crate) fn sweep_batch(c: &Connection, limit: usize, pins: &ViewPins) -> Result<Vec<BlobId>> {
     let ids = c
         .prepare_cached(FIND)?
         .query_map([(limit + LOOK_AHEAD) as i64], |r| r.get::<_, i64>(0))?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut swept = 0;
+    let mut swept = Vec::new();
     let mut kept = 0;
     for id in ids {
-        if swept == limit {
+        if swept.len() == limit {
             break;
         }
         if needed_by_a_view(c, id, pins)? {
@@ -197,11 +204,9 @@ pub(crate) fn sweep_batch(
         }
         c.prepare_cached("DELETE FROM blob_chunks WHERE blob_id = ?1")?
             .execute([id])?;
-        c.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?
-            .execute([id])?;
         c.prepare_cached("DELETE FROM blob_parsed WHERE blob_id = ?1")?
             .execute([id])?;
-        swept += 1;
+        swept.push(id);
     }
     if kept > 0 {
         tracing::debug!(kept, "released blobs kept for open views");

@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 
 use super::checkpoint::{Progress, Truncation};
 use crate::error::{Result, StoreError};
+use crate::model::BlobId;
 
 /// Most jobs folded into one transaction.
 const MAX_BATCH: usize = 512;
@@ -53,8 +54,9 @@ pub struct WriterStats {
     pub transactions: u64,
     /// Of those, the ones synced to disk before their callers heard back.
     pub durable_commits: u64,
-    /// Released blobs deleted by the sweeper (chunks, full-text row,
-    /// parsed row and blob row), in housekeeping jobs not counted in `jobs`.
+    /// Released blobs deleted by the sweeper (chunks, parsed row and blob
+    /// row; the index writer deletes their full-text rows after), in
+    /// housekeeping jobs not counted in `jobs`.
     pub blobs_swept: u64,
     /// Bytes the commits appended to the write-ahead log (frames of one
     /// page and its 24-byte header): what each byte of mail costs in log
@@ -67,28 +69,38 @@ pub struct WriterStats {
 pub(crate) struct Writer {
     tx: mpsc::Sender<Job>,
     counters: Arc<Counters>,
+    /// The thread's name.
+    name: &'static str,
 }
 
 impl Writer {
-    /// Starts the writer thread on `conn`. With `group_commit` off, every
-    /// job gets its own transaction (and its own fsync when durable).
+    /// Starts the writer thread `name` on `conn`. With `group_commit` off,
+    /// every job gets its own transaction (and its own fsync when durable).
     /// The writer also keeps the log under `wal_limit` bytes
-    /// ([`checkpoint::Truncation`]).
+    /// ([`checkpoint::Truncation`]), and adds the bytes each commit
+    /// appends to it to `wal_metric`.
     pub(crate) fn start(
         conn: Connection,
+        name: &'static str,
         group_commit: bool,
-        wal_limit: u64,
-        progress: Arc<Progress>,
+        (wal_limit, progress): (u64, Arc<Progress>),
+        wal_metric: fn(u64),
     ) -> Writer {
         let (tx, rx) = mpsc::channel::<Job>();
         let counters = Arc::new(Counters::default());
         let c = Arc::clone(&counters);
         let batch = if group_commit { MAX_BATCH } else { 1 };
         std::thread::Builder::new()
-            .name("store-writer".into())
-            .spawn(move || run(conn, rx, batch, (wal_limit, progress), &c))
+            .name(name.into())
+            .spawn(move || run(conn, rx, batch, (wal_limit, progress), (&c, wal_metric)))
             .expect("spawn store writer thread");
-        Writer { tx, counters }
+        Writer { tx, counters, name }
+    }
+
+    /// Whether the caller runs in this writer's thread (where waiting for
+    /// one of its jobs would never end).
+    pub(crate) fn is_current_thread(&self) -> bool {
+        std::thread::current().name() == Some(self.name)
     }
 
     /// The counters so far.
@@ -114,13 +126,13 @@ impl Writer {
         answer.await.map_err(|_| StoreError::Closed)?
     }
 
-    /// Runs a sweep `f` (it returns how many blobs it deleted) in the
+    /// Runs a sweep `f` (it returns the blobs it deleted) in the
     /// writer thread as housekeeping, not durably: after a crash the same
     /// blobs are swept again. The count is added to
     /// [`WriterStats::blobs_swept`] at commit, before anyone hears back.
-    pub(crate) async fn sweep<F>(&self, f: F) -> Result<usize>
+    pub(crate) async fn sweep<F>(&self, f: F) -> Result<Vec<BlobId>>
     where
-        F: FnOnce(&Connection) -> Result<usize> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<Vec<BlobId>> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         self.submit(false, true, f, self.count_swept(), reply)?;
@@ -129,9 +141,9 @@ impl Writer {
 
     /// Like [`Writer::sweep`], for a plain thread that blocks until the
     /// commit. Never call it from a runtime thread.
-    pub(crate) fn sweep_blocking<F>(&self, f: F) -> Result<usize>
+    pub(crate) fn sweep_blocking<F>(&self, f: F) -> Result<Vec<BlobId>>
     where
-        F: FnOnce(&Connection) -> Result<usize> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<Vec<BlobId>> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         self.submit(false, true, f, self.count_swept(), reply)?;
@@ -185,10 +197,12 @@ impl Writer {
     }
 
     /// Adds what a committed sweep deleted to the counters.
-    fn count_swept(&self) -> impl FnOnce(&usize) + Send + 'static {
+    fn count_swept(&self) -> impl FnOnce(&Vec<BlobId>) + Send + 'static {
         let counters = Arc::clone(&self.counters);
-        move |n| {
-            counters.blobs_swept.fetch_add(*n as u64, Ordering::Relaxed);
+        move |swept| {
+            counters
+                .blobs_swept
+                .fetch_add(swept.len() as u64, Ordering::Relaxed);
         }
     }
 
@@ -293,7 +307,7 @@ fn run(
     rx: mpsc::Receiver<Job>,
     max_batch: usize,
     (wal_limit, progress): (u64, Arc<Progress>),
-    counters: &Counters,
+    (counters, wal_metric): (&Counters, fn(u64)),
 ) {
     // After `wal_autocheckpoint`, which would replace it.
     conn.wal_hook(Some(count_frames));
@@ -359,7 +373,7 @@ fn run(
         let commit = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
         let wal_bytes = (frames_written() - frames_before) * frame_bytes;
         counters.wal_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
-        metrics::get().store_wal_bytes.inc_by(wal_bytes);
+        wal_metric(wal_bytes);
         if commit.is_err() {
             let _ = conn.execute_batch("ROLLBACK");
         }

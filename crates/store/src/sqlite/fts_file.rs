@@ -1,0 +1,136 @@
+//! The full-text index in a database file of its own, `fts.db` beside
+//! `sluice.db`, with its own writer thread and its own write-ahead log.
+//!
+//! Why a file of its own: FTS5 tokenizes inside the insert and rewrites
+//! and merges its segments as rows go in. In the main database all of that
+//! went through the one writer thread, where deliveries queue, and through
+//! the one log, whose checkpoints and truncations deliveries wait for:
+//! about half the log written per byte of mail was index pages. Here the
+//! index has its own writer ([`Writer`], thread `store-fts-writer`), its
+//! own log bounded the same way as the main one (checkpoint.rs, the same
+//! `store.wal_limit_mb`), and its commits are never synced for a delivery.
+//!
+//! How the two files stay consistent: the main database is the truth, and
+//! this file is an index derived from it that can be rebuilt from the
+//! stored chunks at any time.
+//!
+//! - Rows are keyed by blob id, and blob ids are never used twice (the
+//!   main database's `meta.blob_id_last`): a row left behind for a blob
+//!   that is gone matches no mailbox entry, so it costs space, never a
+//!   wrong answer.
+//! - A row is written only for a blob complete in the main database, which
+//!   the index job looks up (on a read connection of its own, in a short
+//!   read transaction: a read held through a whole index transaction kept
+//!   the main log from being cut). A sweep deletes the rows of its blobs in
+//!   an index job queued after its own commit: a job that looked before
+//!   that commit was already running, so the deleting job comes after it;
+//!   a job that looked after it no longer sees the blob.
+//! - At open, in the background, complete blobs without a row (rows still
+//!   waiting in memory at a kill, or a new file) are indexed again from
+//!   their chunks and rows of blobs gone (a kill between a sweep and its
+//!   index job) are deleted; text searches wait for that (fts_batch.rs).
+//! - The file names the store it indexes (`store_id`). A file from another
+//!   store, or from a later state of this one (a restored backup: rows
+//!   above `blob_id_last`), is emptied and built again.
+//!
+//! A backup therefore copies only the main database, and a restore
+//! removes this file: the store builds it again when it opens.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use crate::error::Result;
+
+/// File name of the full-text index in a data directory.
+pub(crate) const INDEX_FILE: &str = "fts.db";
+
+/// Name under which a connection to the main database attaches the index.
+pub(crate) const INDEX_SCHEMA: &str = "fts_index";
+
+/// The index table: subject, addresses and header, body text; rowid is
+/// the blob id. Contentless: it keeps no copy of the text.
+const CREATE_FTS: &str = r#"
+    CREATE VIRTUAL TABLE IF NOT EXISTS main.fts USING fts5(
+        subject, addresses, body,
+        content = '', contentless_delete = 1,
+        tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
+    );
+    CREATE TABLE IF NOT EXISTS main.index_meta (
+        key TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    ) STRICT;
+"#;
+
+/// Creates the index's tables in the main schema of `conn`, if missing.
+pub(crate) fn create_tables(conn: &Connection) -> Result<()> {
+    conn.execute_batch(CREATE_FTS)?;
+    Ok(())
+}
+
+/// The index file of the store whose database is `db`.
+pub(crate) fn index_path(db: &Path) -> PathBuf {
+    db.with_file_name(INDEX_FILE)
+}
+
+/// Opens (creating if needed) the index file of the database `db` for the
+/// index's writer: in WAL mode, its log cut back to `wal_limit` bytes.
+/// `main` is a connection to the migrated database. An index that belongs
+/// to another store or state is emptied first.
+pub(crate) fn open_writer(db: &Path, main: &Connection, wal_limit: u64) -> Result<Connection> {
+    let conn = Connection::open(index_path(db))?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // A derived index needs no sync of its own (see the module comment).
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    conn.pragma_update(None, "journal_size_limit", wal_limit as i64)?;
+    // Immediate: another process opening the store at the same time
+    // waits here instead of failing to upgrade its read to a write. The
+    // database is read once the lock is held: rows another process
+    // indexed before are then all at or below its `blob_id_last`.
+    let tx = rusqlite::Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
+    create_tables(&tx)?;
+    let meta = |key: &str| -> Result<i64> {
+        Ok(main.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))?)
+    };
+    let (store_id, last_blob) = (meta("store_id")?, meta("blob_id_last")?);
+    let indexed_for: Option<i64> = tx
+        .query_row(
+            "SELECT value FROM index_meta WHERE key = 'store_id'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let highest_row: i64 =
+        tx.query_row("SELECT coalesce(max(id), 0) FROM fts_docsize", [], |r| {
+            r.get(0)
+        })?;
+    if indexed_for.is_some_and(|id| id != store_id) || highest_row > last_blob {
+        tracing::info!(
+            highest_row,
+            last_blob,
+            "the full-text index belongs to another store or state; building it again"
+        );
+        tx.execute_batch("DROP TABLE fts;")?;
+        create_tables(&tx)?;
+    }
+    tx.execute(
+        "INSERT OR REPLACE INTO index_meta (key, value) VALUES ('store_id', ?1)",
+        [store_id],
+    )?;
+    tx.commit()?;
+    Ok(conn)
+}
+
+/// Attaches the index file of the database `db` to `conn` (a connection to
+/// `db`) as [`INDEX_SCHEMA`]; it opens read-only when `conn` is.
+pub(crate) fn attach(conn: &Connection, db: &Path) -> Result<()> {
+    let path = index_path(db);
+    conn.execute(
+        &format!("ATTACH DATABASE ?1 AS {INDEX_SCHEMA}"),
+        [path.to_string_lossy()],
+    )?;
+    Ok(())
+}
