@@ -9,39 +9,10 @@ set -euo pipefail
 SLUICE=${SLUICE:-sluice}
 N=${1:-21282}
 PORT=${PORT:-2792}
-T=$(mktemp -d /tmp/sluice-web-search.XXXXXX)
-PID=
-cleanup() {
-    set +e
-    [ -n "$PID" ] && kill "$PID" && wait "$PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-cat > "$T/sluice.toml" <<EOF
-hostname = "mx.example.org"
-data_dir = "$T/data"
-[listen]
-smtp = "127.0.0.1:0"
-pop3 = "127.0.0.1:0"
-pop3s = "127.0.0.1:0"
-imap = "127.0.0.1:0"
-imaps = "127.0.0.1:0"
-managesieve = "127.0.0.1:0"
-http = "127.0.0.1:$PORT"
-https = "127.0.0.1:0"
-submission = "127.0.0.1:0"
-submissions = "127.0.0.1:0"
-metrics = "127.0.0.1:0"
-[log]
-level = "warn"
-[outbound]
-enabled = false
-EOF
-python3 "$(dirname "$0")/words_mbox.py" "$T/fill.mbox" "$N"
-"$SLUICE" domain add example.org --config "$T/sluice.toml" >/dev/null
-echo pw | "$SLUICE" user add alice@example.org --password-stdin --config "$T/sluice.toml" >/dev/null
-"$SLUICE" import alice@example.org mbox "$T/fill.mbox" --config "$T/sluice.toml" 2>&1 | tail -1
-"$SLUICE" serve --config "$T/sluice.toml" 2>"$T/log" & PID=$!
+. "$(dirname "$0")/probe_lib.sh"
+probe_setup web-search "http=127.0.0.1:$PORT"
+probe_fill "$N"
+probe_serve
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.1; done
 python3 - "$PORT" <<'PYEOF'
 import http.client, statistics, sys, time, urllib.parse

@@ -227,14 +227,7 @@ fn a_large_message_streams_through_in_little_memory() {
     }
     f.flush().unwrap();
     drop(f);
-    let small = dir.path().join("small.mbox");
-    std::fs::write(
-        &small,
-        "From a@example.net Mon Jan  1 10:00:00 2024\nSubject: small\n\nx\n",
-    )
-    .unwrap();
-    let baseline_kb = import_peak_kb(&server, &user, &small);
-    let peak_kb = import_peak_kb(&server, &user, &mbox);
+    let (peak_kb, baseline_kb) = import_peaks_kb(&server, &user, &mbox);
     // 64 MiB went through; the importer's memory is what it is for a
     // small message, give or take buffers and SQLite's page cache.
     assert!(
@@ -274,14 +267,7 @@ fn a_two_gigabyte_mbox_imports_with_flat_memory() {
     f.flush().unwrap();
     drop(f);
     assert!(std::fs::metadata(&mbox).unwrap().len() > 2 << 30);
-    let small = dir.path().join("small.mbox");
-    std::fs::write(
-        &small,
-        "From a@example.net Mon Jan  1 10:00:00 2024\nSubject: small\n\nx\n",
-    )
-    .unwrap();
-    let baseline_kb = import_peak_kb(&server, &user, &small);
-    let peak_kb = import_peak_kb(&server, &user, &mbox);
+    let (peak_kb, baseline_kb) = import_peaks_kb(&server, &user, &mbox);
     assert!(
         peak_kb < baseline_kb + 64 * 1000,
         "peak RSS {peak_kb} KiB, {baseline_kb} KiB for a small message"
@@ -291,6 +277,19 @@ fn a_two_gigabyte_mbox_imports_with_flat_memory() {
         server.count("SELECT count(DISTINCT blob_id) FROM messages"),
         messages + 1
     );
+}
+
+/// The peak resident memory of importing `mbox`, and of importing a
+/// one-message mbox first (the baseline), in KiB.
+fn import_peaks_kb(server: &Server, user: &str, mbox: &Path) -> (u64, u64) {
+    let small = mbox.with_file_name("small.mbox");
+    std::fs::write(
+        &small,
+        "From a@example.net Mon Jan  1 10:00:00 2024\nSubject: small\n\nx\n",
+    )
+    .unwrap();
+    let baseline_kb = import_peak_kb(server, user, &small);
+    (import_peak_kb(server, user, mbox), baseline_kb)
 }
 
 /// Runs `sluice import USER mbox PATH`; returns the peak resident memory
