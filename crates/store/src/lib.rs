@@ -286,6 +286,9 @@ pub trait Store: Send + Sync + 'static {
         to: MailboxId,
     ) -> Result<Vec<(Uid, Uid)>>;
 
+    /// The unseen messages of each of an account's mailboxes, in one read.
+    async fn unseen_counts(&self, account: AccountId) -> Result<Vec<(MailboxId, u32)>>;
+
     /// The mailboxes of an account, in name order.
     async fn list_mailboxes(&self, account: AccountId) -> Result<Vec<MailboxInfo>>;
     /// Creates a mailbox (a fresh UIDVALIDITY). `Exists` if the name is taken

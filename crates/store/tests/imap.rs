@@ -1070,15 +1070,29 @@ fn counted(f: &Fixture, mailbox: MailboxId) -> (u32, u32, u32, u64) {
 }
 
 async fn assert_counts_kept(f: &Fixture, step: &str) {
-    for b in f.store.list_mailboxes(f.account).await.unwrap() {
+    let unseen = f.store.unseen_counts(f.account).await.unwrap();
+    let boxes = f.store.list_mailboxes(f.account).await.unwrap();
+    assert_eq!(unseen.len(), boxes.len(), "after {step}");
+    let (mut messages, mut bytes) = (0, 0);
+    for b in boxes {
         let s = f.store.mailbox_status(b.id).await.unwrap();
+        let want = counted(f, b.id);
         assert_eq!(
             (s.messages, s.unseen, s.deleted, s.size),
-            counted(f, b.id),
+            want,
             "{} after {step}",
             b.name
         );
+        assert!(unseen.contains(&(b.id, want.1)), "{} after {step}", b.name);
+        messages += want.0 as u64;
+        bytes += want.3;
     }
+    let q = f.store.quota(f.account).await.unwrap();
+    assert_eq!(
+        (q.messages, q.used_bytes),
+        (messages, bytes),
+        "after {step}"
+    );
 }
 
 #[tokio::test]

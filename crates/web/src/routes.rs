@@ -288,17 +288,25 @@ pub(crate) async fn mailboxes(app: &App, user: &User) -> Result<Vec<MailboxInfo>
 }
 
 pub(crate) async fn folder_list(app: &App, boxes: &[MailboxInfo]) -> Result<Vec<Folder>, WebError> {
-    let mut out = Vec::with_capacity(boxes.len());
-    for b in boxes {
-        let status = app.ctx.store.mailbox_status(b.id).await?;
-        out.push(Folder {
+    let Some(account) = boxes.first().map(|b| b.account) else {
+        return Ok(Vec::new());
+    };
+    let unseen: std::collections::HashMap<MailboxId, u32> = app
+        .ctx
+        .store
+        .unseen_counts(account)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(boxes
+        .iter()
+        .map(|b| Folder {
             id: b.id,
             name: b.name.clone(),
-            unseen: status.unseen,
+            unseen: unseen.get(&b.id).copied().unwrap_or(0),
             role: role_rank(b).1,
-        });
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
 pub(crate) fn owned(boxes: &[MailboxInfo], id: MailboxId) -> Result<&MailboxInfo, WebError> {

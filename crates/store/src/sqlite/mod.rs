@@ -1149,6 +1149,17 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn unseen_counts(&self, account: AccountId) -> Result<Vec<(MailboxId, u32)>> {
+        self.read(move |c| {
+            Ok(
+                c.prepare_cached("SELECT id, n_unseen FROM mailboxes WHERE account_id = ?1")?
+                    .query_map([account], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+            )
+        })
+        .await
+    }
+
     async fn claim_recent(&self, mailbox: MailboxId) -> Result<(Uid, Uid)> {
         // Not durable: after a crash, messages are recent once more.
         self.inner
@@ -1205,11 +1216,11 @@ impl Store for SqliteStore {
     async fn quota(&self, account: AccountId) -> Result<Quota> {
         self.read(move |c| {
             c.query_row(
+                // The mailboxes' kept counts (schema.rs): one row each,
+                // however many messages (APPEND asks this every time).
                 "SELECT a.quota_bytes,
-                        (SELECT coalesce(sum(m.size), 0) FROM messages m
-                         JOIN mailboxes x ON x.id = m.mailbox_id WHERE x.account_id = a.id),
-                        (SELECT count(*) FROM messages m
-                         JOIN mailboxes x ON x.id = m.mailbox_id WHERE x.account_id = a.id)
+                        (SELECT coalesce(sum(x.n_bytes), 0) FROM mailboxes x WHERE x.account_id = a.id),
+                        (SELECT coalesce(sum(x.n_messages), 0) FROM mailboxes x WHERE x.account_id = a.id)
                  FROM accounts a WHERE a.id = ?1",
                 [account],
                 |r| {
