@@ -25,7 +25,9 @@
 #   OUT           directory kept for the JSON reports    (default: none, temp)
 #   SLUICE_IMAP   1: give Sluice an IMAP listener and run the IMAP requests
 #                 on it too, cold by restarting it
-#   ROWS          which rows to run, of "smtp pop3 imap web" (default: all)
+#   ROWS          which rows to run, of "smtp pop3 imap web outbound"
+#                 (default: all; outbound runs outbound.sh beside this
+#                 script, relaying to smtp-sink, and prints its own table)
 #   WEB           0: skip the webmail rows (Sluice's webmail against
 #                 Roundcube 1.6 from Debian on the peers' Dovecot and
 #                 Postfix, set up by roundcube.sh beside this script)
@@ -43,7 +45,7 @@ IMAP_MESSAGES=${IMAP_MESSAGES:-$([ -n "$QUICK" ] && echo 1046 || echo 21282)}
 USERS=${USERS:-20}
 OPEN_RATE=${OPEN_RATE:-100}
 WEB=${WEB:-1}
-ROWS=${ROWS:-smtp pop3 imap web}
+ROWS=${ROWS:-smtp pop3 imap web outbound}
 [ "$WEB" = 1 ] || ROWS=${ROWS//web/}
 want() { [[ " $ROWS " == *" $1 "* ]]; }
 want web && WEB=1 || WEB=0
@@ -443,4 +445,9 @@ for what, a, b, c in rows:
     print("%-*s  %12s  %16s  %7s" % (w, what, a, b, c))
 print("\nratio > 1: Sluice better (higher rate, or lower time). Webmail rows: the peer is Roundcube on Dovecot and Postfix.")
 EOF
+# --- outbound: relaying to smtp-sink, Sluice against Postfix ---------------
+if want outbound; then
+    log "outbound rows (outbound.sh)"
+    SLUICE="$SLUICE" QUICK="$QUICK" OUT="${OUT:+$OUT/outbound}" "$HERE/outbound.sh"
+fi
 [ -n "${OUT:-}" ] && log "JSON reports kept in $OUT"
