@@ -241,6 +241,15 @@ impl HashTable {
         }
     }
 
+    /// Adds a digest with its size (`None`: any size) and name index.
+    fn add(&mut self, digest: Vec<u8>, size: Option<u64>, name: u32) {
+        self.note_size(size);
+        self.map
+            .entry(digest.into_boxed_slice())
+            .or_default()
+            .push((size, name));
+    }
+
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
@@ -913,13 +922,7 @@ impl DatabaseBuilder {
                 HashKind::Sha1 => &mut sha1,
                 HashKind::Sha256 => &mut sha256,
             };
-            table.note_size(h.size);
-            let n = intern(&h.name, &mut names);
-            table
-                .map
-                .entry(h.digest.into_boxed_slice())
-                .or_default()
-                .push((h.size, n));
+            table.add(h.digest, h.size, intern(&h.name, &mut names));
             report.hash_signatures += 1;
         }
         let mut fp: [HashTable; 3] = Default::default();
@@ -929,13 +932,7 @@ impl DatabaseBuilder {
                 HashKind::Sha1 => 1,
                 HashKind::Sha256 => 2,
             }];
-            table.note_size(h.size);
-            let n = intern(&h.name, &mut names);
-            table
-                .map
-                .entry(h.digest.into_boxed_slice())
-                .or_default()
-                .push((h.size, n));
+            table.add(h.digest, h.size, intern(&h.name, &mut names));
         }
         let mut cdb_sigs = std::mem::take(&mut self.cdb);
         let before = cdb_sigs.len();
@@ -953,13 +950,7 @@ impl DatabaseBuilder {
                 HashKind::Sha1 => 1,
                 HashKind::Sha256 => 2,
             }];
-            table.note_size(h.size);
-            let n = intern(&h.name, &mut names);
-            table
-                .map
-                .entry(h.digest.into_boxed_slice())
-                .or_default()
-                .push((h.size, n));
+            table.add(h.digest, h.size, intern(&h.name, &mut names));
             report.section_hash_signatures += 1;
         }
         let has_mail_sigs =

@@ -300,28 +300,19 @@ impl FtsBatch {
     /// took before their batch was written. Reads on the thread's own
     /// connection, a batch at a time, and writes each batch at once.
     fn recover(&self, conn: &Connection) -> Result<()> {
-        let mut after = 0;
-        let mut total = 0;
-        loop {
-            let ids = conn
-                .prepare_cached(
-                    "SELECT id FROM blobs b WHERE id > ?1 AND complete = 1 AND refcount > 0
-                     AND NOT EXISTS (SELECT 1 FROM fts_index.fts_docsize d WHERE d.id = b.id)
-                     ORDER BY id LIMIT ?2",
-                )?
-                .query_map(params![after, BATCH_ROWS as i64], |r| r.get::<_, BlobId>(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let Some(&last) = ids.last() else {
-                break;
-            };
-            after = last;
-            for &blob in &ids {
-                let text = text_from_chunks(conn, blob)?;
-                self.push(blob, text);
-            }
-            total += ids.len();
-            self.write_slices_blocking()?;
-        }
+        let total = in_id_batches(
+            conn,
+            "SELECT id FROM blobs b WHERE id > ?1 AND complete = 1 AND refcount > 0
+             AND NOT EXISTS (SELECT 1 FROM fts_index.fts_docsize d WHERE d.id = b.id)
+             ORDER BY id LIMIT ?2",
+            |ids| {
+                for blob in ids {
+                    let text = text_from_chunks(conn, blob)?;
+                    self.push(blob, text);
+                }
+                self.write_slices_blocking()
+            },
+        )?;
         if total > 0 {
             tracing::info!(
                 messages = total,
@@ -334,24 +325,13 @@ impl FtsBatch {
     /// Deletes the rows of blobs no longer in the database: the ones a
     /// crash left between a sweep's commit and its index job.
     fn delete_orphans(&self, conn: &Connection) -> Result<()> {
-        let mut after = 0;
-        let mut total = 0;
-        loop {
-            let ids = conn
-                .prepare_cached(
-                    "SELECT id FROM fts_index.fts_docsize d WHERE id > ?1
-                     AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.id = d.id)
-                     ORDER BY id LIMIT ?2",
-                )?
-                .query_map(params![after, BATCH_ROWS as i64], |r| r.get::<_, BlobId>(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let Some(&last) = ids.last() else {
-                break;
-            };
-            after = last;
-            total += ids.len();
-            self.forget_blocking(ids)?;
-        }
+        let total = in_id_batches(
+            conn,
+            "SELECT id FROM fts_index.fts_docsize d WHERE id > ?1
+             AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.id = d.id)
+             ORDER BY id LIMIT ?2",
+            |ids| self.forget_blocking(ids),
+        )?;
         if total > 0 {
             tracing::info!(rows = total, "deleted index rows of swept messages");
         }
@@ -442,5 +422,29 @@ impl Drop for FtsBatchGuard {
         if !batch.writer.is_current_thread() {
             let _ = wait.recv_timeout(Duration::from_secs(5));
         }
+    }
+}
+
+/// Hands the blob ids `sql` selects to `each`, `BATCH_ROWS` at a time
+/// (`?1`: the last id of the batch before, `?2`: the batch size; the query
+/// orders by id). Returns how many there were.
+fn in_id_batches(
+    conn: &Connection,
+    sql: &str,
+    mut each: impl FnMut(Vec<BlobId>) -> Result<()>,
+) -> Result<usize> {
+    let mut after = 0;
+    let mut total = 0;
+    loop {
+        let ids = conn
+            .prepare_cached(sql)?
+            .query_map(params![after, BATCH_ROWS as i64], |r| r.get::<_, BlobId>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let Some(&last) = ids.last() else {
+            return Ok(total);
+        };
+        after = last;
+        total += ids.len();
+        each(ids)?;
     }
 }
