@@ -433,6 +433,8 @@ mod tests {
             highest_modseq: 1,
             special_use: None,
             subscribed: true,
+            messages: uids.len() as u32,
+            unseen: 0,
         };
         Selected::new(
             info,

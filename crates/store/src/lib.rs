@@ -184,13 +184,14 @@ pub trait Store: Send + Sync + 'static {
     /// Lists the messages of a mailbox in UID order.
     async fn list_messages(&self, mailbox: MailboxId) -> Result<Vec<MessageEntry>>;
     /// One page of a mailbox, newest first (internal date, then UID, both
-    /// descending): `take` messages after the first `skip`.
+    /// descending): `take` messages after the first `skip`, with what
+    /// [`Store::message_data`] gives for each, read in one go.
     async fn list_newest(
         &self,
         mailbox: MailboxId,
         skip: usize,
         take: usize,
-    ) -> Result<Vec<MessageEntry>>;
+    ) -> Result<Vec<MessageData>>;
     /// Reads piece `seq` (0-based) of a blob; `None` past the end, and for
     /// a blob no entry or queue row references any more.
     async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>>;
@@ -285,9 +286,6 @@ pub trait Store: Send + Sync + 'static {
         uids: &[Uid],
         to: MailboxId,
     ) -> Result<Vec<(Uid, Uid)>>;
-
-    /// The unseen messages of each of an account's mailboxes, in one read.
-    async fn unseen_counts(&self, account: AccountId) -> Result<Vec<(MailboxId, u32)>>;
 
     /// The mailboxes of an account, in name order.
     async fn list_mailboxes(&self, account: AccountId) -> Result<Vec<MailboxInfo>>;

@@ -39,6 +39,10 @@ pub struct MailboxInfo {
     pub special_use: Option<String>,
     /// In the account's subscription list (RFC 3501 §6.3.6).
     pub subscribed: bool,
+    /// Messages in the mailbox (a kept count: reading it costs nothing).
+    pub messages: u32,
+    /// Messages without `\\Seen` (kept likewise), for folder lists.
+    pub unseen: u32,
 }
 
 /// Counters of a mailbox, for STATUS and SELECT (RFC 3501 §6.3.10).

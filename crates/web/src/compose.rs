@@ -319,7 +319,7 @@ pub(crate) async fn form(
         }
     }
     let boxes = routes::mailboxes(&app, &user).await?;
-    let folders = routes::folder_list(&app, &boxes).await?;
+    let folders = routes::folder_list(&boxes);
     let chrome = pages::Chrome {
         address: &user.address,
         admin: user.admin,
@@ -688,7 +688,7 @@ async fn compose_error(
     why: &str,
 ) -> Result<Response, WebError> {
     let boxes = routes::mailboxes(app, user).await?;
-    let folders = routes::folder_list(app, &boxes).await?;
+    let folders = routes::folder_list(&boxes);
     let chrome = pages::Chrome {
         address: &user.address,
         admin: user.admin,

@@ -59,7 +59,7 @@ struct Frame {
 
 async fn frame(app: &App, user: &User) -> Result<Frame, WebError> {
     let boxes = routes::mailboxes(app, user).await?;
-    let folders = routes::folder_list(app, &boxes).await?;
+    let folders = routes::folder_list(&boxes);
     Ok(Frame {
         names: boxes.iter().map(|b| b.name.clone()).collect(),
         folders,

@@ -287,26 +287,18 @@ pub(crate) async fn mailboxes(app: &App, user: &User) -> Result<Vec<MailboxInfo>
     Ok(all)
 }
 
-pub(crate) async fn folder_list(app: &App, boxes: &[MailboxInfo]) -> Result<Vec<Folder>, WebError> {
-    let Some(account) = boxes.first().map(|b| b.account) else {
-        return Ok(Vec::new());
-    };
-    let unseen: std::collections::HashMap<MailboxId, u32> = app
-        .ctx
-        .store
-        .unseen_counts(account)
-        .await?
-        .into_iter()
-        .collect();
-    Ok(boxes
+/// The folder list beside every page; the unread counts come with the
+/// mailboxes (kept counts), so it costs no read of its own.
+pub(crate) fn folder_list(boxes: &[MailboxInfo]) -> Vec<Folder> {
+    boxes
         .iter()
         .map(|b| Folder {
             id: b.id,
             name: b.name.clone(),
-            unseen: unseen.get(&b.id).copied().unwrap_or(0),
+            unseen: b.unseen,
             role: role_rank(b).1,
         })
-        .collect())
+        .collect()
 }
 
 pub(crate) fn owned(boxes: &[MailboxInfo], id: MailboxId) -> Result<&MailboxInfo, WebError> {
@@ -372,28 +364,30 @@ async fn list(
     Path(mailbox): Path<MailboxId>,
     Query(q): Query<ListQuery>,
 ) -> Result<Html<String>, WebError> {
-    let boxes = mailboxes(&app, &user).await?;
+    // Two reads side by side: each waits for a blocking thread.
+    let (boxes, settings) = tokio::try_join!(mailboxes(&app, &user), async {
+        Ok(app.ctx.store.web_settings(user.account).await?)
+    })?;
     let info = owned(&boxes, mailbox)?.clone();
-    let settings = app.ctx.store.web_settings(user.account).await?;
     let query = q.q.unwrap_or_default().trim().to_string();
-    // Read before the list, so a change in between is announced again.
-    let status = app.ctx.store.mailbox_status(mailbox).await?;
-    let modseq = status.highest_modseq;
+    // Read (with the mailboxes) before the list, so a change in between
+    // is announced again.
+    let modseq = info.highest_modseq;
     let per_page = settings.page_size.max(1) as usize;
     // Newest first; UID breaks ties (and orders mail of one second).
-    let (shown, total, page): (Vec<Uid>, usize, usize) = if query.is_empty() {
+    let (data, total, page) = if query.is_empty() {
         // The store reads just the page, in date order from its index.
-        let total = status.messages as usize;
+        let total = info.messages as usize;
         let page = q
             .page
             .unwrap_or(1)
             .clamp(1, total.div_ceil(per_page).max(1));
-        let entries = app
+        let data = app
             .ctx
             .store
             .list_newest(mailbox, (page - 1) * per_page, per_page)
             .await?;
-        (entries.iter().map(|e| e.uid).collect(), total, page)
+        (data, total, page)
     } else {
         let mut entries = app.ctx.store.list_messages(mailbox).await?;
         let hits = app.ctx.store.search(mailbox, &search_key(&query)).await?;
@@ -404,17 +398,17 @@ async fn list(
             .page
             .unwrap_or(1)
             .clamp(1, total.div_ceil(per_page).max(1));
-        let shown = entries
+        let shown: Vec<Uid> = entries
             .iter()
             .skip((page - 1) * per_page)
             .take(per_page)
             .map(|e| e.uid)
             .collect();
-        (shown, total, page)
+        let mut data = app.ctx.store.message_data(mailbox, &shown).await?;
+        data.sort_by_key(|d| shown.iter().position(|u| *u == d.entry.uid));
+        (data, total, page)
     };
     let pages = total.div_ceil(per_page);
-    let mut data = app.ctx.store.message_data(mailbox, &shown).await?;
-    data.sort_by_key(|d| shown.iter().position(|u| *u == d.entry.uid));
     let rows = data
         .iter()
         .map(|d| Row {
@@ -428,7 +422,7 @@ async fn list(
             attachment: has_attachment(d),
         })
         .collect();
-    let folders = folder_list(&app, &boxes).await?;
+    let folders = folder_list(&boxes);
     let chrome = Chrome {
         address: &user.address,
         admin: user.admin,
@@ -712,7 +706,7 @@ async fn read_message(
     }
     let boxes = mailboxes(&app, &user).await?;
     let thread = crate::thread::conversation(&app, &boxes, mailbox, &o.data).await?;
-    let folders = folder_list(&app, &boxes).await?;
+    let folders = folder_list(&boxes);
     let chrome = Chrome {
         address: &user.address,
         admin: user.admin,

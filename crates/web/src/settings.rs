@@ -27,7 +27,7 @@ pub(crate) async fn page(
 ) -> Result<Html<String>, WebError> {
     let settings = app.ctx.store.web_settings(user.account).await?;
     let boxes = routes::mailboxes(&app, &user).await?;
-    let folders = routes::folder_list(&app, &boxes).await?;
+    let folders = routes::folder_list(&boxes);
     let chrome = Chrome {
         address: &user.address,
         admin: user.admin,

@@ -33,7 +33,8 @@ const SPECIAL_USES: &[&str] = &[
 
 /// Columns read into a [`MailboxInfo`] by [`info_from_row`].
 pub(crate) const INFO_COLUMNS: &str =
-    "id, account_id, name, uid_validity, uid_next, highest_modseq, special_use, subscribed";
+    "id, account_id, name, uid_validity, uid_next, highest_modseq, special_use, subscribed,
+     n_messages, n_unseen";
 
 pub(crate) fn info_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MailboxInfo> {
     Ok(MailboxInfo {
@@ -45,6 +46,8 @@ pub(crate) fn info_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MailboxIn
         highest_modseq: r.get::<_, i64>(5)? as u64,
         special_use: r.get(6)?,
         subscribed: r.get(7)?,
+        messages: r.get(8)?,
+        unseen: r.get(9)?,
     })
 }
 

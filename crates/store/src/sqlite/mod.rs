@@ -26,6 +26,7 @@ mod sweep;
 mod web;
 mod writer;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -821,14 +822,21 @@ impl Store for SqliteStore {
         mailbox: MailboxId,
         skip: usize,
         take: usize,
-    ) -> Result<Vec<MessageEntry>> {
+    ) -> Result<Vec<MessageData>> {
+        // One read for the page and what it shows, in one snapshot.
         self.read(move |c| {
-            Ok(c.prepare_cached(&format!(
-                "SELECT {ENTRY_COLUMNS} FROM messages INDEXED BY messages_date
-                 WHERE mailbox_id = ?1 ORDER BY internal_date DESC, uid DESC LIMIT ?2 OFFSET ?3"
-            ))?
-            .query_map(params![mailbox, take as i64, skip as i64], entry_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?)
+            let uids = c
+                .prepare_cached(
+                    "SELECT uid FROM messages INDEXED BY messages_date
+                     WHERE mailbox_id = ?1 ORDER BY internal_date DESC, uid DESC LIMIT ?2 OFFSET ?3",
+                )?
+                .query_map(params![mailbox, take as i64, skip as i64], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<Uid>>>()?;
+            let mut data = entries::message_data(c, mailbox, &uids)?;
+            // message_data answers in UID order; the page is in date order.
+            let rank: HashMap<Uid, usize> = uids.iter().enumerate().map(|(i, u)| (*u, i)).collect();
+            data.sort_by_key(|d| rank.get(&d.entry.uid).copied());
+            Ok(data)
         })
         .await
     }
@@ -1120,12 +1128,21 @@ impl Store for SqliteStore {
         self.read(move |c| {
             // One statement, one snapshot: the counts the triggers keep
             // (schema.rs), and the recent messages, a range at the end of
-            // the mailbox's UIDs.
+            // the mailbox's UIDs. That range is counted only when it starts
+            // inside the mailbox: in one no session has selected since its
+            // mail came, every message is recent, and counting them all
+            // made this O(messages).
             c.query_row(
                 "SELECT x.n_messages, x.n_unseen, x.n_deleted, x.n_bytes,
                         x.uid_next, x.uid_validity, x.highest_modseq,
-                        (SELECT count(*) FROM messages m
-                         WHERE m.mailbox_id = x.id AND m.uid >= x.recent_from),
+                        CASE
+                          WHEN x.recent_from >= x.uid_next THEN 0
+                          WHEN x.recent_from <= coalesce(
+                                 (SELECT min(m.uid) FROM messages m WHERE m.mailbox_id = x.id), 0)
+                            THEN x.n_messages
+                          ELSE (SELECT count(*) FROM messages m
+                                WHERE m.mailbox_id = x.id AND m.uid >= x.recent_from)
+                        END,
                         x.recent_from
                  FROM mailboxes x WHERE x.id = ?1",
                 [mailbox],
@@ -1145,17 +1162,6 @@ impl Store for SqliteStore {
             )
             .optional()?
             .ok_or_else(|| StoreError::NotFound(format!("mailbox {mailbox}")))
-        })
-        .await
-    }
-
-    async fn unseen_counts(&self, account: AccountId) -> Result<Vec<(MailboxId, u32)>> {
-        self.read(move |c| {
-            Ok(
-                c.prepare_cached("SELECT id, n_unseen FROM mailboxes WHERE account_id = ?1")?
-                    .query_map([account], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?,
-            )
         })
         .await
     }
