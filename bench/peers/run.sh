@@ -34,6 +34,9 @@
 #   WEB_USERS     webmail users, each with its own account (default: 10)
 #   WEB_FILL      messages of 1-120 KB in each webmail inbox (default: 30)
 #   WEB_RATE      requests/s per user of the open-model webmail run (100)
+#   WEB_EASY_RATE requests/s per user of a second open-model run that
+#                 neither side should saturate, so its p99 is service
+#                 time, not queueing (default: 1)
 set -euo pipefail
 
 QUICK=${QUICK:-}
@@ -52,6 +55,7 @@ want web && WEB=1 || WEB=0
 WEB_USERS=${WEB_USERS:-10}
 WEB_FILL=${WEB_FILL:-30}
 WEB_RATE=${WEB_RATE:-100}
+WEB_EASY_RATE=${WEB_EASY_RATE:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
 DOMAIN=example.org
 PASSWORD=password
@@ -351,6 +355,8 @@ if [ "$WEB" = 1 ]; then
     bench peers-web web --server "127.0.0.1:$R_HTTP" --target roundcube "${WEBC[@]}" --duration "$DURATION"
     bench sluice-web-open web --server "127.0.0.1:$S_HTTP" --target sluice "${WEBC[@]}" --rate "$WEB_RATE" --duration "$DURATION"
     bench peers-web-open web --server "127.0.0.1:$R_HTTP" --target roundcube "${WEBC[@]}" --rate "$WEB_RATE" --duration "$DURATION"
+    bench sluice-web-easy web --server "127.0.0.1:$S_HTTP" --target sluice "${WEBC[@]}" --rate "$WEB_EASY_RATE" --duration "$DURATION"
+    bench peers-web-easy web --server "127.0.0.1:$R_HTTP" --target roundcube "${WEBC[@]}" --rate "$WEB_EASY_RATE" --duration "$DURATION"
     # Page weight and request count of the inbox in Chromium, first and
     # second load (needs node and the browser tests' playwright-core).
     if command -v node >/dev/null && [ -d "$HERE/../../crates/sluice/tests/browser/node_modules/playwright-core" ]; then
@@ -423,12 +429,13 @@ if sw and pw:
         row("webmail %d users: %s p50 ms (lower better)" % (sw["users"], a["name"]), a["latency"]["p50_ms"], b["latency"]["p50_ms"], False)
         row("webmail %d users: %s per s" % (sw["users"], a["name"]), a["per_second"], b["per_second"])
     row("webmail: inbox transaction bytes, uncompressed (lower better)", sw["inbox_bytes"], pw["inbox_bytes"], False)
-so, po = load("sluice-web-open"), load("peers-web-open")
-if so and po:
-    for a, b in zip(so["steps"], po["steps"]):
-        row("webmail %d users x %g req/s: %s p99 ms (lower better)" % (so["users"], so["rate"], a["name"]), a["latency"]["p99_ms"], b["latency"]["p99_ms"], False)
-    row("webmail %d users x %g req/s: errors (lower better)" % (so["users"], so["rate"]),
-        sum(x["errors"] for x in so["steps"]), sum(x["errors"] for x in po["steps"]), False)
+for kind in ("open", "easy"):
+    so, po = load("sluice-web-" + kind), load("peers-web-" + kind)
+    if so and po:
+        for a, b in zip(so["steps"], po["steps"]):
+            row("webmail %d users x %g req/s: %s p99 ms (lower better)" % (so["users"], so["rate"], a["name"]), a["latency"]["p99_ms"], b["latency"]["p99_ms"], False)
+        row("webmail %d users x %g req/s: errors (lower better)" % (so["users"], so["rate"]),
+            sum(x["errors"] for x in so["steps"]), sum(x["errors"] for x in po["steps"]), False)
 sp, pp = load("sluice-page-weight"), load("roundcube-page-weight")
 if sp and pp:
     for k in ("first", "second"):
