@@ -6,8 +6,10 @@ use std::sync::Arc;
 
 use crate::database::Database;
 use crate::filetype::FileType;
+use crate::links::{Link, LinkExtractor};
 use crate::matcher::BodyMatcher;
-use crate::mime::{MimeLimits, MimeParser, MimeSink, PartInfo, PartKind};
+use crate::mime::{Encoding, MimeLimits, MimeParser, MimeSink, PartInfo, PartKind};
+use crate::phish::MAX_PART;
 use crate::pipeline::{check_attachment, Ctx, FileNode, Findings};
 use crate::verdict::{EncryptedPolicy, LimitKind, Limits, Stats, Verdict};
 
@@ -123,8 +125,30 @@ impl std::fmt::Debug for Session {
 }
 
 /// A leaf part being scanned, with its file name when `.cdb` signatures may
-/// check it.
-type PartNode = (FileNode, Option<String>);
+/// check it, and its links when the phishing check reads them.
+type PartNode = (FileNode, Option<String>, Option<Box<LinkCheck>>);
+
+/// The phishing check of one text part: its links are checked as they come, and
+/// the first finding is reported when the part ends no bigger than ClamAV checks.
+struct LinkCheck {
+    links: LinkExtractor,
+    size: u64,
+    found: Option<&'static str>,
+}
+
+/// Whether ClamAV checks the links of this part: a text/html or text/plain part
+/// that is not an attachment; inside a multipart, a text/plain part only with a
+/// base64 or quoted-printable body (a plain one is read as the message's text).
+fn checks_links(part: &PartInfo) -> bool {
+    part.kind == PartKind::Leaf
+        && match part.content_type.as_str() {
+            "text/html" => part.depth == 0 || part.filename.is_none(),
+            "text/plain" => {
+                part.depth == 0 || (part.filename.is_none() && part.encoding != Encoding::Identity)
+            }
+            _ => false,
+        }
+}
 
 struct MailSink<'a, 'b> {
     ctx: Ctx<'a>,
@@ -146,24 +170,50 @@ impl MimeSink for MailSink<'_, '_> {
             } else {
                 part.filename.clone()
             };
-            self.nodes.push(Some((FileNode::new(0, self.ctx.db), name)));
+            let links = (self.ctx.db.phish.active() && checks_links(part)).then(|| {
+                Box::new(LinkCheck {
+                    links: LinkExtractor::new(),
+                    size: 0,
+                    found: None,
+                })
+            });
+            self.nodes
+                .push(Some((FileNode::new(0, self.ctx.db), name, links)));
         } else {
             self.nodes.push(None);
         }
     }
 
     fn body(&mut self, data: &[u8]) {
-        if let Some(Some((node, _))) = self.nodes.last_mut() {
+        if let Some(Some((node, _, links))) = self.nodes.last_mut() {
             node.feed(data, &mut self.ctx);
+            if let Some(lc) = links {
+                lc.size += data.len() as u64;
+                // A bigger part is not checked: its links need not be read.
+                if lc.size <= MAX_PART && lc.found.is_none() {
+                    let db = &self.ctx.db.phish;
+                    let found = &mut lc.found;
+                    lc.links.feed(data, &mut |l: Link| {
+                        if found.is_none() {
+                            *found = crate::phish::check(db, &l.real, &l.display, l.kind);
+                        }
+                    });
+                }
+            }
         }
     }
 
     fn part_end(&mut self) {
-        if let Some(Some((node, name))) = self.nodes.pop() {
+        if let Some(Some((node, name, links))) = self.nodes.pop() {
             let (size, serial) = (node.size(), node.serial());
             node.finish(&mut self.ctx);
             if let Some(name) = name.filter(|_| self.ctx.found.infected.is_none()) {
                 check_attachment(&mut self.ctx, &name, size, serial);
+            }
+            if let Some(lc) = links.filter(|_| self.ctx.found.detection().is_none()) {
+                if let Some(found) = lc.found.filter(|_| lc.size <= MAX_PART) {
+                    self.ctx.found.detect(self.ctx.db, found, serial);
+                }
             }
         }
     }

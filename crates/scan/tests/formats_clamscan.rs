@@ -382,3 +382,263 @@ fn cdb_mail_attachments_agree_with_clamscan() {
         ],
     );
 }
+
+/// A mail whose whole body is one part of `content_type` in `encoding` holding
+/// `body`.
+fn single_part(content_type: &str, encoding: &str, body: &[u8]) -> Vec<u8> {
+    let mut m = format!(
+        "From: bank@example.org\r\nTo: rcpt@example.org\r\nSubject: your account\r\n\
+MIME-Version: 1.0\r\nContent-Type: {content_type}\r\nContent-Transfer-Encoding: {encoding}\r\n\r\n"
+    )
+    .into_bytes();
+    m.extend_from_slice(body);
+    m.extend_from_slice(b"\r\n");
+    m
+}
+
+/// An HTML mail around `links`.
+fn html_mail(links: &str) -> Vec<u8> {
+    single_part(
+        "text/html; charset=us-ascii",
+        "7bit",
+        format!("<html><body><p>Dear customer,</p>\r\n{links}\r\n</body></html>").as_bytes(),
+    )
+}
+
+/// A multipart/mixed mail with a short text part, then a part of `headers`
+/// holding `body` as it is.
+fn mixed_mail(headers: &str, body: &[u8]) -> Vec<u8> {
+    let mut m = format!(
+        "From: bank@example.org\r\nTo: rcpt@example.org\r\nSubject: your account\r\n\
+MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n\
+--b1\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\naGVsbG8K\r\n\
+--b1\r\n{headers}\r\n\r\n"
+    )
+    .into_bytes();
+    m.extend_from_slice(body);
+    m.extend_from_slice(b"\r\n--b1--\r\n");
+    m
+}
+
+#[test]
+fn phishing_lists_agree_with_clamscan() {
+    const SPOOF: Option<&str> = Some("Heuristics.Phishing.Email.SpoofedDomain");
+    const SSL: Option<&str> = Some("Heuristics.Phishing.Email.SSL-Spoof");
+    let pdb = b"# protected domains\n\
+H:paypal.com\n\
+H:ebay.com:0-20\n\
+R:.+\\.evil\\.org([/?].*)?:.+\\.bank\\.com([/?].*)?\n";
+    let wdb = b"M:www.paypal.co.uk:www.paypal.com\n\
+X:.+\\.paypal-mail\\.net([/?].*)?:.+\\.paypal\\.com([/?].*)?:17-\n";
+    let sha = |s: &str| -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(s.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let gdb = format!(
+        "S:P:0badf00d\nS:W:{allowed}\nS:F:{allowed}\nS2:F:{}\nS1:F:{}\nS:F:{}\n",
+        sha("phish.example.com/"),
+        sha("blocked.example.org/bad/"),
+        sha("malware.example.net/dl/x.exe"),
+        allowed = sha("allowed.example.org/"),
+    );
+    let spoof = r#"<a href="http://evil.example.net/login">www.paypal.com</a>"#;
+    let b64_short_lines = {
+        use base64::Engine;
+        let text = base64::engine::general_purpose::STANDARD.encode(html_mail(spoof));
+        let mut out = Vec::new();
+        for line in text.as_bytes().chunks(12) {
+            out.extend_from_slice(line);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    };
+    let big = format!("{}{spoof}", "<p>filler text</p>\r\n".repeat(6000));
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        ("spoofed.eml", html_mail(spoof), SPOOF),
+        (
+            "subdomain.eml",
+            html_mail(r#"<a href="http://evil.example.net/">secure.paypal.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "spaced.eml",
+            html_mail(r#"<a href="http://evil.example.net/">secure paypal.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "tags-in-text.eml",
+            html_mail(r#"<A HREF="http://evil.example.net/">www.pay<b>pal</b>.com</A>"#),
+            SPOOF,
+        ),
+        (
+            "other-domain.eml",
+            html_mail(r#"<a href="http://evil.example.net/">www.notpaypal.com</a>"#),
+            None,
+        ),
+        (
+            "same-domain.eml",
+            html_mail(r#"<a href="http://cgi.paypal.com/x">www.paypal.com</a>"#),
+            None,
+        ),
+        (
+            "no-mismatch.eml",
+            html_mail(r#"<a href="http://www.paypal.com/login">www.paypal.com</a> <a href="http://evil.example.net/">click here</a>"#),
+            None,
+        ),
+        (
+            "allowed-host-pair.eml",
+            html_mail(r#"<a href="http://www.paypal.co.uk/">www.paypal.com</a>"#),
+            None,
+        ),
+        (
+            "not-allowed-host-pair.eml",
+            html_mail(r#"<a href="http://www.paypal.de/">www.paypal.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "allowed-regex.eml",
+            html_mail(r#"<a href="http://news.paypal-mail.net/">www.paypal.com</a>"#),
+            None,
+        ),
+        (
+            "regex-pair.eml",
+            html_mail(r#"<a href="http://login.evil.org/">www.bank.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "regex-pair-clean.eml",
+            html_mail(r#"<a href="http://login.good.org/">www.bank.com</a>"#),
+            None,
+        ),
+        (
+            "other-level.eml",
+            html_mail(r#"<a href="http://evil.example.net/">www.ebay.com</a>"#),
+            None,
+        ),
+        (
+            "ssl.eml",
+            html_mail(r#"<a href="http://www.paypal.com/">https://www.paypal.com</a>"#),
+            SSL,
+        ),
+        (
+            "entity-href.eml",
+            html_mail(r#"<a href="http&#58;//evil&#x2e;example.net/">www.paypal.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "entity-text.eml",
+            html_mail(r#"<a href="http://evil.example.net/">www.pay&#112;al.com</a>"#),
+            None,
+        ),
+        (
+            "title.eml",
+            html_mail(r#"<a href="http://evil.example.net/" title="www.paypal.com">sign in</a>"#),
+            SPOOF,
+        ),
+        (
+            "image.eml",
+            html_mail(r#"<a href="http://evil.example.net/"><img src="http://www.paypal.com/logo.gif"></a>"#),
+            SPOOF,
+        ),
+        (
+            "form.eml",
+            html_mail(r#"<form action="http://evil.example.net/"><a href="http://www.paypal.com/">x</a></form>"#),
+            SPOOF,
+        ),
+        // With Safe Browsing hashes loaded, a real URL without `:` is not checked.
+        (
+            "no-scheme.eml",
+            html_mail(r#"<a href="evil.example.net">www.paypal.com</a>"#),
+            None,
+        ),
+        (
+            "hash-phishing.eml",
+            html_mail(r#"<a href="http://www.phish.example.com/login.html">sign in</a>"#),
+            Some("Heuristics.Safebrowsing.Suspected-phishing_safebrowsing.clamav.net"),
+        ),
+        (
+            "hash-blocked.eml",
+            html_mail(r#"<a href="http://Blocked.Example.ORG/bad/page?x=1">here</a>"#),
+            Some("Heuristics.Phishing.URL.Blocked"),
+        ),
+        (
+            "hash-malware.eml",
+            html_mail(r#"<a href="http://user@malware.example.net/dl/%78.exe">x.exe</a>"#),
+            Some("Heuristics.Safebrowsing.Suspected-malware_safebrowsing.clamav.net"),
+        ),
+        (
+            "hash-dot-segments.eml",
+            html_mail(r#"<a href="http://a.b.malware.example.net/./dl/y/../x.exe?q=1">x</a>"#),
+            Some("Heuristics.Safebrowsing.Suspected-malware_safebrowsing.clamav.net"),
+        ),
+        // ClamAV escapes `#` again before it looks for the anchor: the path differs.
+        (
+            "hash-anchor.eml",
+            html_mail(r#"<a href="http://malware.example.net/dl/x.exe#top">x.exe</a>"#),
+            None,
+        ),
+        (
+            "hash-allowed.eml",
+            html_mail(r#"<a href="http://allowed.example.org/">allowed.example.org</a>"#),
+            None,
+        ),
+        (
+            "base64-short-lines.eml",
+            single_part("text/html", "base64", &b64_short_lines),
+            SPOOF,
+        ),
+        (
+            "qp-split-tag.eml",
+            single_part("text/html", "quoted-printable", &support::qp(html_mail(spoof).as_slice())),
+            SPOOF,
+        ),
+        ("plain-text.eml", single_part("text/plain", "7bit", spoof.as_bytes()), SPOOF),
+        (
+            "mixed-html.eml",
+            mixed_mail("Content-Type: text/html", spoof.as_bytes()),
+            SPOOF,
+        ),
+        (
+            "mixed-plain.eml",
+            mixed_mail("Content-Type: text/plain", spoof.as_bytes()),
+            None,
+        ),
+        (
+            "mixed-plain-qp.eml",
+            mixed_mail(
+                "Content-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable",
+                spoof.as_bytes(),
+            ),
+            SPOOF,
+        ),
+        (
+            "octet-stream.eml",
+            mixed_mail("Content-Type: application/octet-stream", spoof.as_bytes()),
+            None,
+        ),
+        (
+            "html-attachment.eml",
+            mixed_mail(
+                "Content-Type: text/html; name=\"page.html\"\r\nContent-Disposition: attachment; filename=\"page.html\"",
+                spoof.as_bytes(),
+            ),
+            None,
+        ),
+        ("too-big.eml", html_mail(&big), None),
+    ];
+    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
+        .iter()
+        .map(|(n, m, e)| (*n, m.as_slice(), *e))
+        .collect();
+    agree(
+        &[
+            ("test.pdb", pdb),
+            ("test.wdb", wdb),
+            ("test.gdb", gdb.as_bytes()),
+        ],
+        &samples,
+    );
+}

@@ -1,0 +1,501 @@
+//! Streaming extraction of links from HTML, for the phishing check
+//! ([`crate::phish`]): the pairs of where a link goes and what it shows, as
+//! ClamAV's HTML scanner extracts them.
+//!
+//! - `<a href=R>text</a>`: R and the text between the tags, other tags inside
+//!   dropped (their text kept); an `<a href>` inside an open one closes it.
+//! - `<a href=R title=T>`: R and T.
+//! - `<img src=S>` (or `dynsrc`) and `<iframe src=S>` inside an `<a href=R>`: R and S.
+//! - inside a `<form action=A>`: A and each `<a href>`, `<img src>` or `<iframe src>`.
+//!
+//! Attribute values have their character references decoded (`&#58;`, `&#x3a;`,
+//! `&amp;`...); the text of a link is kept as written, as ClamAV keeps it. The
+//! input comes in chunks of any size: the extractor keeps a bounded state across
+//! them (at most [`MAX_VALUE`] bytes of each attribute value and of link text, as
+//! ClamAV cuts them too), so a link split anywhere gives the same pair.
+
+use crate::phish::LinkKind;
+
+/// Longest attribute value or link text kept, as ClamAV's HTML scanner (1024).
+pub(crate) const MAX_VALUE: usize = 1024;
+
+/// Longest tag or attribute name told apart; longer ones are none of those looked for.
+const MAX_NAME: usize = 16;
+
+/// Longest character reference decoded.
+const MAX_ENTITY: usize = 16;
+
+/// One link: where it goes and what it shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub real: Vec<u8>,
+    pub display: Vec<u8>,
+    pub kind: LinkKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Text,
+    /// After `<`, before the name (blanks skipped, as ClamAV does).
+    TagOpen,
+    TagName,
+    /// Between attributes.
+    Attrs,
+    AttrName,
+    /// After an attribute name, waiting for `=` or the next attribute.
+    AfterName,
+    /// After `=`, before the value.
+    BeforeValue,
+    /// In a value; the quote that ends it, or 0 for an unquoted value.
+    Value(u8),
+    /// In a character reference of a value (`&` seen).
+    Entity(u8),
+    /// In `<!-- ... -->`: the number of `-` just seen.
+    Comment(u8),
+}
+
+/// Attributes of the tag being read that links are made of.
+#[derive(Debug, Default)]
+struct Attrs {
+    href: Option<Vec<u8>>,
+    title: Option<Vec<u8>>,
+    src: Option<Vec<u8>>,
+    dynsrc: Option<Vec<u8>>,
+    action: Option<Vec<u8>>,
+}
+
+/// The streaming extractor; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct LinkExtractor {
+    state: State,
+    name: Vec<u8>,
+    closing: bool,
+    attr: Vec<u8>,
+    value: Vec<u8>,
+    entity: Vec<u8>,
+    attrs: Attrs,
+    /// The `href` of the open `<a>`, and its text so far.
+    open_a: Option<Vec<u8>>,
+    text: Vec<u8>,
+    form_action: Option<Vec<u8>>,
+}
+
+impl Default for LinkExtractor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn push_capped(v: &mut Vec<u8>, b: u8, cap: usize) {
+    if v.len() < cap {
+        v.push(b);
+    }
+}
+
+impl LinkExtractor {
+    pub fn new() -> Self {
+        Self {
+            state: State::Text,
+            name: Vec::new(),
+            closing: false,
+            attr: Vec::new(),
+            value: Vec::new(),
+            entity: Vec::new(),
+            attrs: Attrs::default(),
+            open_a: None,
+            text: Vec::new(),
+            form_action: None,
+        }
+    }
+
+    /// Takes the next bytes of the HTML; each link found is passed to `out`.
+    pub fn feed(&mut self, data: &[u8], out: &mut impl FnMut(Link)) {
+        for &b in data {
+            self.byte(b, out);
+        }
+    }
+
+    /// Ends the HTML. A link still open has no text yet and is dropped, as in
+    /// ClamAV.
+    pub fn finish(&mut self) {
+        *self = Self::new();
+    }
+
+    fn byte(&mut self, b: u8, out: &mut impl FnMut(Link)) {
+        match self.state {
+            State::Text => {
+                if b == b'<' {
+                    self.state = State::TagOpen;
+                    self.name.clear();
+                    self.closing = false;
+                    self.attrs = Attrs::default();
+                } else if self.open_a.is_some() {
+                    let b = if b.is_ascii_whitespace() { b' ' } else { b };
+                    push_capped(&mut self.text, b, MAX_VALUE);
+                }
+            }
+            State::TagOpen if b.is_ascii_whitespace() => {}
+            State::TagOpen | State::TagName => {
+                if b == b'>' {
+                    self.end_tag(out);
+                } else if b.is_ascii_whitespace() || (b == b'/' && !self.name.is_empty()) {
+                    self.state = State::Attrs;
+                } else {
+                    if b == b'/' && self.name.is_empty() && !self.closing {
+                        self.closing = true;
+                    } else {
+                        push_capped(&mut self.name, b.to_ascii_lowercase(), MAX_NAME + 1);
+                    }
+                    self.state = if self.name == b"!--" {
+                        State::Comment(0)
+                    } else {
+                        State::TagName
+                    };
+                }
+            }
+            State::Comment(dashes) => {
+                self.state = match b {
+                    b'-' => State::Comment(dashes.saturating_add(1)),
+                    b'>' if dashes >= 2 => State::Text,
+                    _ => State::Comment(0),
+                };
+            }
+            State::Attrs => {
+                if b == b'>' {
+                    self.end_tag(out);
+                } else if !b.is_ascii_whitespace() && b != b'/' {
+                    self.attr.clear();
+                    self.attr.push(b.to_ascii_lowercase());
+                    self.state = State::AttrName;
+                }
+            }
+            State::AttrName => {
+                if b == b'=' {
+                    self.state = State::BeforeValue;
+                } else if b == b'>' {
+                    self.value.clear();
+                    self.end_attr();
+                    self.end_tag(out);
+                } else if b.is_ascii_whitespace() {
+                    self.state = State::AfterName;
+                } else {
+                    push_capped(&mut self.attr, b.to_ascii_lowercase(), MAX_NAME + 1);
+                }
+            }
+            State::AfterName => {
+                if b == b'=' {
+                    self.state = State::BeforeValue;
+                } else if !b.is_ascii_whitespace() {
+                    self.value.clear();
+                    self.end_attr();
+                    self.state = State::Attrs;
+                    self.byte(b, out);
+                }
+            }
+            State::BeforeValue => {
+                self.value.clear();
+                if b == b'"' || b == b'\'' {
+                    self.state = State::Value(b);
+                } else if b == b'>' {
+                    self.end_attr();
+                    self.end_tag(out);
+                } else if !b.is_ascii_whitespace() {
+                    self.state = State::Value(0);
+                    self.byte(b, out);
+                }
+            }
+            State::Value(quote) => {
+                if (quote != 0 && b == quote) || (quote == 0 && b.is_ascii_whitespace()) {
+                    self.end_attr();
+                    self.state = State::Attrs;
+                } else if quote == 0 && b == b'>' {
+                    self.end_attr();
+                    self.end_tag(out);
+                } else if b == b'&' {
+                    self.entity.clear();
+                    self.state = State::Entity(quote);
+                } else {
+                    let b = if b.is_ascii_whitespace() { b' ' } else { b };
+                    push_capped(&mut self.value, b, MAX_VALUE);
+                }
+            }
+            State::Entity(quote) => {
+                let numeric = self.entity.first() == Some(&b'#');
+                let takes = if self.entity.is_empty() {
+                    b == b'#' || b.is_ascii_alphanumeric()
+                } else if numeric {
+                    b.is_ascii_hexdigit() || (self.entity.len() == 1 && (b == b'x' || b == b'X'))
+                } else {
+                    b.is_ascii_alphanumeric()
+                };
+                if takes && self.entity.len() < MAX_ENTITY {
+                    self.entity.push(b);
+                    return;
+                }
+                self.end_entity(b == b';');
+                self.state = State::Value(quote);
+                if b != b';' {
+                    self.byte(b, out);
+                }
+            }
+        }
+    }
+
+    /// Decodes the character reference just read into the value; `closed` when
+    /// its `;` came.
+    fn end_entity(&mut self, closed: bool) {
+        let e = std::mem::take(&mut self.entity);
+        let decoded: Option<Vec<u8>> = if let Some(num) = e.strip_prefix(b"#") {
+            let (digits, radix) = match num.first() {
+                Some(b'x' | b'X') => (&num[1..], 16),
+                _ => (num, 10),
+            };
+            std::str::from_utf8(digits)
+                .ok()
+                .and_then(|d| u32::from_str_radix(d, radix).ok())
+                .map(|v| vec![v as u8])
+        } else if closed {
+            match e.to_ascii_lowercase().as_slice() {
+                b"amp" => Some(b"&".to_vec()),
+                b"lt" => Some(b"<".to_vec()),
+                b"gt" => Some(b">".to_vec()),
+                b"quot" => Some(b"\"".to_vec()),
+                b"apos" => Some(b"'".to_vec()),
+                b"nbsp" => Some(b" ".to_vec()),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        match decoded {
+            Some(d) => {
+                for b in d {
+                    push_capped(&mut self.value, b, MAX_VALUE);
+                }
+            }
+            None => {
+                push_capped(&mut self.value, b'&', MAX_VALUE);
+                for b in e {
+                    push_capped(&mut self.value, b, MAX_VALUE);
+                }
+                if closed {
+                    push_capped(&mut self.value, b';', MAX_VALUE);
+                }
+            }
+        }
+    }
+
+    fn end_attr(&mut self) {
+        let value = std::mem::take(&mut self.value);
+        let slot = match self.attr.as_slice() {
+            b"href" => &mut self.attrs.href,
+            b"title" => &mut self.attrs.title,
+            b"src" => &mut self.attrs.src,
+            b"dynsrc" => &mut self.attrs.dynsrc,
+            b"action" => &mut self.attrs.action,
+            _ => return,
+        };
+        // The first of a repeated attribute counts.
+        if slot.is_none() {
+            *slot = Some(value);
+        }
+    }
+
+    fn close_a(&mut self, out: &mut impl FnMut(Link)) {
+        if let Some(real) = self.open_a.take() {
+            out(Link {
+                real,
+                display: std::mem::take(&mut self.text),
+                kind: LinkKind::Href,
+            });
+        }
+    }
+
+    fn end_tag(&mut self, out: &mut impl FnMut(Link)) {
+        self.state = State::Text;
+        let attrs = std::mem::take(&mut self.attrs);
+        let non_empty = |v: Option<Vec<u8>>| v.filter(|v| !v.is_empty());
+        match (self.closing, self.name.as_slice()) {
+            (true, b"a") => self.close_a(out),
+            (true, b"form") => self.form_action = None,
+            (false, b"a") => {
+                let Some(href) = non_empty(attrs.href) else {
+                    return;
+                };
+                self.close_a(out);
+                if let Some(title) = attrs.title {
+                    out(Link {
+                        real: href.clone(),
+                        display: title,
+                        kind: LinkKind::Title,
+                    });
+                }
+                if let Some(action) = &self.form_action {
+                    out(Link {
+                        real: action.clone(),
+                        display: href.clone(),
+                        kind: LinkKind::Other,
+                    });
+                }
+                self.open_a = Some(href);
+                self.text.clear();
+            }
+            (false, b"form") => {
+                if let Some(action) = attrs.action {
+                    self.form_action = Some(action);
+                }
+            }
+            (false, b"img") => {
+                for src in [non_empty(attrs.src), non_empty(attrs.dynsrc)]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.nested(src, LinkKind::Image, out);
+                }
+            }
+            (false, b"iframe") => {
+                if let Some(src) = non_empty(attrs.src) {
+                    self.nested(src, LinkKind::Other, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A URL shown inside an open `<a>` or `<form>`.
+    fn nested(&mut self, shown: Vec<u8>, kind: LinkKind, out: &mut impl FnMut(Link)) {
+        if let Some(href) = &self.open_a {
+            out(Link {
+                real: href.clone(),
+                display: shown.clone(),
+                kind,
+            });
+        }
+        if let Some(action) = &self.form_action {
+            out(Link {
+                real: action.clone(),
+                display: shown,
+                kind: LinkKind::Other,
+            });
+        }
+    }
+}
+
+/// Every link of a whole HTML text, for tests and fuzzing.
+pub fn extract_links(html: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut links = Vec::new();
+    let mut x = LinkExtractor::new();
+    x.feed(html, &mut |l: Link| links.push((l.real, l.display)));
+    x.finish();
+    links
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn pairs(html: &str) -> Vec<(String, String)> {
+        extract_links(html.as_bytes())
+            .into_iter()
+            .map(|(r, d)| {
+                (
+                    String::from_utf8_lossy(&r).into_owned(),
+                    String::from_utf8_lossy(&d).into_owned(),
+                )
+            })
+            .collect()
+    }
+
+    fn p(r: &str, d: &str) -> (String, String) {
+        (r.to_string(), d.to_string())
+    }
+
+    #[test]
+    fn anchors_titles_images_and_forms() {
+        assert_eq!(
+            pairs(r#"<html><A HREF="http://x.example/">www.<b>pay</b>pal.com</a></html>"#),
+            [p("http://x.example/", "www.paypal.com")]
+        );
+        assert_eq!(
+            pairs("<a href=http://x.example/ title='www.ebay.com'>click\nhere</a>"),
+            [
+                p("http://x.example/", "www.ebay.com"),
+                p("http://x.example/", "click here")
+            ]
+        );
+        assert_eq!(
+            pairs(r#"<a href="r1">one<a href="r2">two</a>"#),
+            [p("r1", "one"), p("r2", "two")]
+        );
+        assert_eq!(
+            pairs(r#"<a href="r"><img src="http://img.example/a.gif"></a>"#),
+            [p("r", "http://img.example/a.gif"), p("r", "")]
+        );
+        assert_eq!(
+            pairs(r#"<form action="act"><a href="h">t</a></form><a href="z">u</a>"#),
+            [p("act", "h"), p("h", "t"), p("z", "u")]
+        );
+        // No href, an empty one, an unclosed link, a comment: nothing.
+        assert_eq!(
+            pairs(r#"<a name="x">a</a><a href="">b</a><!-- <a href="c">d</a> --><a href="e">f"#),
+            []
+        );
+    }
+
+    #[test]
+    fn character_references_in_values_not_in_text() {
+        assert_eq!(
+            pairs(r#"<a href="http&#58;//x&#x2E;example/?a=1&amp;b=2&bogus;&x">w&#46;com</a>"#),
+            [p("http://x.example/?a=1&b=2&bogus;&x", "w&#46;com")]
+        );
+    }
+
+    #[test]
+    fn state_is_bounded() {
+        let long = "x".repeat(10 * MAX_VALUE);
+        let html = format!(r#"<a href="{long}">{long}</a>"#);
+        let l = extract_links(html.as_bytes());
+        assert_eq!(l[0].0.len(), MAX_VALUE);
+        assert_eq!(l[0].1.len(), MAX_VALUE);
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_gives_the_same_links(
+            cuts in proptest::collection::vec(0usize..400, 0..6),
+            pick in 0usize..4,
+        ) {
+            let docs = [
+                r#"<p>Hi</p><a href="http&#58;//evil.example.net/x" title="t">www.pay<b>pal</b>.com</a>"#,
+                "<form action='http://a.example/'><A\nHREF=http://b.example/ >x &amp; y</A><img src=\"i\"></form>",
+                "<!-- <a href=x>y</a> --><a href = 'q&#x2f;r' >link\r\ntext</a><a href=s>t",
+                "<a href=\"u\"><iframe src=\"f\"></iframe>text</a><a href=v>w</a>",
+            ];
+            let html = docs[pick].as_bytes();
+            let whole = extract_links(html);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (html.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut x = LinkExtractor::new();
+            let mut got = Vec::new();
+            let mut last = 0;
+            for c in cuts.into_iter().chain([html.len()]) {
+                x.feed(&html[last..c], &mut |l: Link| got.push((l.real, l.display)));
+                last = c;
+            }
+            prop_assert_eq!(got, whole);
+        }
+
+        #[test]
+        fn random_html_splits_the_same(html in "[<>a-z =\"'&#;/!-]{0,120}", cut in 0usize..121) {
+            let html = html.as_bytes();
+            let cut = cut.min(html.len());
+            let whole = extract_links(html);
+            let mut x = LinkExtractor::new();
+            let mut got = Vec::new();
+            x.feed(&html[..cut], &mut |l: Link| got.push((l.real, l.display)));
+            x.feed(&html[cut..], &mut |l: Link| got.push((l.real, l.display)));
+            prop_assert_eq!(got, whole);
+        }
+    }
+}
