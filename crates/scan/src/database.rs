@@ -1121,6 +1121,52 @@ mod tests {
     }
 
     #[test]
+    fn phishing_lists_load_with_errors_by_file_and_line() {
+        let mut b = DatabaseBuilder::new();
+        b.add_file(
+            "local.pdb",
+            b"H:paypal.com\n# c\nR:.+\\.evil\\.org:.+\\.bank\\.com:17-\nH:old.example:0-20\nQ:what\n",
+        )
+        .unwrap();
+        b.add_file("local.wdb", b"M:a.example:b.example\nH:paypal.com\n")
+            .unwrap();
+        b.add_file(
+            "local.gdb",
+            format!("S:P:0badf00d\nS2:F:{}\nS:F:abc\n", "ab".repeat(32)).as_bytes(),
+        )
+        .unwrap();
+        let (db, report) = b.build().unwrap();
+        assert_eq!(report.loaded_by_format.get("pdb"), Some(&2));
+        assert_eq!(report.loaded_by_format.get("wdb"), Some(&1));
+        assert_eq!(report.loaded_by_format.get("gdb"), Some(&1));
+        assert!(report.unsupported_files.is_empty(), "{report}");
+        assert_eq!(
+            report.errors,
+            [
+                "local.pdb:5: phishing list: unknown line type",
+                "local.wdb:2: phishing list: unknown line type",
+                "local.gdb:3: phishing list: bad hash",
+            ]
+        );
+        assert_eq!(
+            report
+                .unused_lines
+                .get("phishing: for another engine level"),
+            Some(&1)
+        );
+        assert_eq!(
+            report
+                .unused_lines
+                .get("gdb: host key prefix (not used, as in ClamAV)"),
+            Some(&1)
+        );
+        assert_eq!(db.phish.protected.len(), 2);
+        assert_eq!(db.phish.allowed.len(), 1);
+        assert_eq!(db.phish.url_hashes.len(), 1);
+        assert!(report.table().contains("  .pdb             2\n"));
+    }
+
+    #[test]
     fn ignore_lists() {
         use md5::Digest;
         let line = "Drop.ByLine;Target:0;0;41424344";

@@ -381,11 +381,14 @@ impl LinkExtractor {
     }
 }
 
-/// Every link of a whole HTML text, for tests and fuzzing.
-pub fn extract_links(html: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// Every link of an HTML text given in `chunks`, as (where it goes, what it shows)
+/// pairs, the way the phishing check sees them: for tests, fuzzing and tools.
+pub fn extract_links(chunks: &[&[u8]]) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut links = Vec::new();
     let mut x = LinkExtractor::new();
-    x.feed(html, &mut |l: Link| links.push((l.real, l.display)));
+    for chunk in chunks {
+        x.feed(chunk, &mut |l: Link| links.push((l.real, l.display)));
+    }
     x.finish();
     links
 }
@@ -396,7 +399,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn pairs(html: &str) -> Vec<(String, String)> {
-        extract_links(html.as_bytes())
+        extract_links(&[html.as_bytes()])
             .into_iter()
             .map(|(r, d)| {
                 (
@@ -455,7 +458,7 @@ mod tests {
     fn state_is_bounded() {
         let long = "x".repeat(10 * MAX_VALUE);
         let html = format!(r#"<a href="{long}">{long}</a>"#);
-        let l = extract_links(html.as_bytes());
+        let l = extract_links(&[html.as_bytes()]);
         assert_eq!(l[0].0.len(), MAX_VALUE);
         assert_eq!(l[0].1.len(), MAX_VALUE);
     }
@@ -473,7 +476,7 @@ mod tests {
                 "<a href=\"u\"><iframe src=\"f\"></iframe>text</a><a href=v>w</a>",
             ];
             let html = docs[pick].as_bytes();
-            let whole = extract_links(html);
+            let whole = extract_links(&[html]);
             let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (html.len() + 1)).collect();
             cuts.sort_unstable();
             let mut x = LinkExtractor::new();
@@ -490,7 +493,7 @@ mod tests {
         fn random_html_splits_the_same(html in "[<>a-z =\"'&#;/!-]{0,120}", cut in 0usize..121) {
             let html = html.as_bytes();
             let cut = cut.min(html.len());
-            let whole = extract_links(html);
+            let whole = extract_links(&[html]);
             let mut x = LinkExtractor::new();
             let mut got = Vec::new();
             x.feed(&html[..cut], &mut |l: Link| got.push((l.real, l.display)));

@@ -415,6 +415,65 @@ mod tests {
     }
 
     #[test]
+    fn phishing_links_split_anywhere_in_the_stream() {
+        let mut b = crate::DatabaseBuilder::new();
+        b.add_pdb("t.pdb", "H:paypal.com\n");
+        let s = Scanner::new(Arc::new(b.build().unwrap().0), Limits::default());
+        let spoof = "Heuristics.Phishing.Email.SpoofedDomain";
+        let html = b"<p>Hi</p><a href=\"http&#58;//evil.example.net/\">www.paypal.com</a>";
+        // base64 in 16-character lines: the link spans several of them.
+        let b64 = {
+            const T: &[u8; 64] =
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            let mut out = Vec::new();
+            for (i, c) in html.chunks(3).enumerate() {
+                let n = c.iter().fold(0u32, |n, &b| n << 8 | u32::from(b)) << (8 * (3 - c.len()));
+                for k in 0..4 {
+                    out.push(if k <= c.len() {
+                        T[(n >> (18 - 6 * k)) as usize & 63]
+                    } else {
+                        b'='
+                    });
+                }
+                if i % 4 == 3 {
+                    out.extend_from_slice(b"\r\n");
+                }
+            }
+            out
+        };
+        let mail = [
+            b"Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\n\
+Content-Type: text/html\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+                .as_slice(),
+            &b64,
+            b"\r\n--b--\r\n",
+        ]
+        .concat();
+        for cut in 0..=mail.len() {
+            let mut session = s.session();
+            session.feed(&mail[..cut]);
+            session.feed(&mail[cut..]);
+            assert_eq!(
+                session.finish(),
+                Verdict::Infected { name: spoof.into() },
+                "cut at {cut}"
+            );
+        }
+        // The same HTML as an attachment, or with no phishing list, is not checked.
+        let attached = [
+            b"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\
+Content-Type: application/octet-stream\r\n\r\n"
+                .as_slice(),
+            html,
+            b"\r\n--b--\r\n",
+        ]
+        .concat();
+        assert_eq!(s.scan_mail(&attached), Verdict::Clean);
+        let plain = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+        assert_eq!(plain.scan_mail(&mail), Verdict::Clean);
+    }
+
+    #[test]
     fn stops_feeding_after_a_find() {
         let s = Scanner::new(Arc::new(Database::builtin()), Limits::default());
         let mut session = s.file_session();

@@ -1,5 +1,5 @@
 //! The database formats besides `.ldb` (`.ftm` file-type magic, `.cdb` container
-//! metadata, `.mdb`/`.imp` PE hashes), each loaded into Sluice and into `clamscan`
+//! metadata, `.mdb`/`.imp` PE hashes, the `.pdb`/`.wdb`/`.gdb` phishing lists), each loaded into Sluice and into `clamscan`
 //! from the same directory and run over the same files: verdicts and names must
 //! agree (clamscan appends `.UNOFFICIAL` to the names of unsigned databases; it is
 //! stripped before comparing).
