@@ -654,13 +654,15 @@ fn char_before(pre: Option<&PreFixup<'_>>, buffer: &[u8], pos: usize) -> u8 {
 /// Looks a pair up in a list, as ClamAV's regex list does: `real:displayed/` (or
 /// `real/` for host-only lookups of the domain list and for `Y` lines), searched
 /// by the regular expressions, and ended by a literal pattern on a label boundary.
-fn list_match(
+/// `Some(Some(n))` when a literal pattern of `n` bytes matched, `Some(None)` when
+/// a regular expression did.
+fn list_find(
     list: &[Pattern],
     real: &[u8],
     display: &[u8],
     pre: Option<&PreFixup<'_>>,
     buffer_kind: Buffer,
-) -> bool {
+) -> Option<Option<usize>> {
     let real = real.strip_prefix(b".").unwrap_or(real);
     let display = display.strip_prefix(b".").unwrap_or(display);
     let mut buffer = real.to_vec();
@@ -670,19 +672,45 @@ fn list_match(
     }
     buffer.push(b'/');
     if buffer.len() < 3 {
-        return false;
+        return None;
     }
     let text = String::from_utf8_lossy(&buffer);
     let n = buffer.len();
-    list.iter().any(|p| match p {
-        Pattern::Regex(re) => re.is_match(&text),
+    list.iter().find_map(|p| match p {
+        Pattern::Regex(re) => re.is_match(&text).then_some(None),
         Pattern::Static(s) => {
             let m = s.len();
-            text.ends_with(s.as_str())
+            (text.ends_with(s.as_str())
                 && matches!(char_before(pre, &buffer, n + 1), b' ' | 0 | b'/' | b'?')
-                && (m == n || (m < n && matches!(char_before(pre, &buffer, n - m), b'.' | b' ')))
+                && (m == n || (m < n && matches!(char_before(pre, &buffer, n - m), b'.' | b' '))))
+            .then_some(Some(m - 1))
         }
     })
+}
+
+fn list_match(
+    list: &[Pattern],
+    real: &[u8],
+    display: &[u8],
+    pre: Option<&PreFixup<'_>>,
+    buffer_kind: Buffer,
+) -> bool {
+    list_find(list, real, display, pre, buffer_kind).is_some()
+}
+
+/// After a protected host matched `n` bytes at the end of the displayed host with
+/// no `.` before them (`secure paypal.com` cleaned to `securepaypal.com`), ClamAV
+/// puts a `.` there (`secure.paypal.com`), dropping the leading one: the domain
+/// comparison then sees the protected domain.
+fn split_matched_host(host: &mut Vec<u8>, n: usize) {
+    let h = host.strip_prefix(b".").unwrap_or(host);
+    if h.len() > n && h[h.len() - n - 1] != b'.' {
+        let cut = h.len() - n;
+        let mut fixed = h[..cut].to_vec();
+        fixed.push(b'.');
+        fixed.extend_from_slice(&h[cut..]);
+        *host = fixed;
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -884,7 +912,7 @@ pub(crate) fn check(
     }
     let mut listed = list_match(&db.protected, &real, &display, None, Buffer::Pair);
     let mut real_mailto = false;
-    let (display_host, host_start, host_end) = host(&display, false, &mut real_mailto)?;
+    let (mut display_host, host_start, host_end) = host(&display, false, &mut real_mailto)?;
     let (real_host, _, _) = host(&real, true, &mut real_mailto)?;
     if real == display {
         return None;
@@ -896,8 +924,11 @@ pub(crate) fn check(
         pre: &pre[..host_end.min(pre.len())],
         host_start,
     };
-    if list_match(&db.protected, &display_host, b"", Some(&pre), Buffer::One) {
+    if let Some(m) = list_find(&db.protected, &display_host, b"", Some(&pre), Buffer::One) {
         listed = true;
+        if let Some(n) = m {
+            split_matched_host(&mut display_host, n);
+        }
     }
     if !listed {
         // Only the always-on checks are left, and clamscan turns none on by default.
@@ -1009,6 +1040,8 @@ mod tests {
         assert_eq!(c("http://evil.example.net/x", "www.ebay.com"), None);
         assert_eq!(c("http://evil.example.net/x", "click here"), None);
         assert_eq!(c("http://cgi.paypal.com/x", "www.paypal.com"), None);
+        // The protected host matched after a space: ClamAV splits it there.
+        assert_eq!(c("http://www.paypal.com/", "secure paypal.com"), None);
         assert_eq!(
             c("http://www.paypal.com/", "https://www.paypal.com"),
             Some(SSL_SPOOF)

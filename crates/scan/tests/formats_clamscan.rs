@@ -642,3 +642,107 @@ X:.+\\.paypal-mail\\.net([/?].*)?:.+\\.paypal\\.com([/?].*)?:17-\n";
         &samples,
     );
 }
+
+/// Links built from pieces that exercise each step of ClamAV's check (schemes,
+/// user names, numeric hosts, escapes, case, spaces, punctuation, subdomains,
+/// country domains, entity-encoded hrefs), one a mail: Sluice and clamscan must
+/// give the same verdict on every one.
+#[test]
+fn phishing_link_variants_agree_with_clamscan() {
+    let reals = [
+        "http://evil.example.net/login",
+        "https://evil.example.net",
+        "evil.example.net",
+        "HTTP://evil.example.net/",
+        "http://www.paypal.com@evil.example.net/",
+        "http://10.1.2.3/x",
+        "http://www.paypal.com/",
+        "https://www.paypal.com/x?y",
+        "http://www.paypal.co.uk/",
+        "http://news.paypal-mail.net/",
+        "http://login.evil.org/",
+        "http://evil%2eexample.net/",
+        "http://evil.example.net/%00",
+        "mailto:someone@evil.example.net",
+        "http:/ /evil.example.net",
+        " http://evil.example.net ",
+        "http&#58;//evil.example.net/",
+        "http://evil.example.net\\path",
+        "javascript:void(0)",
+        "http://evil.example.net:8080/",
+        "ftp://evil.example.net/",
+        "http://www.bank.com/",
+        "http://192.168.0.1.evil.example.net/",
+        "http://evil.co.uk/",
+    ];
+    let shown = [
+        "www.paypal.com",
+        "WWW.PAYPAL.COM",
+        "http://www.paypal.com",
+        "https://www.paypal.com/",
+        "https://secure.paypal.com/login",
+        "secure paypal.com",
+        "www . paypal . com",
+        "paypal.com",
+        "notpaypal.com",
+        "www.paypal.com.evil.example.net",
+        "www.paypal.com/login?x",
+        "(www.paypal.com)",
+        "&lt;www.paypal.com&gt;",
+        "me@paypal.com",
+        "www.paypal%2ecom",
+        "click here for www.paypal.com",
+        "www.bank.com",
+        "www.ebay.com",
+        "10.1.2.3",
+        "www.paypal.co.uk",
+        "http://evil.example.net/login",
+        "Visit paypal.com now",
+        "www.paypal.com.",
+        "ftp://www.paypal.com",
+    ];
+    let pdb = b"H:paypal.com\nR:.+\\.evil\\.org([/?].*)?:.+\\.bank\\.com([/?].*)?\n";
+    let wdb = b"M:www.paypal.co.uk:www.paypal.com\n\
+X:.+\\.paypal-mail\\.net([/?].*)?:.+\\.paypal\\.com([/?].*)?:17-\n";
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    std::fs::write(db_dir.join("v.pdb"), pdb).unwrap();
+    std::fs::write(db_dir.join("v.wdb"), wdb).unwrap();
+    let (db, report) = Database::load_dir(&db_dir).unwrap();
+    assert!(report.errors.is_empty(), "{report}");
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    let mut mine = Vec::new();
+    let mut paths = Vec::new();
+    for (i, r) in reals.iter().enumerate() {
+        for (j, d) in shown.iter().enumerate() {
+            let mail = html_mail(&format!(r#"<a href="{r}">{d}</a>"#));
+            let v = match scanner.scan_mail(&mail) {
+                Verdict::Infected { name } => Some(name),
+                _ => None,
+            };
+            let p = dir.path().join(format!("v{i}-{j}.eml"));
+            std::fs::write(&p, &mail).unwrap();
+            mine.push((format!("{r} | {d}"), v));
+            paths.push(p);
+        }
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let found = clamscan_all(&prog, &db_dir, &paths);
+    let mut differ = Vec::new();
+    for ((what, v), p) in mine.iter().zip(&paths) {
+        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
+        let ours: BTreeSet<String> = v.iter().cloned().collect();
+        if theirs != ours {
+            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
