@@ -115,9 +115,10 @@ impl LinkExtractor {
         }
     }
 
-    /// Ends the HTML. A link still open has no text yet and is dropped, as in
-    /// ClamAV.
-    pub fn finish(&mut self) {
+    /// Ends the HTML: a link still open ends with the text so far, as ClamAV
+    /// closes it.
+    pub fn finish(&mut self, out: &mut impl FnMut(Link)) {
+        self.close_a(out);
         *self = Self::new();
     }
 
@@ -386,10 +387,11 @@ impl LinkExtractor {
 pub fn extract_links(chunks: &[&[u8]]) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut links = Vec::new();
     let mut x = LinkExtractor::new();
+    let mut out = |l: Link| links.push((l.real, l.display));
     for chunk in chunks {
-        x.feed(chunk, &mut |l: Link| links.push((l.real, l.display)));
+        x.feed(chunk, &mut out);
     }
-    x.finish();
+    x.finish(&mut out);
     links
 }
 
@@ -439,10 +441,13 @@ mod tests {
             pairs(r#"<form action="act"><a href="h">t</a></form><a href="z">u</a>"#),
             [p("act", "h"), p("h", "t"), p("z", "u")]
         );
-        // No href, an empty one, an unclosed link, a comment: nothing.
+        // No href, an empty one, a comment: nothing; an unclosed link ends with
+        // the text.
         assert_eq!(
-            pairs(r#"<a name="x">a</a><a href="">b</a><!-- <a href="c">d</a> --><a href="e">f"#),
-            []
+            pairs(
+                r#"<a name="x">a</a><a href="">b</a><!-- <a href="c">d</a> --><a href="e">f<br>g"#
+            ),
+            [p("e", "fg")]
         );
     }
 
@@ -486,6 +491,7 @@ mod tests {
                 x.feed(&html[last..c], &mut |l: Link| got.push((l.real, l.display)));
                 last = c;
             }
+            x.finish(&mut |l: Link| got.push((l.real, l.display)));
             prop_assert_eq!(got, whole);
         }
 
@@ -498,6 +504,7 @@ mod tests {
             let mut got = Vec::new();
             x.feed(&html[..cut], &mut |l: Link| got.push((l.real, l.display)));
             x.feed(&html[cut..], &mut |l: Link| got.push((l.real, l.display)));
+            x.finish(&mut |l: Link| got.push((l.real, l.display)));
             prop_assert_eq!(got, whole);
         }
     }

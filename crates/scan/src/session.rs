@@ -9,7 +9,7 @@ use crate::filetype::FileType;
 use crate::links::{Link, LinkExtractor};
 use crate::matcher::BodyMatcher;
 use crate::mime::{Encoding, MimeLimits, MimeParser, MimeSink, PartInfo, PartKind};
-use crate::phish::MAX_PART;
+use crate::phish::{PhishDb, MAX_PART};
 use crate::pipeline::{check_attachment, Ctx, FileNode, Findings};
 use crate::verdict::{EncryptedPolicy, LimitKind, Limits, Stats, Verdict};
 
@@ -136,6 +136,32 @@ struct LinkCheck {
     found: Option<&'static str>,
 }
 
+impl LinkCheck {
+    /// Takes the next decoded bytes of the part (`None`: its end). A bigger part
+    /// than ClamAV checks is not read further.
+    fn feed(&mut self, db: &PhishDb, data: Option<&[u8]>) {
+        self.size += data.map_or(0, |d| d.len() as u64);
+        if self.size > MAX_PART || self.found.is_some() {
+            return;
+        }
+        let found = &mut self.found;
+        let mut check = |l: Link| {
+            if found.is_none() {
+                *found = crate::phish::check(db, &l.real, &l.display, l.kind);
+            }
+        };
+        match data {
+            Some(d) => self.links.feed(d, &mut check),
+            None => self.links.finish(&mut check),
+        }
+    }
+
+    /// What the part's links gave, once it has ended.
+    fn finding(&self) -> Option<&'static str> {
+        self.found.filter(|_| self.size <= MAX_PART)
+    }
+}
+
 /// Whether ClamAV checks the links of this part: a text/html or text/plain part
 /// that is not an attachment; inside a multipart, a text/plain part only with a
 /// base64 or quoted-printable body (a plain one is read as the message's text).
@@ -188,17 +214,7 @@ impl MimeSink for MailSink<'_, '_> {
         if let Some(Some((node, _, links))) = self.nodes.last_mut() {
             node.feed(data, &mut self.ctx);
             if let Some(lc) = links {
-                lc.size += data.len() as u64;
-                // A bigger part is not checked: its links need not be read.
-                if lc.size <= MAX_PART && lc.found.is_none() {
-                    let db = &self.ctx.db.phish;
-                    let found = &mut lc.found;
-                    lc.links.feed(data, &mut |l: Link| {
-                        if found.is_none() {
-                            *found = crate::phish::check(db, &l.real, &l.display, l.kind);
-                        }
-                    });
-                }
+                lc.feed(&self.ctx.db.phish, Some(data));
             }
         }
     }
@@ -210,8 +226,9 @@ impl MimeSink for MailSink<'_, '_> {
             if let Some(name) = name.filter(|_| self.ctx.found.infected.is_none()) {
                 check_attachment(&mut self.ctx, &name, size, serial);
             }
-            if let Some(lc) = links.filter(|_| self.ctx.found.detection().is_none()) {
-                if let Some(found) = lc.found.filter(|_| lc.size <= MAX_PART) {
+            if let Some(mut lc) = links.filter(|_| self.ctx.found.detection().is_none()) {
+                lc.feed(&self.ctx.db.phish, None);
+                if let Some(found) = lc.finding() {
                     self.ctx.found.detect(self.ctx.db, found, serial);
                 }
             }

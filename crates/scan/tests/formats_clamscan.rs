@@ -746,3 +746,83 @@ X:.+\\.paypal-mail\\.net([/?].*)?:.+\\.paypal\\.com([/?].*)?:17-\n";
         differ.join("\n")
     );
 }
+
+/// The same links in the HTML forms ClamAV's HTML scanner reads (quoting, case,
+/// titles, images, forms, frames, nesting, comments, character references, line
+/// breaks): Sluice's link extractor must find the pairs clamscan finds.
+#[test]
+fn phishing_html_forms_agree_with_clamscan() {
+    let templates = [
+        r#"<a href="{R}">{D}</a>"#,
+        r#"<a href='{R}'>{D}</a>"#,
+        r#"<a href={R}>{D}</a>"#,
+        r#"<A HREF="{R}">{D}</A>"#,
+        r#"<a class="x" href="{R}" target=_blank>{D}</a>"#,
+        r#"<a href="{R}"><span>{D}</span></a>"#,
+        "<a href=\"{R}\">\r\n  {D}\r\n</a>",
+        r#"<a href="{R}" title="{D}">click</a>"#,
+        r#"<a href="{R}"><img src="{D}"></a>"#,
+        r#"<form action="{R}"><a href="{D}">x</a></form>"#,
+        r#"<form action="{R}"><img src="{D}"></form>"#,
+        r#"<a href="{R}"><iframe src="{D}"></iframe></a>"#,
+        r#"<!-- <a href="{R}">{D}</a> -->"#,
+        r#"<a href="{R}">{D}"#,
+        r#"<a href="{R}">x<a href="{R}">{D}</a>"#,
+        r#"<a href="{R}">{D}</a >"#,
+        r#"<a href = "{R}" >{D}</a>"#,
+        "<a\r\nhref=\"{R}\">{D}</a>",
+        r#"<a href="{E}">{D}</a>"#,
+        r#"<a href="{R}">{D}&nbsp;</a>"#,
+        r#"<a href="{R}" href="http://other.example.org/">{D}</a>"#,
+        r#"<a name="top">{D}</a><a href="{R}">here</a>"#,
+        r#"<a href="">{D}</a>"#,
+        r#"<p><a href="{R}">{D}</a></p><p><a href="http://ok.example.org/">ok.example.org</a></p>"#,
+    ];
+    let pairs = [
+        ("http://evil.example.net/", "www.paypal.com"),
+        ("http://www.paypal.com/", "https://www.paypal.com"),
+        ("http://evil.example.net/", "http://www.ebay.com/"),
+    ];
+    let pdb = b"H:paypal.com\n";
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    std::fs::write(db_dir.join("v.pdb"), pdb).unwrap();
+    let (db, _) = Database::load_dir(&db_dir).unwrap();
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    let mut mine = Vec::new();
+    let mut paths = Vec::new();
+    for (i, t) in templates.iter().enumerate() {
+        for (j, (r, d)) in pairs.iter().enumerate() {
+            let e: String = r.bytes().map(|b| format!("&#{b};")).collect();
+            let html = t.replace("{R}", r).replace("{D}", d).replace("{E}", &e);
+            let mail = html_mail(&html);
+            let v = match scanner.scan_mail(&mail) {
+                Verdict::Infected { name } => Some(name),
+                _ => None,
+            };
+            let p = dir.path().join(format!("h{i}-{j}.eml"));
+            std::fs::write(&p, &mail).unwrap();
+            mine.push((html, v));
+            paths.push(p);
+        }
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let found = clamscan_all(&prog, &db_dir, &paths);
+    let mut differ = Vec::new();
+    for ((what, v), p) in mine.iter().zip(&paths) {
+        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
+        let ours: BTreeSet<String> = v.iter().cloned().collect();
+        if theirs != ours {
+            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
