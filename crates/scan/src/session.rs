@@ -51,6 +51,7 @@ impl Scanner {
             parser: Box::new(parser),
             nodes: Vec::new(),
             raw,
+            scope: LinkScope::default(),
         });
         // The parts of a message are contained in it, as ClamAV sees them.
         s.found.ancestry.push(FileType::Mail);
@@ -100,6 +101,8 @@ enum Mode {
         nodes: Vec<Option<PartNode>>,
         /// The raw message, matched against target type 4 (mail) signatures.
         raw: Option<Box<BodyMatcher>>,
+        /// Where the phishing check stands in the part tree.
+        scope: LinkScope,
     },
     File {
         node: Option<Box<FileNode>>,
@@ -132,16 +135,40 @@ type PartNode = (FileNode, Option<String>, Option<Box<LinkCheck>>);
 /// the first finding is reported when the part ends no bigger than ClamAV checks.
 struct LinkCheck {
     links: LinkExtractor,
+    /// The part's size as ClamAV counts it: line ends as one byte, and one more
+    /// for each 1000 bytes of a long line (it keeps a text part as lines of at
+    /// most 1000 bytes), carriage returns not counted.
     size: u64,
+    /// Bytes of the current line so far.
+    line: u64,
     found: Option<&'static str>,
 }
+
+/// Longest line piece ClamAV keeps of a text part.
+const LINE_PIECE: u64 = 1000;
 
 impl LinkCheck {
     /// Takes the next decoded bytes of the part (`None`: its end). A bigger part
     /// than ClamAV checks is not read further.
     fn feed(&mut self, db: &PhishDb, data: Option<&[u8]>) {
-        self.size += data.map_or(0, |d| d.len() as u64);
-        if self.size > MAX_PART || self.found.is_some() {
+        let pieces = |len: u64| len + len.div_ceil(LINE_PIECE).max(1);
+        match data {
+            Some(d) => {
+                for (i, seg) in d.split(|&b| b == b'\n').enumerate() {
+                    if i > 0 {
+                        self.size += pieces(self.line);
+                        self.line = 0;
+                    }
+                    self.line += seg.iter().filter(|&&b| b != b'\r').count() as u64;
+                }
+            }
+            None if self.line > 0 => {
+                self.size += pieces(self.line);
+                self.line = 0;
+            }
+            None => {}
+        }
+        if self.size + self.line > MAX_PART || self.found.is_some() {
             return;
         }
         let found = &mut self.found;
@@ -162,30 +189,73 @@ impl LinkCheck {
     }
 }
 
-/// Whether ClamAV checks the links of this part: a text/html or text/plain part
-/// that is not an attachment; inside a multipart, a text/plain part only with a
+/// What the phishing check needs to know of the parts around the one starting.
+#[derive(Debug, Default)]
+struct LinkScope {
+    /// The depth of the message/rfc822 part being read, if any: ClamAV does not
+    /// check the links of a message inside a message.
+    inner_message: Option<usize>,
+    /// The Content-Type of the part about to start has a `name` parameter.
+    named: bool,
+    /// The part about to start is an attachment by its Content-Disposition.
+    attachment: bool,
+}
+
+/// Whether a Content-Type value has a `name` parameter (RFC 2045 §5.1; RFC 2231
+/// `name*`).
+fn has_name_param(value: &[u8]) -> bool {
+    value.split(|&b| b == b';').skip(1).any(|p| {
+        let key = p.split(|&b| b == b'=').next().unwrap_or(b"").trim_ascii();
+        key.eq_ignore_ascii_case(b"name")
+            || (key.len() > 4 && key[..5].eq_ignore_ascii_case(b"name*"))
+    })
+}
+
+/// Whether ClamAV checks the links of this part: a text part whose Content-Type
+/// names no file, outside any message/rfc822 part; inside a multipart, not an
+/// attachment by its Content-Disposition, and a text/plain part only with a
 /// base64 or quoted-printable body (a plain one is read as the message's text).
-fn checks_links(part: &PartInfo) -> bool {
+/// Called for every part, to follow the tree.
+fn checks_links(part: &PartInfo, scope: &mut LinkScope) -> bool {
+    if scope.inner_message.is_some_and(|d| part.depth <= d) {
+        scope.inner_message = None;
+    }
+    if part.kind == PartKind::Message && scope.inner_message.is_none() {
+        scope.inner_message = Some(part.depth);
+    }
+    let named = std::mem::take(&mut scope.named);
+    let attachment = std::mem::take(&mut scope.attachment);
     part.kind == PartKind::Leaf
-        && match part.content_type.as_str() {
-            "text/html" => part.depth == 0 || part.filename.is_none(),
-            "text/plain" => {
-                part.depth == 0 || (part.filename.is_none() && part.encoding != Encoding::Identity)
-            }
-            _ => false,
-        }
+        && scope.inner_message.is_none()
+        && !named
+        && !(attachment && part.depth > 0)
+        && part.content_type.starts_with("text/")
+        && (part.depth == 0
+            || part.content_type != "text/plain"
+            || part.encoding != Encoding::Identity)
 }
 
 struct MailSink<'a, 'b> {
     ctx: Ctx<'a>,
     nodes: &'b mut Vec<Option<PartNode>>,
+    scope: &'b mut LinkScope,
 }
 
 impl MimeSink for MailSink<'_, '_> {
+    fn header(&mut self, name: &[u8], value: &[u8]) {
+        if name.eq_ignore_ascii_case(b"content-type") {
+            self.scope.named = has_name_param(value);
+        } else if name.eq_ignore_ascii_case(b"content-disposition") {
+            self.scope.attachment =
+                value.len() >= 10 && value[..10].eq_ignore_ascii_case(b"attachment");
+        }
+    }
+
     fn part_start(&mut self, part: &PartInfo) {
         let stats = &mut self.ctx.found.stats;
         stats.parts += 1;
         let leaf = matches!(part.kind, PartKind::Leaf | PartKind::Uuencoded);
+        let check_links = checks_links(part, self.scope);
         if stats.parts > self.ctx.limits.max_parts {
             self.ctx.found.limit(LimitKind::Parts);
             self.nodes.push(None);
@@ -196,10 +266,11 @@ impl MimeSink for MailSink<'_, '_> {
             } else {
                 part.filename.clone()
             };
-            let links = (self.ctx.db.phish.active() && checks_links(part)).then(|| {
+            let links = (self.ctx.db.phish.active() && check_links).then(|| {
                 Box::new(LinkCheck {
                     links: LinkExtractor::new(),
                     size: 0,
+                    line: 0,
                     found: None,
                 })
             });
@@ -249,7 +320,12 @@ impl Session {
             found: &mut self.found,
         };
         match &mut self.mode {
-            Mode::Mail { parser, nodes, raw } => {
+            Mode::Mail {
+                parser,
+                nodes,
+                raw,
+                scope,
+            } => {
                 if let Some(m) = raw.as_mut() {
                     let window = ctx.limits.max_regex_window;
                     if let Some(hit) = m.feed(ctx.db, FileType::Mail, chunk, window) {
@@ -257,7 +333,7 @@ impl Session {
                         return;
                     }
                 }
-                let mut sink = MailSink { ctx, nodes };
+                let mut sink = MailSink { ctx, nodes, scope };
                 parser.feed(chunk, &mut sink);
             }
             Mode::File { node } => {
@@ -294,14 +370,19 @@ impl Session {
             found: &mut self.found,
         };
         match &mut self.mode {
-            Mode::Mail { parser, nodes, raw } => {
+            Mode::Mail {
+                parser,
+                nodes,
+                raw,
+                scope,
+            } => {
                 if let (Some(m), None) = (raw.as_mut(), &ctx.found.infected) {
                     if let Some(hit) = m.finish(ctx.db, FileType::Mail, &[]) {
                         ctx.found.infected = Some(ctx.db.hit_name(hit).to_string());
                     }
                 }
                 if ctx.found.infected.is_none() {
-                    let mut sink = MailSink { ctx, nodes };
+                    let mut sink = MailSink { ctx, nodes, scope };
                     parser.finish(&mut sink);
                     ctx = sink.ctx;
                 }

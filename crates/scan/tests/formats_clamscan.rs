@@ -826,3 +826,121 @@ fn phishing_html_forms_agree_with_clamscan() {
         differ.join("\n")
     );
 }
+
+/// The same phishing link in the mail structures ClamAV treats differently
+/// (which text parts it reads, their encodings, names, nesting, size): Sluice
+/// must check the parts clamscan checks.
+#[test]
+fn phishing_mail_structures_agree_with_clamscan() {
+    let link = r#"<a href="http://evil.example.net/">www.paypal.com</a>"#;
+    let head =
+        "From: bank@example.org\r\nTo: rcpt@example.org\r\nSubject: s\r\nMIME-Version: 1.0\r\n";
+    let part = |headers: &str, body: &str| format!("{headers}\r\n\r\n{body}\r\n");
+    let multi = |kind: &str, parts: &[String]| {
+        let mut m =
+            format!("Content-Type: multipart/{kind}; boundary=\"zz{kind}\"\r\n\r\npreamble\r\n");
+        for p in parts {
+            m.push_str(&format!("--zz{kind}\r\n{p}"));
+        }
+        m.push_str(&format!("--zz{kind}--\r\n"));
+        m
+    };
+    let b64 = |s: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
+    };
+    let html = part("Content-Type: text/html", link);
+    let filler = |n: usize| "x".repeat(n);
+    // ClamAV counts a text part as lines of at most 1000 bytes, each with one
+    // line end: 100-byte lines bring the part to the 100 KiB limit, or one byte
+    // past it; one long line of the same bytes counts 103 line ends.
+    let at_limit = |extra: usize| {
+        let mut body = format!("{link}\r\n");
+        let mut size = link.len() + 1;
+        while size + 100 <= 100 * 1024 {
+            body.push_str(&filler(99));
+            body.push_str("\r\n");
+            size += 100;
+        }
+        body.push_str(&filler(100 * 1024 - size - 1 + extra));
+        part("Content-Type: text/html", &body)
+    };
+    let one_line = |len: usize| {
+        part(
+            "Content-Type: text/html",
+            &format!("{link}{}", filler(len - link.len())),
+        )
+    };
+    let structures: Vec<(&str, String)> = vec![
+        ("html", html.clone()),
+        ("html-upper", part("Content-Type: TEXT/HTML; charset=UTF-8", link)),
+        ("html-b64", part("Content-Type: text/html\r\nContent-Transfer-Encoding: base64", &b64(link))),
+        ("plain", part("Content-Type: text/plain", link)),
+        ("plain-b64", part("Content-Type: text/plain\r\nContent-Transfer-Encoding: base64", &b64(link))),
+        ("no-type", format!("\r\n{link}\r\n")),
+        ("enriched", part("Content-Type: text/enriched", link)),
+        ("calendar", part("Content-Type: text/calendar", link)),
+        ("octet", part("Content-Type: application/octet-stream", link)),
+        ("html-named", part("Content-Type: text/html; name=\"a.html\"", link)),
+        ("html-inline-named", part("Content-Type: text/html\r\nContent-Disposition: inline; filename=\"a.html\"", link)),
+        ("plain-named", part("Content-Type: text/plain\r\nContent-Disposition: attachment; filename=\"a.txt\"", link)),
+        ("mixed-html", multi("mixed", std::slice::from_ref(&html))),
+        ("mixed-plain", multi("mixed", &[part("Content-Type: text/plain", link)])),
+        ("mixed-plain-b64", multi("mixed", &[part("Content-Type: text/plain\r\nContent-Transfer-Encoding: base64", &b64(link))])),
+        ("mixed-no-type", multi("mixed", &[format!("\r\n{link}\r\n")])),
+        ("mixed-enriched", multi("mixed", &[part("Content-Type: text/enriched", link)])),
+        ("mixed-html-named", multi("mixed", &[part("Content-Type: text/html; name=\"a.html\"", link)])),
+        ("mixed-html-inline-named", multi("mixed", &[part("Content-Type: text/html\r\nContent-Disposition: inline; filename=\"a.html\"", link)])),
+        ("alternative", multi("alternative", &[part("Content-Type: text/plain", "hello"), html.clone()])),
+        ("nested", multi("mixed", &[multi("alternative", &[part("Content-Type: text/plain", "hello"), html.clone()]), part("Content-Type: application/pdf", "%PDF-1.4")])),
+        ("related", multi("related", &[html.clone(), part("Content-Type: image/gif", "GIF89a")])),
+        ("rfc822", multi("mixed", &[part("Content-Type: text/plain", "see attached"), format!("Content-Type: message/rfc822\r\n\r\nSubject: inner\r\nContent-Type: text/html\r\n\r\n{link}\r\n")])),
+        ("at-limit", at_limit(0)),
+        ("over-limit", at_limit(1)),
+        ("mixed-at-limit", multi("mixed", &[at_limit(0)])),
+        ("mixed-over-limit", multi("mixed", &[at_limit(1)])),
+        ("one-line-at-limit", one_line(102_297)),
+        ("one-line-over-limit", one_line(102_298)),
+        ("mixed-html-attachment", multi("mixed", &[part("Content-Type: text/html\r\nContent-Disposition: attachment; filename=\"a.html\"", link)])),
+        ("mixed-html-name-star", multi("mixed", &[part("Content-Type: text/html; name*=us-ascii''a.html", link)])),
+        ("rfc822-then-html", multi("mixed", &["Content-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\nhello\r\n".to_string(), html.clone()])),
+    ];
+    let pdb = b"H:paypal.com\n";
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    std::fs::write(db_dir.join("v.pdb"), pdb).unwrap();
+    let (db, _) = Database::load_dir(&db_dir).unwrap();
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    let mut mine = Vec::new();
+    let mut paths = Vec::new();
+    for (name, body) in &structures {
+        let mail = format!("{head}{body}").into_bytes();
+        let v = match scanner.scan_mail(&mail) {
+            Verdict::Infected { name } => Some(name),
+            _ => None,
+        };
+        let p = dir.path().join(format!("{name}.eml"));
+        std::fs::write(&p, &mail).unwrap();
+        mine.push((name, v));
+        paths.push(p);
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let found = clamscan_all(&prog, &db_dir, &paths);
+    let mut differ = Vec::new();
+    for ((what, v), p) in mine.iter().zip(&paths) {
+        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
+        let ours: BTreeSet<String> = v.iter().cloned().collect();
+        if theirs != ours {
+            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
