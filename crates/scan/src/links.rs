@@ -6,7 +6,13 @@
 //!   dropped (their text kept); an `<a href>` inside an open one closes it.
 //! - `<a href=R title=T>`: R and T.
 //! - `<img src=S>` (or `dynsrc`) and `<iframe src=S>` inside an `<a href=R>`: R and S.
-//! - inside a `<form action=A>`: A and each `<a href>`, `<img src>` or `<iframe src>`.
+//! - `<area href=H>` inside an `<a href=R>`: R and H.
+//! - inside a `<form action=A>`: A and each `<a href>`, `<img src>`, `<iframe src>`
+//!   or `<area href>`.
+//!
+//! A part with none of those tags has its text URLs (`http:` and `ftp:`, as ClamAV
+//! finds them) read instead by [`TextUrls`]: they show nothing, so only the `.gdb`
+//! URL hashes can find them.
 //!
 //! Attribute values have their character references decoded (`&#58;`, `&#x3a;`,
 //! `&amp;`...); the text of a link is kept as written, as ClamAV keeps it. The
@@ -78,6 +84,8 @@ pub(crate) struct LinkExtractor {
     open_a: Option<Vec<u8>>,
     text: Vec<u8>,
     form_action: Option<Vec<u8>>,
+    /// A tag gave a URL (ClamAV then reads no text URLs in the part).
+    pub tag_urls: bool,
 }
 
 impl Default for LinkExtractor {
@@ -105,6 +113,7 @@ impl LinkExtractor {
             open_a: None,
             text: Vec::new(),
             form_action: None,
+            tag_urls: false,
         }
     }
 
@@ -119,7 +128,9 @@ impl LinkExtractor {
     /// closes it.
     pub fn finish(&mut self, out: &mut impl FnMut(Link)) {
         self.close_a(out);
+        let tag_urls = self.tag_urls;
         *self = Self::new();
+        self.tag_urls = tag_urls;
     }
 
     fn byte(&mut self, b: u8, out: &mut impl FnMut(Link)) {
@@ -323,6 +334,7 @@ impl LinkExtractor {
                 let Some(href) = non_empty(attrs.href) else {
                     return;
                 };
+                self.tag_urls = true;
                 self.close_a(out);
                 if let Some(title) = attrs.title {
                     out(Link {
@@ -347,16 +359,21 @@ impl LinkExtractor {
                 }
             }
             (false, b"img") => {
-                for src in [non_empty(attrs.src), non_empty(attrs.dynsrc)]
-                    .into_iter()
-                    .flatten()
-                {
+                if let Some(src) = non_empty(attrs.src) {
                     self.nested(src, LinkKind::Image, out);
+                }
+                if let Some(src) = non_empty(attrs.dynsrc) {
+                    self.nested(src, LinkKind::Other, out);
                 }
             }
             (false, b"iframe") => {
                 if let Some(src) = non_empty(attrs.src) {
                     self.nested(src, LinkKind::Other, out);
+                }
+            }
+            (false, b"area") => {
+                if let Some(href) = non_empty(attrs.href) {
+                    self.nested(href, LinkKind::Other, out);
                 }
             }
             _ => {}
@@ -365,6 +382,7 @@ impl LinkExtractor {
 
     /// A URL shown inside an open `<a>` or `<form>`.
     fn nested(&mut self, shown: Vec<u8>, kind: LinkKind, out: &mut impl FnMut(Link)) {
+        self.tag_urls = true;
         if let Some(href) = &self.open_a {
             out(Link {
                 real: href.clone(),
@@ -378,6 +396,96 @@ impl LinkExtractor {
                 display: shown,
                 kind: LinkKind::Other,
             });
+        }
+    }
+}
+
+/// Longest text URL ClamAV reads.
+const MAX_TEXT_URL: usize = 1023;
+
+/// The URLs written in a part's text, found as ClamAV finds them when the part has
+/// no tag with a URL: from `http:` or `ftp:` (any case; `https:` is not matched,
+/// as in ClamAV) to the next blank, tab or line end, at most 1023 bytes, starting
+/// more than 10 bytes before the end of the part. Carriage returns are not seen,
+/// as ClamAV keeps a text part without them.
+#[derive(Debug, Default)]
+pub(crate) struct TextUrls {
+    /// The last bytes (at most 7), until a URL can be told to start at the first.
+    window: Vec<u8>,
+    /// Offset of `window[0]`.
+    window_at: u64,
+    /// Offset of the next byte.
+    pos: u64,
+    /// The URL being read, and its offset.
+    url: Option<(u64, Vec<u8>)>,
+    /// The next byte is skipped (ClamAV resumes one byte after a URL).
+    skip: bool,
+}
+
+impl TextUrls {
+    /// Takes the next bytes; each URL found is passed to `out` with its offset.
+    pub fn feed(&mut self, data: &[u8], out: &mut impl FnMut(u64, Vec<u8>)) {
+        for &b in data.iter().filter(|&&b| b != b'\r') {
+            let pos = self.pos;
+            self.pos += 1;
+            self.byte(b, pos, out);
+        }
+    }
+
+    /// Bytes seen so far (carriage returns not counted).
+    pub fn len(&self) -> u64 {
+        self.pos
+    }
+
+    fn byte(&mut self, b: u8, pos: u64, out: &mut impl FnMut(u64, Vec<u8>)) {
+        if let Some((start, url)) = self.url.as_mut() {
+            if b == b' ' || b == b'\n' || b == b'\t' {
+                let (start, url) = (*start, std::mem::take(url));
+                self.url = None;
+                out(start, url);
+                return;
+            }
+            url.push(b);
+            if url.len() >= MAX_TEXT_URL {
+                let (start, url) = (*start, std::mem::take(url));
+                self.url = None;
+                self.skip = true;
+                out(start, url);
+            }
+            return;
+        }
+        if std::mem::take(&mut self.skip) {
+            return;
+        }
+        if self.window.is_empty() {
+            self.window_at = pos;
+        }
+        self.window.push(b);
+        if self.window.len() < 7 {
+            return;
+        }
+        let w = &self.window;
+        let low = [w[0] | 0x20, w[1] | 0x20, w[2] | 0x20, w[3] | 0x20];
+        let starts = (low == *b"http" && (w[4] == b':' || (w[5] == b's' && w[6] == b':')))
+            || low == *b"ftp:";
+        if !starts {
+            self.window.remove(0);
+            self.window_at += 1;
+            return;
+        }
+        let mut head = std::mem::take(&mut self.window);
+        let tail = head.split_off(4);
+        let at = self.window_at;
+        self.url = Some((at, head));
+        for (i, b) in tail.into_iter().enumerate() {
+            self.byte(b, at + 4 + i as u64, out);
+        }
+    }
+
+    /// Ends the part: a URL still being read ends there.
+    pub fn finish(&mut self, out: &mut impl FnMut(u64, Vec<u8>)) {
+        if let Some((start, url)) = self.url.take() {
+            out(start, url);
         }
     }
 }
@@ -466,6 +574,38 @@ mod tests {
         let l = extract_links(&[html.as_bytes()]);
         assert_eq!(l[0].0.len(), MAX_VALUE);
         assert_eq!(l[0].1.len(), MAX_VALUE);
+    }
+
+    fn text_urls(chunks: &[&[u8]]) -> Vec<(u64, String)> {
+        let mut t = TextUrls::default();
+        let mut v = Vec::new();
+        let mut out = |at: u64, u: Vec<u8>| v.push((at, String::from_utf8_lossy(&u).into_owned()));
+        for c in chunks {
+            t.feed(c, &mut out);
+        }
+        t.finish(&mut out);
+        v
+    }
+
+    #[test]
+    fn text_urls_as_clamav_finds_them() {
+        assert_eq!(
+            text_urls(&[
+                b"see HTTP://a.example/x\r\nor https://b.example/ or ftp://c.example/f\tend"
+            ]),
+            [
+                (4, "HTTP://a.example/x".to_string()),
+                (48, "ftp://c.example/f".to_string())
+            ]
+        );
+        let long = format!("http://x/{}", "y".repeat(2000));
+        let urls = text_urls(&[long.as_bytes()]);
+        assert_eq!(urls[0].1.len(), MAX_TEXT_URL);
+        let text = b"go http://a.example/ now, ftp://b.example/ too";
+        let whole = text_urls(&[text]);
+        for cut in 0..=text.len() {
+            assert_eq!(text_urls(&[&text[..cut], &text[cut..]]), whole, "cut {cut}");
+        }
     }
 
     proptest! {

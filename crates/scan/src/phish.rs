@@ -12,7 +12,8 @@
 //!   regular expressions, and `M:RealHostname:DisplayedHostname[:FuncLevel]`, a
 //!   literal pair of hosts (the real one or a subdomain of it): links that are fine.
 //! - `.gdb`: `S:F:`, `S1:F:`, `S2:F:` and `S:W:` lines, SHA-256 hashes of canonical
-//!   URLs in the manner of Google Safe Browsing: the real URL of every link is looked
+//!   URLs in the manner of Google Safe Browsing: the real URL of every link (and,
+//!   in a part with no link tags, every `http:`/`ftp:` URL of its text) is looked
 //!   up (host suffixes with path prefixes), `S:W:` hashes allowed. The `:P:` host key
 //!   prefixes are read and counted as not used, as ClamAV no longer reads them
 //!   either. With any full hash loaded, a link whose real URL has no `:` is fine, as

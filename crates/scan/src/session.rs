@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use crate::database::Database;
 use crate::filetype::FileType;
-use crate::links::{Link, LinkExtractor};
+use crate::links::{Link, LinkExtractor, TextUrls};
 use crate::matcher::BodyMatcher;
 use crate::mime::{Encoding, MimeLimits, MimeParser, MimeSink, PartInfo, PartKind};
-use crate::phish::{PhishDb, MAX_PART};
+use crate::phish::{LinkKind, PhishDb, MAX_PART};
 use crate::pipeline::{check_attachment, Ctx, FileNode, Findings};
 use crate::verdict::{EncryptedPolicy, LimitKind, Limits, Stats, Verdict};
 
@@ -142,6 +142,9 @@ struct LinkCheck {
     /// Bytes of the current line so far.
     line: u64,
     found: Option<&'static str>,
+    /// With `.gdb` hashes loaded, the URLs in the text, and the first one found
+    /// with its offset (used only if no tag gave a URL).
+    text: Option<(TextUrls, Option<(u64, &'static str)>)>,
 }
 
 /// Longest line piece ClamAV keeps of a text part.
@@ -181,11 +184,29 @@ impl LinkCheck {
             Some(d) => self.links.feed(d, &mut check),
             None => self.links.finish(&mut check),
         }
+        if let Some((urls, first)) = self.text.as_mut() {
+            let mut check = |at: u64, url: Vec<u8>| {
+                if first.is_none() {
+                    *first = crate::phish::check(db, &url, b"", LinkKind::Href).map(|n| (at, n));
+                }
+            };
+            match data {
+                Some(d) => urls.feed(d, &mut check),
+                None => urls.finish(&mut check),
+            }
+        }
     }
 
-    /// What the part's links gave, once it has ended.
+    /// What the part's links gave, once it has ended: those of its tags, or, with
+    /// no tag giving a URL, those of its text (starting more than 10 bytes before
+    /// its end, as ClamAV reads them).
     fn finding(&self) -> Option<&'static str> {
-        self.found.filter(|_| self.size <= MAX_PART)
+        let text = self.text.as_ref().and_then(|(urls, first)| {
+            first
+                .filter(|(at, _)| !self.links.tag_urls && at + 10 < urls.len())
+                .map(|(_, n)| n)
+        });
+        self.found.or(text).filter(|_| self.size <= MAX_PART)
     }
 }
 
@@ -272,6 +293,8 @@ impl MimeSink for MailSink<'_, '_> {
                     size: 0,
                     line: 0,
                     found: None,
+                    text: (!self.ctx.db.phish.url_hashes.is_empty())
+                        .then(|| (TextUrls::default(), None)),
                 })
             });
             self.nodes

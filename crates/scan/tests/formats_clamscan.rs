@@ -580,6 +580,34 @@ X:.+\\.paypal-mail\\.net([/?].*)?:.+\\.paypal\\.com([/?].*)?:17-\n";
             html_mail(r#"<a href="http://malware.example.net/dl/x.exe#top">x.exe</a>"#),
             None,
         ),
+        // A part with no tag giving a URL has its text URLs looked up (not
+        // `https:` ones, as ClamAV matches them).
+        (
+            "hash-text-url.eml",
+            single_part("text/plain", "7bit", b"Please visit http://www.phish.example.com/login.html today."),
+            Some("Heuristics.Safebrowsing.Suspected-phishing_safebrowsing.clamav.net"),
+        ),
+        (
+            "hash-text-url-html.eml",
+            html_mail("<p>Please visit http://www.phish.example.com/login.html\r\ntoday.</p>"),
+            Some("Heuristics.Safebrowsing.Suspected-phishing_safebrowsing.clamav.net"),
+        ),
+        // Found in the text, but an upper-case scheme is no URL to the check.
+        (
+            "hash-text-url-upper.eml",
+            html_mail("<p>Please visit HTTP://www.phish.example.com/login.html\r\ntoday.</p>"),
+            None,
+        ),
+        (
+            "hash-text-url-https.eml",
+            single_part("text/plain", "7bit", b"Please visit https://www.phish.example.com/login.html today."),
+            None,
+        ),
+        (
+            "hash-text-url-with-tag.eml",
+            html_mail(r#"<img src="logo.gif"> Please visit http://www.phish.example.com/login.html today."#),
+            None,
+        ),
         (
             "hash-allowed.eml",
             html_mail(r#"<a href="http://allowed.example.org/">allowed.example.org</a>"#),
