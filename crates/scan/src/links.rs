@@ -15,7 +15,9 @@
 //! URL hashes can find them.
 //!
 //! Attribute values have their character references decoded (`&#58;`, `&#x3a;`,
-//! `&amp;`...); the text of a link is kept as written, as ClamAV keeps it. The
+//! `&amp;`...); the text of a link is kept as written, as ClamAV keeps it. In both,
+//! the multi-byte full stops become `.` ([`Wide`]). Nothing inside a `<script>`
+//! element is read, nor inside a comment. The
 //! input comes in chunks of any size: the extractor keeps a bounded state across
 //! them (at most [`MAX_VALUE`] bytes of each attribute value and of link text, as
 //! ClamAV cuts them too), so a link split anywhere gives the same pair.
@@ -58,6 +60,47 @@ enum State {
     Entity(u8),
     /// In `<!-- ... -->`: the number of `-` just seen.
     Comment(u8),
+    /// In a `<script>` element (no links are read there, as in ClamAV): the number
+    /// of bytes of `</script` just seen.
+    Script(u8),
+}
+
+/// Multi-byte characters of link text and attribute values, as ClamAV's HTML
+/// scanner passes them on: the ideographic, full-width and small full stops
+/// (U+3002, U+FF0E, U+FE52) become `.`, as does `0xA1` before `C`, `D` or `O`
+/// (which is dropped); other bytes pass as they are. A character still open when
+/// its text ends is dropped.
+#[derive(Debug, Default)]
+struct Wide(u32);
+
+impl Wide {
+    fn push(&mut self, b: u8, out: &mut Vec<u8>) {
+        if self.0 != 0 && (b < 0x80 || self.0 >= 0x10000) {
+            let mb = std::mem::take(&mut self.0);
+            if matches!(mb, 0xE3_8082 | 0xEF_BC8E | 0xEF_B992)
+                || (mb == 0xA1 && matches!(b, b'C' | b'D' | b'O'))
+            {
+                push_capped(out, b'.', MAX_VALUE);
+                if mb == 0xA1 {
+                    return;
+                }
+            } else {
+                let [_, c0, c1, c2] = mb.to_be_bytes();
+                if c0 != 0 {
+                    push_capped(out, c0, MAX_VALUE);
+                }
+                if c0 != 0 || c1 != 0 {
+                    push_capped(out, c1, MAX_VALUE);
+                }
+                push_capped(out, c2, MAX_VALUE);
+            }
+        }
+        if b >= 0x80 {
+            self.0 = self.0 << 8 | u32::from(b);
+        } else {
+            push_capped(out, b, MAX_VALUE);
+        }
+    }
 }
 
 /// Attributes of the tag being read that links are made of.
@@ -83,6 +126,9 @@ pub(crate) struct LinkExtractor {
     /// The `href` of the open `<a>`, and its text so far.
     open_a: Option<Vec<u8>>,
     text: Vec<u8>,
+    /// Multi-byte character state of the link text and of the value being read.
+    text_wide: Wide,
+    value_wide: Wide,
     form_action: Option<Vec<u8>>,
     /// A tag gave a URL (ClamAV then reads no text URLs in the part).
     pub tag_urls: bool,
@@ -112,6 +158,8 @@ impl LinkExtractor {
             attrs: Attrs::default(),
             open_a: None,
             text: Vec::new(),
+            text_wide: Wide::default(),
+            value_wide: Wide::default(),
             form_action: None,
             tag_urls: false,
         }
@@ -141,9 +189,10 @@ impl LinkExtractor {
                     self.name.clear();
                     self.closing = false;
                     self.attrs = Attrs::default();
+                    self.text_wide = Wide::default();
                 } else if self.open_a.is_some() {
                     let b = if b.is_ascii_whitespace() { b' ' } else { b };
-                    push_capped(&mut self.text, b, MAX_VALUE);
+                    self.text_wide.push(b, &mut self.text);
                 }
             }
             State::TagOpen if b.is_ascii_whitespace() => {}
@@ -164,6 +213,22 @@ impl LinkExtractor {
                         State::TagName
                     };
                 }
+            }
+            State::Script(n) => {
+                const END: &[u8] = b"</script";
+                let n = usize::from(n);
+                self.state = if b.to_ascii_lowercase() == END[n] {
+                    if n + 1 == END.len() {
+                        self.name = b"script".to_vec();
+                        self.closing = true;
+                        self.attrs = Attrs::default();
+                        State::TagName
+                    } else {
+                        State::Script(n as u8 + 1)
+                    }
+                } else {
+                    State::Script(u8::from(b == b'<'))
+                };
             }
             State::Comment(dashes) => {
                 self.state = match b {
@@ -206,6 +271,7 @@ impl LinkExtractor {
             }
             State::BeforeValue => {
                 self.value.clear();
+                self.value_wide = Wide::default();
                 if b == b'"' || b == b'\'' {
                     self.state = State::Value(b);
                 } else if b == b'>' {
@@ -228,7 +294,7 @@ impl LinkExtractor {
                     self.state = State::Entity(quote);
                 } else {
                     let b = if b.is_ascii_whitespace() { b' ' } else { b };
-                    push_capped(&mut self.value, b, MAX_VALUE);
+                    self.value_wide.push(b, &mut self.value);
                 }
             }
             State::Entity(quote) => {
@@ -330,6 +396,7 @@ impl LinkExtractor {
         match (self.closing, self.name.as_slice()) {
             (true, b"a") => self.close_a(out),
             (true, b"form") => self.form_action = None,
+            (false, b"script") => self.state = State::Script(0),
             (false, b"a") => {
                 let Some(href) = non_empty(attrs.href) else {
                     return;
@@ -560,6 +627,14 @@ mod tests {
     }
 
     #[test]
+    fn scripts_and_wide_full_stops() {
+        assert_eq!(
+            pairs("<script>a='<a href=\"x\">y</a>'</script><a href=\"r\u{3002}s\">w\u{3002}x\u{ff0e}y\u{fe52}z\u{3002}</a>"),
+            [p("r.s", "w.x.y.z")]
+        );
+    }
+
+    #[test]
     fn character_references_in_values_not_in_text() {
         assert_eq!(
             pairs(r#"<a href="http&#58;//x&#x2E;example/?a=1&amp;b=2&bogus;&x">w&#46;com</a>"#),
@@ -612,13 +687,14 @@ mod tests {
         #[test]
         fn any_split_gives_the_same_links(
             cuts in proptest::collection::vec(0usize..400, 0..6),
-            pick in 0usize..4,
+            pick in 0usize..5,
         ) {
             let docs = [
                 r#"<p>Hi</p><a href="http&#58;//evil.example.net/x" title="t">www.pay<b>pal</b>.com</a>"#,
                 "<form action='http://a.example/'><A\nHREF=http://b.example/ >x &amp; y</A><img src=\"i\"></form>",
                 "<!-- <a href=x>y</a> --><a href = 'q&#x2f;r' >link\r\ntext</a><a href=s>t",
                 "<a href=\"u\"><iframe src=\"f\"></iframe>text</a><a href=v>w</a>",
+                "<script>x='<a href=s>t</a>'</SCRIPT ><a href=\"h\u{3002}i\">w\u{3002}x\u{ff0e}y</a>",
             ];
             let html = docs[pick].as_bytes();
             let whole = extract_links(&[html]);

@@ -805,6 +805,15 @@ fn phishing_html_forms_agree_with_clamscan() {
         r#"<a name="top">{D}</a><a href="{R}">here</a>"#,
         r#"<a href="">{D}</a>"#,
         r#"<p><a href="{R}">{D}</a></p><p><a href="http://ok.example.org/">ok.example.org</a></p>"#,
+        r#"<a href="{R}"/>{D}</a>"#,
+        "<a href=\"{R}\"\r\n>{D}</A\r\n>",
+        "<a\thref=\"{R}\"\t>{D}</a>",
+        r#"<a href="{R}">{D}<!-- note --></a>"#,
+        r#"<a href=" {R} ">{D}</a>"#,
+        r#"<a href="{X}">{D}</a>"#,
+        r#"<script>var a = '<a href="{R}">{D}</a>';</script>"#,
+        r#"<style>p {}</style><a href="{R}">{D}</a>"#,
+        "<a href=\"{R}\">{U}</a>",
     ];
     let pairs = [
         ("http://evil.example.net/", "www.paypal.com"),
@@ -823,7 +832,15 @@ fn phishing_html_forms_agree_with_clamscan() {
     for (i, t) in templates.iter().enumerate() {
         for (j, (r, d)) in pairs.iter().enumerate() {
             let e: String = r.bytes().map(|b| format!("&#{b};")).collect();
-            let html = t.replace("{R}", r).replace("{D}", d).replace("{E}", &e);
+            let x: String = r.bytes().map(|b| format!("&#X{b:X};")).collect();
+            // The dots of the displayed host as ideographic full stops.
+            let u = d.replace('.', "\u{3002}");
+            let html = t
+                .replace("{R}", r)
+                .replace("{D}", d)
+                .replace("{E}", &e)
+                .replace("{X}", &x)
+                .replace("{U}", &u);
             let mail = html_mail(&html);
             let v = match scanner.scan_mail(&mail) {
                 Verdict::Infected { name } => Some(name),
