@@ -702,6 +702,14 @@ fn phishing_link_variants_agree_with_clamscan() {
         "http://www.bank.com/",
         "http://192.168.0.1.evil.example.net/",
         "http://evil.co.uk/",
+        "//evil.example.net/",
+        "http:evil.example.net",
+        "http://evil .example.net/",
+        "https://www.paypal.com.evil.example.net/",
+        "http://WWW.PAYPAL.COM/",
+        "http://paypal.com/",
+        "http://evil.example.net/?u=www.paypal.com",
+        "http://x.y.z.evil.example.net/a/b",
     ];
     let shown = [
         "www.paypal.com",
@@ -728,6 +736,14 @@ fn phishing_link_variants_agree_with_clamscan() {
         "Visit paypal.com now",
         "www.paypal.com.",
         "ftp://www.paypal.com",
+        "mailto:help@paypal.com",
+        "https://www.paypal.com@evil.example.net",
+        "www.paypal.com:443",
+        "HTTPS://WWW.PAYPAL.COM",
+        "ado.net paypal.com",
+        "http://",
+        "www.paypal.comx",
+        "http://1.2.3.4/",
     ];
     let pdb = b"H:paypal.com\nR:.+\\.evil\\.org([/?].*)?:.+\\.bank\\.com([/?].*)?\n";
     let wdb = b"M:www.paypal.co.uk:www.paypal.com\n\
