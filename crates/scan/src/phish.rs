@@ -50,8 +50,59 @@ pub(crate) const MAX_PART: u64 = 100 * 1024;
 /// literal host suffix (the pattern ends with `/`, as ClamAV appends one).
 #[derive(Debug, Clone)]
 pub(crate) enum Pattern {
-    Regex(regex::Regex),
+    /// A regular expression, and the literal text it ends with, which must be in
+    /// the looked-up text too.
+    Regex(regex::Regex, String),
     Static(String),
+}
+
+/// Whether the group whose `)` ends `before` (exclusive) has a `|` of its own.
+fn group_has_alternatives(before: &[u8]) -> bool {
+    let mut depth = 0usize;
+    for i in (0..before.len()).rev() {
+        if i > 0 && before[i - 1] == b'\\' {
+            continue;
+        }
+        match before[i] {
+            b')' => depth += 1,
+            b'(' if depth == 0 => return false,
+            b'(' => depth -= 1,
+            b'|' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The literal text a regular expression line ends with, as ClamAV's regex list
+/// reads it to index the line: from the end back to the first `.`, bracket,
+/// alternation or repetition, groups of literal text included; `^`, `{` and `}`
+/// are literal to it. ClamAV tries the expression only where that text occurs, so
+/// a line whose literal end holds a `^` (`^http://host`) never matches there.
+fn literal_tail(pattern: &str) -> String {
+    let b = pattern.as_bytes();
+    // ClamAV's index stops reading the expression at a `$`.
+    let b = &b[..b.iter().position(|&c| c == b'$').unwrap_or(b.len())];
+    let mut out = Vec::new();
+    let mut i = b.len();
+    while i > 0 {
+        let c = b[i - 1];
+        if i >= 2 && b[i - 2] == b'\\' {
+            out.push(c);
+            i -= 2;
+            continue;
+        }
+        match c {
+            // A group with alternatives ends in more than one way.
+            b')' if group_has_alternatives(&b[..i - 1]) => break,
+            b'(' | b')' => {}
+            b'.' | b'[' | b']' | b'|' | b'*' | b'?' | b'+' | b'\\' => break,
+            _ => out.push(c),
+        }
+        i -= 1;
+    }
+    out.reverse();
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The phishing lists loaded from `.pdb`, `.wdb` and `.gdb` files.
@@ -143,10 +194,11 @@ fn compile(pattern: &str) -> Result<Pattern, Refusal> {
             p.push('/');
         }
     }
+    let tail = literal_tail(&p);
     regex::RegexBuilder::new(&p)
         .size_limit(1 << 20)
         .build()
-        .map(Pattern::Regex)
+        .map(|re| Pattern::Regex(re, tail))
         .map_err(|_| "phishing list: bad regular expression")
 }
 
@@ -678,7 +730,9 @@ fn list_find(
     let text = String::from_utf8_lossy(&buffer);
     let n = buffer.len();
     list.iter().find_map(|p| match p {
-        Pattern::Regex(re) => re.is_match(&text).then_some(None),
+        Pattern::Regex(re, tail) => {
+            (text.contains(tail.as_str()) && re.is_match(&text)).then_some(None)
+        }
         Pattern::Static(s) => {
             let m = s.len();
             (text.ends_with(s.as_str())
@@ -992,7 +1046,7 @@ mod tests {
                 r"R:.+\.evil\.net([/?].*)?:.+\.bank\.com",
                 ListKind::Protected
             ),
-            Ok(PhishLine::Protected(Pattern::Regex(_)))
+            Ok(PhishLine::Protected(Pattern::Regex(..)))
         ));
         assert!(matches!(
             parse_line("M:www.google.ro:www.google.com", ListKind::Allowed),
@@ -1079,6 +1133,17 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn literal_tails() {
+        assert_eq!(literal_tail(r"^h(t)tp://evil\.biz/"), "^http://evil.biz/");
+        assert_eq!(
+            literal_tail(r"^.+\.biz:www\.store\.com/"),
+            ".biz:www.store.com/"
+        );
+        assert_eq!(literal_tail(r"x\.(a|b)\.com/"), ".com/");
+        assert_eq!(literal_tail(r"x\.com$/"), "x.com");
     }
 
     #[test]

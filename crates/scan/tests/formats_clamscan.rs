@@ -1005,3 +1005,32 @@ fn phishing_mail_structures_agree_with_clamscan() {
         differ.join("\n")
     );
 }
+
+/// `.pdb` regular expression lines as ClamAV reads them: searched anywhere in
+/// `real:displayed/` (not anchored, whatever the documentation says), and tried
+/// only where their literal end occurs, so a `^` in that end never matches.
+#[test]
+fn phishing_regex_lines_agree_with_clamscan() {
+    const SPOOF: Option<&str> = Some("Heuristics.Phishing.Email.SpoofedDomain");
+    let mail = html_mail(r#"<a href="http://evil.biz/">www.store.com</a>"#);
+    for (line, expected) in [
+        (r"R:(evil)\.biz:www\.store\.com", SPOOF),
+        (r"R:http://(evil)\.biz:www\.store\.com", SPOOF),
+        (r"R:^h(t)tp://evil\.biz:www\.store\.com", None),
+        (r"R:^http://(evil)\.biz:www\.store\.com", None),
+        (r"R:.+\.biz:www\.store\.com", SPOOF),
+        (r"R:^.+\.biz:www\.store\.com", SPOOF),
+        (r"R:evil\.biz:www\.(store|shop)\.com", SPOOF),
+        (r"R:evil\.biz:www\.store\.com([/?].*)?", SPOOF),
+        (r"R:(.+\.)?evil\.biz:www\.store\.com", SPOOF),
+        (r"R:evil\.biz:store\.com", None),
+        (r"R:x{2}\.biz:www\.store\.com", None),
+        (r"R:.+\.biz:www\.store\.com$", None),
+    ] {
+        let pdb = format!("{line}\n");
+        agree(
+            &[("r.pdb", pdb.as_bytes())],
+            &[("regex.eml", &mail, expected)],
+        );
+    }
+}
