@@ -50,10 +50,46 @@ pub(crate) const MAX_PART: u64 = 100 * 1024;
 /// literal host suffix (the pattern ends with `/`, as ClamAV appends one).
 #[derive(Debug, Clone)]
 pub(crate) enum Pattern {
-    /// A regular expression, and the literal text it ends with, which must be in
-    /// the looked-up text too.
-    Regex(regex::Regex, String),
+    Regex(Box<LazyRegex>),
     Static(String),
+}
+
+/// A regular expression line, checked when loaded but compiled only the first
+/// time its literal end occurs in a looked-up text: a list of thousands of lines
+/// (ClamAV's `daily.wdb`) then costs little memory until links need them.
+#[derive(Debug)]
+pub(crate) struct LazyRegex {
+    source: String,
+    /// The literal text the expression ends with ([`literal_tail`]), which must be
+    /// in the looked-up text too.
+    tail: String,
+    re: std::sync::OnceLock<Option<regex::Regex>>,
+}
+
+impl Clone for LazyRegex {
+    fn clone(&self) -> Self {
+        Self {
+            source: self.source.clone(),
+            tail: self.tail.clone(),
+            re: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl LazyRegex {
+    fn is_match(&self, text: &str) -> bool {
+        text.contains(self.tail.as_str())
+            && self
+                .re
+                .get_or_init(|| {
+                    regex::RegexBuilder::new(&self.source)
+                        .size_limit(1 << 20)
+                        .build()
+                        .ok()
+                })
+                .as_ref()
+                .is_some_and(|re| re.is_match(text))
+    }
 }
 
 /// Whether the group whose `)` ends `before` (exclusive) has a `|` of its own.
@@ -194,12 +230,14 @@ fn compile(pattern: &str) -> Result<Pattern, Refusal> {
             p.push('/');
         }
     }
-    let tail = literal_tail(&p);
-    regex::RegexBuilder::new(&p)
-        .size_limit(1 << 20)
-        .build()
-        .map(|re| Pattern::Regex(re, tail))
-        .map_err(|_| "phishing list: bad regular expression")
+    if regex_syntax::Parser::new().parse(&p).is_err() {
+        return Err("phishing list: bad regular expression");
+    }
+    Ok(Pattern::Regex(Box::new(LazyRegex {
+        tail: literal_tail(&p),
+        source: p,
+        re: std::sync::OnceLock::new(),
+    })))
 }
 
 /// Parses one line (not blank, not a comment) of a `.pdb`/`.gdb` (`Protected`) or
@@ -730,9 +768,7 @@ fn list_find(
     let text = String::from_utf8_lossy(&buffer);
     let n = buffer.len();
     list.iter().find_map(|p| match p {
-        Pattern::Regex(re, tail) => {
-            (text.contains(tail.as_str()) && re.is_match(&text)).then_some(None)
-        }
+        Pattern::Regex(re) => re.is_match(&text).then_some(None),
         Pattern::Static(s) => {
             let m = s.len();
             (text.ends_with(s.as_str())
