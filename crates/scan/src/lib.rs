@@ -8,7 +8,7 @@
 //! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
 //! a `.cvd` only with a good digital signature) and ClamAV's phishing check of the
 //! links in mail text parts (`.pdb` protected domains, `.wdb` allowed links, `.gdb`
-//! read but not looked up) are interleaved on
+//! URL hashes) are interleaved on
 //! each chunk, in memory bounded by [`Limits`] rather than by the message, with no temp
 //! files and no I/O of its own (the optional [`clamd`] client aside). The session's
 //! [`Verdict`] comes at the end.
