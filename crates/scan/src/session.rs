@@ -307,7 +307,10 @@ impl MimeSink for MailSink<'_, '_> {
     fn body(&mut self, data: &[u8]) {
         if let Some(Some((node, _, links))) = self.nodes.last_mut() {
             node.feed(data, &mut self.ctx);
-            if let Some(lc) = links {
+            if let Some(lc) = links
+                .as_mut()
+                .filter(|_| self.ctx.found.heuristic.is_none())
+            {
                 lc.feed(&self.ctx.db.phish, Some(data));
             }
         }
@@ -320,11 +323,9 @@ impl MimeSink for MailSink<'_, '_> {
             if let Some(name) = name.filter(|_| self.ctx.found.infected.is_none()) {
                 check_attachment(&mut self.ctx, &name, size, serial);
             }
-            if let Some(mut lc) = links.filter(|_| self.ctx.found.detection().is_none()) {
+            if let Some(mut lc) = links.filter(|_| self.ctx.found.heuristic.is_none()) {
                 lc.feed(&self.ctx.db.phish, None);
-                if let Some(found) = lc.finding() {
-                    self.ctx.found.detect(self.ctx.db, found, serial);
-                }
+                self.ctx.found.heuristic = lc.finding();
             }
         }
     }
@@ -432,7 +433,7 @@ impl Session {
             }
         }
         let f = &self.found;
-        let verdict = if let Some(name) = f.detection() {
+        let verdict = if let Some(name) = f.detection().or(f.heuristic) {
             Verdict::Infected {
                 name: name.to_string(),
             }

@@ -1034,3 +1034,75 @@ fn phishing_regex_lines_agree_with_clamscan() {
         );
     }
 }
+
+/// A phishing finding is a heuristic: clamscan (without `--allmatch`) reports a
+/// signature found anywhere in the same mail instead, and so does Sluice.
+#[test]
+fn phishing_is_reported_after_signatures() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    std::fs::write(db_dir.join("t.pdb"), b"H:paypal.com\n").unwrap();
+    let hex: String = b"sluice-phish-marker"
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(
+        db_dir.join("t.ndb"),
+        format!("Sluice.Test.Marker:0:*:{hex}\n"),
+    )
+    .unwrap();
+    let (db, _) = Database::load_dir(&db_dir).unwrap();
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    let link = r#"<a href="http://evil.example.net/">www.paypal.com</a>"#;
+    let both = mixed_mail(
+        "Content-Type: application/octet-stream",
+        format!("{link}\r\nsluice-phish-marker").as_bytes(),
+    );
+    let phish_first = [
+        b"From: a@example.org\r\nSubject: s\r\nMIME-Version: 1.0\r\n\
+Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n"
+            .as_slice(),
+        link.as_bytes(),
+        b"\r\n--b\r\nContent-Type: application/octet-stream\r\n\r\nsluice-phish-marker\r\n--b--\r\n",
+    ]
+    .concat();
+    let only_phish = html_mail(link);
+    let samples: [(&str, &[u8], &str); 3] = [
+        ("both.eml", &both, "Sluice.Test.Marker"),
+        ("phish-first.eml", &phish_first, "Sluice.Test.Marker"),
+        (
+            "only-phish.eml",
+            &only_phish,
+            "Heuristics.Phishing.Email.SpoofedDomain",
+        ),
+    ];
+    for (name, mail, expected) in samples {
+        assert_eq!(
+            scanner.scan_mail(mail),
+            Verdict::Infected {
+                name: expected.into()
+            },
+            "Sluice on {name}"
+        );
+        std::fs::write(dir.path().join(name), mail).unwrap();
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    for (name, _, expected) in samples {
+        let out = std::process::Command::new(&prog)
+            .args(["--no-summary", "--stdout", "-d"])
+            .arg(&db_dir)
+            .arg(dir.path().join(name))
+            .output()
+            .expect("clamscan runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let found: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.rsplit_once(": ")?.1.strip_suffix(" FOUND"))
+            .map(|n| n.trim_end_matches(".UNOFFICIAL"))
+            .collect();
+        assert_eq!(found, [expected], "clamscan on {name}");
+    }
+}
