@@ -710,6 +710,8 @@ fn phishing_link_variants_agree_with_clamscan() {
         "http://paypal.com/",
         "http://evil.example.net/?u=www.paypal.com",
         "http://x.y.z.evil.example.net/a/b",
+        "http://x.www.paypal.co.uk/",
+        "http://paypal.co.uk/",
     ];
     let shown = [
         "www.paypal.com",
@@ -744,6 +746,7 @@ fn phishing_link_variants_agree_with_clamscan() {
         "http://",
         "www.paypal.comx",
         "http://1.2.3.4/",
+        "x.www.paypal.com",
     ];
     let pdb = b"H:paypal.com\nR:.+\\.evil\\.org([/?].*)?:.+\\.bank\\.com([/?].*)?\n";
     let wdb = b"M:www.paypal.co.uk:www.paypal.com\n\
