@@ -599,10 +599,6 @@ impl DatabaseBuilder {
                     self.phish.allowed.push(p);
                     loaded += 1;
                 }
-                Ok(PhishLine::AllowedReal(p)) => {
-                    self.phish.allowed_real.push(p);
-                    loaded += 1;
-                }
                 Ok(PhishLine::Hash(digest, kind)) => {
                     self.phish.add_hash(digest, kind);
                     loaded += 1;

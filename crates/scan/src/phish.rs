@@ -8,9 +8,11 @@
 //!   expression over `real:displayed/`, and `H[Filter]:DisplayedHostname[:FuncLevel]`,
 //!   a host shown in a link text, or any subdomain of it. The filter is ignored, as
 //!   in ClamAV.
-//! - `.wdb`: `X:RealURL:DisplayedURL[:FuncLevel]` and `Y:RealURL[:FuncLevel]`,
-//!   regular expressions, and `M:RealHostname:DisplayedHostname[:FuncLevel]`, a
-//!   literal pair of hosts (the real one or a subdomain of it): links that are fine.
+//! - `.wdb`: `X:RealURL:DisplayedURL[:FuncLevel]`, a regular expression, and
+//!   `M:RealHostname:DisplayedHostname[:FuncLevel]`, a literal pair of hosts (the
+//!   real one or a subdomain of it): links that are fine. `Y` lines are read as
+//!   `X` lines, as ClamAV 1.4 (the `clamscan` the cross-checks run) reads them;
+//!   ClamAV 1.5 matches them against the real URL alone.
 //! - `.gdb`: `S:F:`, `S1:F:`, `S2:F:` and `S:W:` lines, SHA-256 hashes of canonical
 //!   URLs in the manner of Google Safe Browsing: the real URL of every link (and,
 //!   in a part with no link tags, every `http:`/`ftp:` URL of its text) is looked
@@ -146,10 +148,8 @@ fn literal_tail(pattern: &str) -> String {
 pub(crate) struct PhishDb {
     /// `.pdb` `R` and `H` lines: protected domains.
     pub protected: Vec<Pattern>,
-    /// `.wdb` `X` and `M` lines: allowed pairs.
+    /// `.wdb` `X`, `Y` and `M` lines: allowed pairs.
     pub allowed: Vec<Pattern>,
-    /// `.wdb` `Y` lines: allowed real URLs.
-    pub allowed_real: Vec<Pattern>,
     /// `.gdb` full hashes (and `S:W:` lines of `.wdb`): SHA-256 → the kind
     /// (`b'W'` allowed, `b'1'`, `b'2'`, or `b'S'`).
     pub url_hashes: std::collections::HashMap<[u8; 32], u8>,
@@ -185,7 +185,6 @@ pub(crate) enum ListKind {
 pub(crate) enum PhishLine {
     Protected(Pattern),
     Allowed(Pattern),
-    AllowedReal(Pattern),
     /// A full URL hash and its kind (`W`, `1`, `2` or `S`).
     Hash([u8; 32], u8),
     /// A host key prefix (`:P:`), not used.
@@ -253,8 +252,7 @@ pub(crate) fn parse_line(line: &str, kind: ListKind) -> Result<PhishLine, Refusa
     let first = flags.as_bytes().first().copied().unwrap_or(0);
     match (first, kind) {
         (b'R', ListKind::Protected) => compile(pattern).map(PhishLine::Protected),
-        (b'X', ListKind::Allowed) => compile(pattern).map(PhishLine::Allowed),
-        (b'Y', ListKind::Allowed) => compile(pattern).map(PhishLine::AllowedReal),
+        (b'X' | b'Y', ListKind::Allowed) => compile(pattern).map(PhishLine::Allowed),
         (b'H', ListKind::Protected) | (b'M', ListKind::Allowed) => {
             if pattern.is_empty() {
                 return Err("phishing list: empty host");
@@ -743,7 +741,7 @@ fn char_before(pre: Option<&PreFixup<'_>>, buffer: &[u8], pos: usize) -> u8 {
 }
 
 /// Looks a pair up in a list, as ClamAV's regex list does: `real:displayed/` (or
-/// `real/` for host-only lookups of the domain list and for `Y` lines), searched
+/// `real/` for host-only lookups of the domain list), searched
 /// by the regular expressions, and ended by a literal pattern on a label boundary.
 /// `Some(Some(n))` when a literal pattern of `n` bytes matched, `Some(None)` when
 /// a regular expression did.
@@ -996,9 +994,7 @@ pub(crate) fn check(
     if !is_url(&mut display, true) {
         return None;
     }
-    if list_match(&db.allowed, &real, &display, None, Buffer::Pair)
-        || list_match(&db.allowed_real, &real, b"", None, Buffer::One)
-    {
+    if list_match(&db.allowed, &real, &display, None, Buffer::Pair) {
         return None;
     }
     let mut listed = list_match(&db.protected, &real, &display, None, Buffer::Pair);
@@ -1052,7 +1048,6 @@ mod tests {
         for l in wdb.lines() {
             match parse_line(l, ListKind::Allowed).unwrap() {
                 PhishLine::Allowed(p) => db.allowed.push(p),
-                PhishLine::AllowedReal(p) => db.allowed_real.push(p),
                 other => panic!("{other:?}"),
             }
         }

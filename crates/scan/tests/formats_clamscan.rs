@@ -1036,6 +1036,18 @@ fn phishing_regex_lines_agree_with_clamscan() {
             &[("regex.eml", &mail, expected)],
         );
     }
+    // `.wdb` `Y` lines are read as `X` lines by the ClamAV 1.4 clamscan: one over
+    // the real URL alone allows nothing.
+    for (line, expected) in [
+        (r"Y:evil\.biz", SPOOF),
+        (r"Y:.+\.biz:www\.store\.com", None),
+    ] {
+        let wdb = format!("{line}\n");
+        agree(
+            &[("r.pdb", b"H:store.com\n"), ("y.wdb", wdb.as_bytes())],
+            &[("y.eml", &mail, expected)],
+        );
+    }
 }
 
 /// A phishing finding is a heuristic: clamscan (without `--allmatch`) reports a
