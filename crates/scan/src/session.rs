@@ -572,11 +572,11 @@ Content-Type: text/html\r\nContent-Transfer-Encoding: base64\r\n\r\n"
         ]
         .concat();
         for cut in 0..=mail.len() {
-            let mut session = s.session();
-            session.feed(&mail[..cut]);
-            session.feed(&mail[cut..]);
+            let mut stream = s.session();
+            stream.feed(&mail[..cut]);
+            stream.feed(&mail[cut..]);
             assert_eq!(
-                session.finish(),
+                stream.finish(),
                 Verdict::Infected { name: spoof.into() },
                 "cut at {cut}"
             );
