@@ -145,6 +145,8 @@ struct LinkCheck {
     /// With `.gdb` hashes loaded, the URLs in the text, and the first one found
     /// with its offset (used only if no tag gave a URL).
     text: Option<(TextUrls, Option<(u64, &'static str)>)>,
+    /// Links (and text URLs) checked.
+    checked: u64,
 }
 
 /// Longest line piece ClamAV keeps of a text part.
@@ -175,8 +177,10 @@ impl LinkCheck {
             return;
         }
         let found = &mut self.found;
+        let checked = &mut self.checked;
         let mut check = |l: Link| {
             if found.is_none() {
+                *checked += 1;
                 *found = crate::phish::check(db, &l.real, &l.display, l.kind);
             }
         };
@@ -185,8 +189,10 @@ impl LinkCheck {
             None => self.links.finish(&mut check),
         }
         if let Some((urls, first)) = self.text.as_mut() {
+            let checked = &mut self.checked;
             let mut check = |at: u64, url: Vec<u8>| {
                 if first.is_none() {
+                    *checked += 1;
                     *first = crate::phish::check(db, &url, b"", LinkKind::Href).map(|n| (at, n));
                 }
             };
@@ -195,6 +201,11 @@ impl LinkCheck {
                 None => urls.finish(&mut check),
             }
         }
+    }
+
+    /// Links checked so far.
+    fn checked(&self) -> u64 {
+        self.checked
     }
 
     /// What the part's links gave, once it has ended: those of its tags, or, with
@@ -293,6 +304,7 @@ impl MimeSink for MailSink<'_, '_> {
                     size: 0,
                     line: 0,
                     found: None,
+                    checked: 0,
                     text: (!self.ctx.db.phish.url_hashes.is_empty())
                         .then(|| (TextUrls::default(), None)),
                 })
@@ -323,9 +335,12 @@ impl MimeSink for MailSink<'_, '_> {
             if let Some(name) = name.filter(|_| self.ctx.found.infected.is_none()) {
                 check_attachment(&mut self.ctx, &name, size, serial);
             }
-            if let Some(mut lc) = links.filter(|_| self.ctx.found.heuristic.is_none()) {
-                lc.feed(&self.ctx.db.phish, None);
-                self.ctx.found.heuristic = lc.finding();
+            if let Some(mut lc) = links {
+                if self.ctx.found.heuristic.is_none() {
+                    lc.feed(&self.ctx.db.phish, None);
+                    self.ctx.found.heuristic = lc.finding();
+                }
+                self.ctx.found.stats.links_checked += lc.checked();
             }
         }
     }
@@ -581,6 +596,12 @@ Content-Type: text/html\r\nContent-Transfer-Encoding: base64\r\n\r\n"
                 "cut at {cut}"
             );
         }
+        let (_, stats) = {
+            let mut stream = s.session();
+            stream.feed(&mail);
+            stream.finish_with_stats()
+        };
+        assert_eq!(stats.links_checked, 1);
         // The same HTML as an attachment, or with no phishing list, is not checked.
         let attached = [
             b"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\
