@@ -5,7 +5,8 @@
 //!
 //! The formats (ClamAV's PhishSigs documentation):
 //! - `.pdb`: `R[Filter]:RealURL:DisplayedURL[:FuncLevel]`, a POSIX extended regular
-//!   expression over `real:displayed/`, and `H[Filter]:DisplayedHostname[:FuncLevel]`,
+//!   expression searched (not anchored, whatever the documentation says) in
+//!   `real:displayed/` where its literal end occurs ([`literal_tail`]), and `H[Filter]:DisplayedHostname[:FuncLevel]`,
 //!   a host shown in a link text, or any subdomain of it. The filter is ignored, as
 //!   in ClamAV.
 //! - `.wdb`: `X:RealURL:DisplayedURL[:FuncLevel]`, a regular expression, and
@@ -26,10 +27,14 @@
 //! skipped. The check follows ClamAV's order: a link whose real URL is not a URL,
 //! or whose text does not look like one, is fine; an allowed pair is fine; a link
 //! whose text shows a protected domain (`H`) or whose pair an `R` line matches is
-//! phishing when the text is `https:` and the real URL not (`SSL-Spoof`), or when
-//! the two hosts are in different domains (`SpoofedDomain`). Without a `.pdb`
-//! nothing is found, as in ClamAV with its default options (`--phishing-ssl` and
-//! `--phishing-cloak` off).
+//! phishing when its real URL holds a `%00` (`Cloaked.Null`), when the text is
+//! `https:` and the real URL not (`SSL-Spoof`), or when the two hosts are in
+//! different domains (`SpoofedDomain`). ClamAV's `Cloaked.NumericIP` and
+//! `Cloaked.Username` cannot come out of its check (the host it tests starts with
+//! a `.`), so they are not given here either. Without a `.pdb` or `.gdb` nothing
+//! is found, as in ClamAV with its default options (`--phishing-ssl` and
+//! `--phishing-cloak` off). A finding is a heuristic: the mail's verdict only when
+//! no signature matched it.
 
 use crate::logical::FLEVEL;
 use crate::signature::Refusal;
