@@ -519,6 +519,16 @@ X:.+\\.paypal-mail\\.net([/?].*)?:.+\\.paypal\\.com([/?].*)?:17-\n";
             None,
         ),
         (
+            "cloaked-null.eml",
+            html_mail(r#"<a href="http://evil%00.example.net/">www.paypal.com</a>"#),
+            Some("Heuristics.Phishing.Email.Cloaked.Null"),
+        ),
+        (
+            "cloaked-null-user.eml",
+            html_mail(r#"<a href="http://www.paypal.com%00@evil.example.net/">www.paypal.com</a>"#),
+            Some("Heuristics.Phishing.Email.Cloaked.Null"),
+        ),
+        (
             "ssl.eml",
             html_mail(r#"<a href="http://www.paypal.com/">https://www.paypal.com</a>"#),
             SSL,
