@@ -2,7 +2,8 @@
 //! anchors ([`crate::anchor`]), logical signatures ([`crate::logical`]) whose body
 //! subsignatures share that index, whole-file and PE section hash tables, container
 //! metadata signatures and file-type magic; loading from ClamAV database files
-//! (`.ndb`, `.ldb`, `.hdb`, `.hsb`, `.mdb`, `.msb`, `.cdb`, `.ftm`, the `.ign`/`.ign2`
+//! (`.ndb`, `.ldb`, `.hdb`, `.hsb`, `.mdb`, `.msb`, `.cdb`, `.ftm`, the phishing
+//! lists `.pdb`, `.wdb` and `.gdb` (see [`crate::phish`]), the `.ign`/`.ign2`
 //! ignore lists, the `.fp`/`.sfp` false-positive hashes, and `.cvd`/`.cld`/`.cud`
 //! containers, a `.cvd` only when its digital signature checks out; the PUA twins
 //! `.ndu`, `.ldu`, `.hdu`, `.hsu`, `.mdu`, `.msu` only when asked, as clamd loads
@@ -19,6 +20,7 @@ use crate::error::ScanError;
 use crate::filetype::FileType;
 use crate::ftm::{parse_ftm, FtmLine, Magic};
 use crate::logical::{parse_ldb, LdbRefusal, LogicalSig};
+use crate::phish::{parse_line, ListKind, PhishDb, PhishLine};
 use crate::signature::{
     decode_hex, fold_variants, parse_hash, parse_ndb, parse_section_hash, BodySig, HashKind,
     HashSig, Offset, Refusal,
@@ -75,7 +77,7 @@ pub struct LoadReport {
     /// Valid lines this engine reads but has no use for (an `.ftm` line for a file
     /// type it does not distinguish, say), by reason.
     pub unused_lines: BTreeMap<String, usize>,
-    /// Files of formats this engine does not read (`.imp`, `.pdb`, `.cbc`, ...), by extension.
+    /// Files of formats this engine does not read (`.imp`, `.crb`, `.cbc`, ...), by extension.
     pub unsupported_files: BTreeMap<String, usize>,
     /// Signatures in those files, by extension (lines of the line-based formats;
     /// a bytecode `.cbc` file is one), so that what is not loaded is counted too.
@@ -305,6 +307,8 @@ pub struct Database {
     pub(crate) cdb: Vec<ContainerSig>,
     /// PE section hashes (`.mdb` MD5, `.msb` SHA-1/SHA-256), by section size.
     pub(crate) sections: [HashTable; 3],
+    /// Phishing lists (`.pdb`, `.wdb`, `.gdb`), for the links of mail text parts.
+    pub(crate) phish: PhishDb,
 }
 
 impl Database {
@@ -418,6 +422,7 @@ pub struct DatabaseBuilder {
     magic: Vec<Magic>,
     cdb: Vec<ContainerSig>,
     section_hashes: Vec<HashSig>,
+    phish: PhishDb,
     report: LoadReport,
     automaton_only: bool,
 }
@@ -574,6 +579,55 @@ impl DatabaseBuilder {
         self
     }
 
+    /// Adds phishing list text: `.pdb` and `.gdb` (`Protected`: protected domains,
+    /// Safe Browsing hashes) or `.wdb` (`Allowed`: allowed pairs), see
+    /// [`crate::phish`]; `file` names it in error messages. Host key prefix lines
+    /// are checked and counted as not used.
+    pub(crate) fn add_phish(&mut self, file: &str, text: &str, kind: ListKind) -> &mut Self {
+        let ext = file
+            .rsplit_once('.')
+            .map_or("pdb", |(_, e)| e)
+            .to_ascii_lowercase();
+        let mut loaded = 0;
+        for (n, line) in numbered_lines(text) {
+            match parse_line(line, kind) {
+                Ok(PhishLine::Protected(p)) => {
+                    self.phish.protected.push(p);
+                    loaded += 1;
+                }
+                Ok(PhishLine::Allowed(p)) => {
+                    self.phish.allowed.push(p);
+                    loaded += 1;
+                }
+                Ok(PhishLine::Hash(digest, kind)) => {
+                    self.phish.add_hash(digest, kind);
+                    loaded += 1;
+                }
+                Ok(PhishLine::Prefix) => {
+                    self.unused("gdb: host key prefix (not used, as in ClamAV)");
+                }
+                Ok(PhishLine::OtherLevel) => {
+                    self.unused("phishing: for another engine level");
+                }
+                Err(r) => self.refuse_at(file, n, r),
+            }
+        }
+        self.loaded(&ext, loaded);
+        self
+    }
+
+    /// Adds `.pdb` text (protected domains: `R` and `H` lines); `file` names it in
+    /// error messages.
+    pub fn add_pdb(&mut self, file: &str, text: &str) -> &mut Self {
+        self.add_phish(file, text, ListKind::Protected)
+    }
+
+    /// Adds `.wdb` text (allowed links: `X`, `Y` and `M` lines); `file` names it in
+    /// error messages.
+    pub fn add_wdb(&mut self, file: &str, text: &str) -> &mut Self {
+        self.add_phish(file, text, ListKind::Allowed)
+    }
+
     /// Adds `.hdb` or `.hsb` text (the digest kind is told by the hash length).
     pub fn add_hashes(&mut self, text: &str) -> &mut Self {
         let before = self.hashes.len();
@@ -722,6 +776,14 @@ impl DatabaseBuilder {
                 self.report.files += 1;
                 self.add_section_hashes(name, &text());
             }
+            "pdb" | "gdb" => {
+                self.report.files += 1;
+                self.add_phish(name, &text(), ListKind::Protected);
+            }
+            "wdb" => {
+                self.report.files += 1;
+                self.add_phish(name, &text(), ListKind::Allowed);
+            }
             "cvd" | "cld" | "cud" => {
                 self.add_container(name, bytes)?;
             }
@@ -734,8 +796,8 @@ impl DatabaseBuilder {
                 // ClamAV's line-based formats this engine does not read yet.
                 let sigs = match ext {
                     "cbc" => Some(1),
-                    "imp" | "pdb" | "gdb" | "wdb" | "crb" | "idb" | "ioc" | "yar" | "yara"
-                    | "db" | "zmd" | "rmd" | "sdb" | "hwp" => Some(lines(&text()).count()),
+                    "imp" | "crb" | "idb" | "ioc" | "yar" | "yara" | "db" | "zmd" | "rmd"
+                    | "sdb" | "hwp" => Some(lines(&text()).count()),
                     _ => None,
                 };
                 if let Some(n) = sigs {
@@ -975,6 +1037,7 @@ impl DatabaseBuilder {
             magic: std::mem::take(&mut self.magic),
             cdb: cdb_sigs,
             sections,
+            phish: std::mem::take(&mut self.phish),
         };
         Ok((db, report))
     }
@@ -1051,6 +1114,52 @@ mod tests {
         b.add_file("extra.ldu", b"Pua.L;Target:0;0;41424344\n")
             .unwrap();
         assert_eq!(b.build().unwrap().1.loaded_by_format.get("ldu"), Some(&1));
+    }
+
+    #[test]
+    fn phishing_lists_load_with_errors_by_file_and_line() {
+        let mut b = DatabaseBuilder::new();
+        b.add_file(
+            "local.pdb",
+            b"H:paypal.com\n# c\nR:.+\\.evil\\.org:.+\\.bank\\.com:17-\nH:old.example:0-20\nQ:what\n",
+        )
+        .unwrap();
+        b.add_file("local.wdb", b"M:a.example:b.example\nH:paypal.com\n")
+            .unwrap();
+        b.add_file(
+            "local.gdb",
+            format!("S:P:0badf00d\nS2:F:{}\nS:F:abc\n", "ab".repeat(32)).as_bytes(),
+        )
+        .unwrap();
+        let (db, report) = b.build().unwrap();
+        assert_eq!(report.loaded_by_format.get("pdb"), Some(&2));
+        assert_eq!(report.loaded_by_format.get("wdb"), Some(&1));
+        assert_eq!(report.loaded_by_format.get("gdb"), Some(&1));
+        assert!(report.unsupported_files.is_empty(), "{report}");
+        assert_eq!(
+            report.errors,
+            [
+                "local.pdb:5: phishing list: unknown line type",
+                "local.wdb:2: phishing list: unknown line type",
+                "local.gdb:3: phishing list: bad hash",
+            ]
+        );
+        assert_eq!(
+            report
+                .unused_lines
+                .get("phishing: for another engine level"),
+            Some(&1)
+        );
+        assert_eq!(
+            report
+                .unused_lines
+                .get("gdb: host key prefix (not used, as in ClamAV)"),
+            Some(&1)
+        );
+        assert_eq!(db.phish.protected.len(), 2);
+        assert_eq!(db.phish.allowed.len(), 1);
+        assert_eq!(db.phish.url_hashes.len(), 1);
+        assert!(report.table().contains("  .pdb             2\n"));
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip entries and mail attachments,
 //! `.mdb`/`.msb` PE section hashes, with `.ftm` file-type magic, `.ign2` ignore
 //! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
-//! a `.cvd` only with a good digital signature) are interleaved on
+//! a `.cvd` only with a good digital signature) and ClamAV's phishing check of the
+//! links in mail text parts (`.pdb` protected domains, `.wdb` allowed links, `.gdb`
+//! URL hashes) are interleaved on
 //! each chunk, in memory bounded by [`Limits`] rather than by the message, with no temp
 //! files and no I/O of its own (the optional [`clamd`] client aside). The session's
 //! [`Verdict`] comes at the end.
@@ -40,11 +42,13 @@ pub mod decode;
 mod error;
 pub mod filetype;
 mod ftm;
+mod links;
 mod logical;
 mod matcher;
 pub mod mime;
 mod pcre;
 mod pe;
+mod phish;
 mod pipeline;
 mod session;
 mod signature;
@@ -53,5 +57,6 @@ mod verdict;
 
 pub use database::{Database, DatabaseBuilder, LoadReport, EICAR, EICAR_NAME};
 pub use error::ScanError;
+pub use links::extract_links;
 pub use session::{Scanner, Session};
 pub use verdict::{EncryptedPolicy, LimitKind, Limits, Stats, Verdict};

@@ -34,6 +34,9 @@ pub(crate) struct Findings {
     /// `.cdb` signatures that matched a mail attachment and wait for the size of
     /// the whole message.
     pub mail_cdb_wait: Vec<u32>,
+    /// The first phishing finding: reported only when no signature matched
+    /// anything, as ClamAV reports its heuristic detections after the others.
+    pub heuristic: Option<&'static str>,
 }
 
 impl Findings {

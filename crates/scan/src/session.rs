@@ -6,8 +6,10 @@ use std::sync::Arc;
 
 use crate::database::Database;
 use crate::filetype::FileType;
+use crate::links::{Link, LinkExtractor, TextUrls};
 use crate::matcher::BodyMatcher;
-use crate::mime::{MimeLimits, MimeParser, MimeSink, PartInfo, PartKind};
+use crate::mime::{Encoding, MimeLimits, MimeParser, MimeSink, PartInfo, PartKind};
+use crate::phish::{LinkKind, PhishDb, MAX_PART};
 use crate::pipeline::{check_attachment, Ctx, FileNode, Findings};
 use crate::verdict::{EncryptedPolicy, LimitKind, Limits, Stats, Verdict};
 
@@ -49,6 +51,7 @@ impl Scanner {
             parser: Box::new(parser),
             nodes: Vec::new(),
             raw,
+            scope: LinkScope::default(),
         });
         // The parts of a message are contained in it, as ClamAV sees them.
         s.found.ancestry.push(FileType::Mail);
@@ -98,6 +101,8 @@ enum Mode {
         nodes: Vec<Option<PartNode>>,
         /// The raw message, matched against target type 4 (mail) signatures.
         raw: Option<Box<BodyMatcher>>,
+        /// Where the phishing check stands in the part tree.
+        scope: LinkScope,
     },
     File {
         node: Option<Box<FileNode>>,
@@ -123,19 +128,166 @@ impl std::fmt::Debug for Session {
 }
 
 /// A leaf part being scanned, with its file name when `.cdb` signatures may
-/// check it.
-type PartNode = (FileNode, Option<String>);
+/// check it, and its links when the phishing check reads them.
+type PartNode = (FileNode, Option<String>, Option<Box<LinkCheck>>);
+
+/// The phishing check of one text part: its links are checked as they come, and
+/// the first finding is reported when the part ends no bigger than ClamAV checks.
+struct LinkCheck {
+    links: LinkExtractor,
+    /// The part's size as ClamAV counts it: line ends as one byte, and one more
+    /// for each 1000 bytes of a long line (it keeps a text part as lines of at
+    /// most 1000 bytes), carriage returns not counted.
+    size: u64,
+    /// Bytes of the current line so far.
+    line: u64,
+    found: Option<&'static str>,
+    /// With `.gdb` hashes loaded, the URLs in the text, and the first one found
+    /// with its offset (used only if no tag gave a URL).
+    text: Option<(TextUrls, Option<(u64, &'static str)>)>,
+    /// Links (and text URLs) checked.
+    checked: u64,
+}
+
+/// Longest line piece ClamAV keeps of a text part.
+const LINE_PIECE: u64 = 1000;
+
+impl LinkCheck {
+    /// Takes the next decoded bytes of the part (`None`: its end). A bigger part
+    /// than ClamAV checks is not read further.
+    fn feed(&mut self, db: &PhishDb, data: Option<&[u8]>) {
+        let pieces = |len: u64| len + len.div_ceil(LINE_PIECE).max(1);
+        match data {
+            Some(d) => {
+                for (i, seg) in d.split(|&b| b == b'\n').enumerate() {
+                    if i > 0 {
+                        self.size += pieces(self.line);
+                        self.line = 0;
+                    }
+                    self.line += seg.iter().filter(|&&b| b != b'\r').count() as u64;
+                }
+            }
+            None if self.line > 0 => {
+                self.size += pieces(self.line);
+                self.line = 0;
+            }
+            None => {}
+        }
+        if self.size + self.line > MAX_PART || self.found.is_some() {
+            return;
+        }
+        let found = &mut self.found;
+        let checked = &mut self.checked;
+        let mut check = |l: Link| {
+            if found.is_none() {
+                *checked += 1;
+                *found = crate::phish::check(db, &l.real, &l.display, l.kind);
+            }
+        };
+        match data {
+            Some(d) => self.links.feed(d, &mut check),
+            None => self.links.finish(&mut check),
+        }
+        if let Some((urls, first)) = self.text.as_mut() {
+            let checked = &mut self.checked;
+            let mut check = |at: u64, url: Vec<u8>| {
+                if first.is_none() {
+                    *checked += 1;
+                    *first = crate::phish::check(db, &url, b"", LinkKind::Href).map(|n| (at, n));
+                }
+            };
+            match data {
+                Some(d) => urls.feed(d, &mut check),
+                None => urls.finish(&mut check),
+            }
+        }
+    }
+
+    /// Links checked so far.
+    fn checked(&self) -> u64 {
+        self.checked
+    }
+
+    /// What the part's links gave, once it has ended: those of its tags, or, with
+    /// no tag giving a URL, those of its text (starting more than 10 bytes before
+    /// its end, as ClamAV reads them).
+    fn finding(&self) -> Option<&'static str> {
+        let text = self.text.as_ref().and_then(|(urls, first)| {
+            first
+                .filter(|(at, _)| !self.links.tag_urls && at + 10 < urls.len())
+                .map(|(_, n)| n)
+        });
+        self.found.or(text).filter(|_| self.size <= MAX_PART)
+    }
+}
+
+/// What the phishing check needs to know of the parts around the one starting.
+#[derive(Debug, Default)]
+struct LinkScope {
+    /// The depth of the message/rfc822 part being read, if any: ClamAV does not
+    /// check the links of a message inside a message.
+    inner_message: Option<usize>,
+    /// The Content-Type of the part about to start has a `name` parameter.
+    named: bool,
+    /// The part about to start is an attachment by its Content-Disposition.
+    attachment: bool,
+}
+
+/// Whether a Content-Type value has a `name` parameter (RFC 2045 §5.1; RFC 2231
+/// `name*`).
+fn has_name_param(value: &[u8]) -> bool {
+    value.split(|&b| b == b';').skip(1).any(|p| {
+        let key = p.split(|&b| b == b'=').next().unwrap_or(b"").trim_ascii();
+        key.eq_ignore_ascii_case(b"name")
+            || (key.len() > 4 && key[..5].eq_ignore_ascii_case(b"name*"))
+    })
+}
+
+/// Whether ClamAV checks the links of this part: a text part whose Content-Type
+/// names no file, outside any message/rfc822 part; inside a multipart, not an
+/// attachment by its Content-Disposition, and a text/plain part only with a
+/// base64 or quoted-printable body (a plain one is read as the message's text).
+/// Called for every part, to follow the tree.
+fn checks_links(part: &PartInfo, scope: &mut LinkScope) -> bool {
+    if scope.inner_message.is_some_and(|d| part.depth <= d) {
+        scope.inner_message = None;
+    }
+    if part.kind == PartKind::Message && scope.inner_message.is_none() {
+        scope.inner_message = Some(part.depth);
+    }
+    let named = std::mem::take(&mut scope.named);
+    let attachment = std::mem::take(&mut scope.attachment);
+    part.kind == PartKind::Leaf
+        && scope.inner_message.is_none()
+        && !named
+        && !(attachment && part.depth > 0)
+        && part.content_type.starts_with("text/")
+        && (part.depth == 0
+            || part.content_type != "text/plain"
+            || part.encoding != Encoding::Identity)
+}
 
 struct MailSink<'a, 'b> {
     ctx: Ctx<'a>,
     nodes: &'b mut Vec<Option<PartNode>>,
+    scope: &'b mut LinkScope,
 }
 
 impl MimeSink for MailSink<'_, '_> {
+    fn header(&mut self, name: &[u8], value: &[u8]) {
+        if name.eq_ignore_ascii_case(b"content-type") {
+            self.scope.named = has_name_param(value);
+        } else if name.eq_ignore_ascii_case(b"content-disposition") {
+            self.scope.attachment =
+                value.len() >= 10 && value[..10].eq_ignore_ascii_case(b"attachment");
+        }
+    }
+
     fn part_start(&mut self, part: &PartInfo) {
         let stats = &mut self.ctx.found.stats;
         stats.parts += 1;
         let leaf = matches!(part.kind, PartKind::Leaf | PartKind::Uuencoded);
+        let check_links = checks_links(part, self.scope);
         if stats.parts > self.ctx.limits.max_parts {
             self.ctx.found.limit(LimitKind::Parts);
             self.nodes.push(None);
@@ -146,24 +298,49 @@ impl MimeSink for MailSink<'_, '_> {
             } else {
                 part.filename.clone()
             };
-            self.nodes.push(Some((FileNode::new(0, self.ctx.db), name)));
+            let links = (self.ctx.db.phish.active() && check_links).then(|| {
+                Box::new(LinkCheck {
+                    links: LinkExtractor::new(),
+                    size: 0,
+                    line: 0,
+                    found: None,
+                    checked: 0,
+                    text: (!self.ctx.db.phish.url_hashes.is_empty())
+                        .then(|| (TextUrls::default(), None)),
+                })
+            });
+            self.nodes
+                .push(Some((FileNode::new(0, self.ctx.db), name, links)));
         } else {
             self.nodes.push(None);
         }
     }
 
     fn body(&mut self, data: &[u8]) {
-        if let Some(Some((node, _))) = self.nodes.last_mut() {
+        if let Some(Some((node, _, links))) = self.nodes.last_mut() {
             node.feed(data, &mut self.ctx);
+            if let Some(lc) = links
+                .as_mut()
+                .filter(|_| self.ctx.found.heuristic.is_none())
+            {
+                lc.feed(&self.ctx.db.phish, Some(data));
+            }
         }
     }
 
     fn part_end(&mut self) {
-        if let Some(Some((node, name))) = self.nodes.pop() {
+        if let Some(Some((node, name, links))) = self.nodes.pop() {
             let (size, serial) = (node.size(), node.serial());
             node.finish(&mut self.ctx);
             if let Some(name) = name.filter(|_| self.ctx.found.infected.is_none()) {
                 check_attachment(&mut self.ctx, &name, size, serial);
+            }
+            if let Some(mut lc) = links {
+                if self.ctx.found.heuristic.is_none() {
+                    lc.feed(&self.ctx.db.phish, None);
+                    self.ctx.found.heuristic = lc.finding();
+                }
+                self.ctx.found.stats.links_checked += lc.checked();
             }
         }
     }
@@ -182,7 +359,12 @@ impl Session {
             found: &mut self.found,
         };
         match &mut self.mode {
-            Mode::Mail { parser, nodes, raw } => {
+            Mode::Mail {
+                parser,
+                nodes,
+                raw,
+                scope,
+            } => {
                 if let Some(m) = raw.as_mut() {
                     let window = ctx.limits.max_regex_window;
                     if let Some(hit) = m.feed(ctx.db, FileType::Mail, chunk, window) {
@@ -190,7 +372,7 @@ impl Session {
                         return;
                     }
                 }
-                let mut sink = MailSink { ctx, nodes };
+                let mut sink = MailSink { ctx, nodes, scope };
                 parser.feed(chunk, &mut sink);
             }
             Mode::File { node } => {
@@ -227,14 +409,19 @@ impl Session {
             found: &mut self.found,
         };
         match &mut self.mode {
-            Mode::Mail { parser, nodes, raw } => {
+            Mode::Mail {
+                parser,
+                nodes,
+                raw,
+                scope,
+            } => {
                 if let (Some(m), None) = (raw.as_mut(), &ctx.found.infected) {
                     if let Some(hit) = m.finish(ctx.db, FileType::Mail, &[]) {
                         ctx.found.infected = Some(ctx.db.hit_name(hit).to_string());
                     }
                 }
                 if ctx.found.infected.is_none() {
-                    let mut sink = MailSink { ctx, nodes };
+                    let mut sink = MailSink { ctx, nodes, scope };
                     parser.finish(&mut sink);
                     ctx = sink.ctx;
                 }
@@ -261,7 +448,7 @@ impl Session {
             }
         }
         let f = &self.found;
-        let verdict = if let Some(name) = f.detection() {
+        let verdict = if let Some(name) = f.detection().or(f.heuristic) {
             Verdict::Infected {
                 name: name.to_string(),
             }
@@ -362,6 +549,71 @@ mod tests {
         ]
         .concat();
         assert_eq!(s.scan_mail(&mail), Verdict::Clean);
+    }
+
+    #[test]
+    fn phishing_links_split_anywhere_in_the_stream() {
+        let mut b = crate::DatabaseBuilder::new();
+        b.add_pdb("t.pdb", "H:paypal.com\n");
+        let s = Scanner::new(Arc::new(b.build().unwrap().0), Limits::default());
+        let spoof = "Heuristics.Phishing.Email.SpoofedDomain";
+        let html = b"<p>Hi</p><a href=\"http&#58;//evil.example.net/\">www.paypal.com</a>";
+        // base64 in 16-character lines: the link spans several of them.
+        let b64 = {
+            const T: &[u8; 64] =
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            let mut out = Vec::new();
+            for (i, c) in html.chunks(3).enumerate() {
+                let n = c.iter().fold(0u32, |n, &b| n << 8 | u32::from(b)) << (8 * (3 - c.len()));
+                for k in 0..4 {
+                    out.push(if k <= c.len() {
+                        T[(n >> (18 - 6 * k)) as usize & 63]
+                    } else {
+                        b'='
+                    });
+                }
+                if i % 4 == 3 {
+                    out.extend_from_slice(b"\r\n");
+                }
+            }
+            out
+        };
+        let mail = [
+            b"Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\n\
+Content-Type: text/html\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+                .as_slice(),
+            &b64,
+            b"\r\n--b--\r\n",
+        ]
+        .concat();
+        for cut in 0..=mail.len() {
+            let mut stream = s.session();
+            stream.feed(&mail[..cut]);
+            stream.feed(&mail[cut..]);
+            assert_eq!(
+                stream.finish(),
+                Verdict::Infected { name: spoof.into() },
+                "cut at {cut}"
+            );
+        }
+        let (_, stats) = {
+            let mut stream = s.session();
+            stream.feed(&mail);
+            stream.finish_with_stats()
+        };
+        assert_eq!(stats.links_checked, 1);
+        // The same HTML as an attachment, or with no phishing list, is not checked.
+        let attached = [
+            b"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\
+Content-Type: application/octet-stream\r\n\r\n"
+                .as_slice(),
+            html,
+            b"\r\n--b--\r\n",
+        ]
+        .concat();
+        assert_eq!(s.scan_mail(&attached), Verdict::Clean);
+        let plain = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+        assert_eq!(plain.scan_mail(&mail), Verdict::Clean);
     }
 
     #[test]

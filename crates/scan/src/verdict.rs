@@ -163,4 +163,7 @@ pub struct Stats {
     /// Detections dropped because the file they were in, or a file around it, has
     /// a false-positive hash (`.fp`, `.sfp`).
     pub false_positives: u64,
+    /// Links of mail text parts checked against the phishing lists (`.pdb`,
+    /// `.wdb`, `.gdb`), text URLs included.
+    pub links_checked: u64,
 }

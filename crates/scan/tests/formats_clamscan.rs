@@ -1,5 +1,5 @@
 //! The database formats besides `.ldb` (`.ftm` file-type magic, `.cdb` container
-//! metadata, `.mdb`/`.imp` PE hashes), each loaded into Sluice and into `clamscan`
+//! metadata, `.mdb`/`.imp` PE hashes, the `.pdb`/`.wdb`/`.gdb` phishing lists), each loaded into Sluice and into `clamscan`
 //! from the same directory and run over the same files: verdicts and names must
 //! agree (clamscan appends `.UNOFFICIAL` to the names of unsigned databases; it is
 //! stripped before comparing).
@@ -381,4 +381,753 @@ fn cdb_mail_attachments_agree_with_clamscan() {
             ("big.eml", &big, None),
         ],
     );
+}
+
+/// A mail whose whole body is one part of `content_type` in `encoding` holding
+/// `body`.
+fn single_part(content_type: &str, encoding: &str, body: &[u8]) -> Vec<u8> {
+    let mut m = format!(
+        "From: bank@example.org\r\nTo: rcpt@example.org\r\nSubject: your account\r\n\
+MIME-Version: 1.0\r\nContent-Type: {content_type}\r\nContent-Transfer-Encoding: {encoding}\r\n\r\n"
+    )
+    .into_bytes();
+    m.extend_from_slice(body);
+    m.extend_from_slice(b"\r\n");
+    m
+}
+
+/// An HTML mail around `links`.
+fn html_mail(links: &str) -> Vec<u8> {
+    single_part(
+        "text/html; charset=us-ascii",
+        "7bit",
+        format!("<html><body><p>Dear customer,</p>\r\n{links}\r\n</body></html>").as_bytes(),
+    )
+}
+
+/// A multipart/mixed mail with a short text part, then a part of `headers`
+/// holding `body` as it is.
+fn mixed_mail(headers: &str, body: &[u8]) -> Vec<u8> {
+    let mut m = format!(
+        "From: bank@example.org\r\nTo: rcpt@example.org\r\nSubject: your account\r\n\
+MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n\
+--b1\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\naGVsbG8K\r\n\
+--b1\r\n{headers}\r\n\r\n"
+    )
+    .into_bytes();
+    m.extend_from_slice(body);
+    m.extend_from_slice(b"\r\n--b1--\r\n");
+    m
+}
+
+#[test]
+fn phishing_lists_agree_with_clamscan() {
+    const SPOOF: Option<&str> = Some("Heuristics.Phishing.Email.SpoofedDomain");
+    const SSL: Option<&str> = Some("Heuristics.Phishing.Email.SSL-Spoof");
+    let pdb = b"# protected domains\n\
+H:paypal.com\n\
+H:ebay.com:0-20\n\
+R:.+\\.evil\\.org([/?].*)?:.+\\.bank\\.com([/?].*)?\n";
+    let wdb = b"M:www.paypal.co.uk:www.paypal.com\n\
+X:.+\\.paypal-mail\\.net([/?].*)?:.+\\.paypal\\.com([/?].*)?:17-\n";
+    let sha = |s: &str| -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(s.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let gdb = format!(
+        "S:P:0badf00d\nS:W:{allowed}\nS:F:{allowed}\nS2:F:{}\nS1:F:{}\nS:F:{}\n",
+        sha("phish.example.com/"),
+        sha("blocked.example.org/bad/"),
+        sha("malware.example.net/dl/x.exe"),
+        allowed = sha("allowed.example.org/"),
+    );
+    let spoof = r#"<a href="http://evil.example.net/login">www.paypal.com</a>"#;
+    let b64_short_lines = {
+        use base64::Engine;
+        let text = base64::engine::general_purpose::STANDARD.encode(html_mail(spoof));
+        let mut out = Vec::new();
+        for line in text.as_bytes().chunks(12) {
+            out.extend_from_slice(line);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    };
+    let big = format!("{}{spoof}", "<p>filler text</p>\r\n".repeat(6000));
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        ("spoofed.eml", html_mail(spoof), SPOOF),
+        (
+            "subdomain.eml",
+            html_mail(r#"<a href="http://evil.example.net/">secure.paypal.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "spaced.eml",
+            html_mail(r#"<a href="http://evil.example.net/">secure paypal.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "tags-in-text.eml",
+            html_mail(r#"<A HREF="http://evil.example.net/">www.pay<b>pal</b>.com</A>"#),
+            SPOOF,
+        ),
+        (
+            "other-domain.eml",
+            html_mail(r#"<a href="http://evil.example.net/">www.notpaypal.com</a>"#),
+            None,
+        ),
+        (
+            "same-domain.eml",
+            html_mail(r#"<a href="http://cgi.paypal.com/x">www.paypal.com</a>"#),
+            None,
+        ),
+        (
+            "no-mismatch.eml",
+            html_mail(r#"<a href="http://www.paypal.com/login">www.paypal.com</a> <a href="http://evil.example.net/">click here</a>"#),
+            None,
+        ),
+        (
+            "allowed-host-pair.eml",
+            html_mail(r#"<a href="http://www.paypal.co.uk/">www.paypal.com</a>"#),
+            None,
+        ),
+        (
+            "not-allowed-host-pair.eml",
+            html_mail(r#"<a href="http://www.paypal.de/">www.paypal.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "allowed-regex.eml",
+            html_mail(r#"<a href="http://news.paypal-mail.net/">www.paypal.com</a>"#),
+            None,
+        ),
+        (
+            "regex-pair.eml",
+            html_mail(r#"<a href="http://login.evil.org/">www.bank.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "regex-pair-clean.eml",
+            html_mail(r#"<a href="http://login.good.org/">www.bank.com</a>"#),
+            None,
+        ),
+        (
+            "other-level.eml",
+            html_mail(r#"<a href="http://evil.example.net/">www.ebay.com</a>"#),
+            None,
+        ),
+        (
+            "cloaked-null.eml",
+            html_mail(r#"<a href="http://evil%00.example.net/">www.paypal.com</a>"#),
+            Some("Heuristics.Phishing.Email.Cloaked.Null"),
+        ),
+        (
+            "cloaked-null-user.eml",
+            html_mail(r#"<a href="http://www.paypal.com%00@evil.example.net/">www.paypal.com</a>"#),
+            Some("Heuristics.Phishing.Email.Cloaked.Null"),
+        ),
+        (
+            "ssl.eml",
+            html_mail(r#"<a href="http://www.paypal.com/">https://www.paypal.com</a>"#),
+            SSL,
+        ),
+        (
+            "entity-href.eml",
+            html_mail(r#"<a href="http&#58;//evil&#x2e;example.net/">www.paypal.com</a>"#),
+            SPOOF,
+        ),
+        (
+            "entity-text.eml",
+            html_mail(r#"<a href="http://evil.example.net/">www.pay&#112;al.com</a>"#),
+            None,
+        ),
+        (
+            "title.eml",
+            html_mail(r#"<a href="http://evil.example.net/" title="www.paypal.com">sign in</a>"#),
+            SPOOF,
+        ),
+        (
+            "image.eml",
+            html_mail(r#"<a href="http://evil.example.net/"><img src="http://www.paypal.com/logo.gif"></a>"#),
+            SPOOF,
+        ),
+        (
+            "form.eml",
+            html_mail(r#"<form action="http://evil.example.net/"><a href="http://www.paypal.com/">x</a></form>"#),
+            SPOOF,
+        ),
+        // With Safe Browsing hashes loaded, a real URL without `:` is not checked.
+        (
+            "no-scheme.eml",
+            html_mail(r#"<a href="evil.example.net">www.paypal.com</a>"#),
+            None,
+        ),
+        (
+            "hash-phishing.eml",
+            html_mail(r#"<a href="http://www.phish.example.com/login.html">sign in</a>"#),
+            Some("Heuristics.Safebrowsing.Suspected-phishing_safebrowsing.clamav.net"),
+        ),
+        (
+            "hash-blocked.eml",
+            html_mail(r#"<a href="http://Blocked.Example.ORG/bad/page?x=1">here</a>"#),
+            Some("Heuristics.Phishing.URL.Blocked"),
+        ),
+        (
+            "hash-malware.eml",
+            html_mail(r#"<a href="http://user@malware.example.net/dl/%78.exe">x.exe</a>"#),
+            Some("Heuristics.Safebrowsing.Suspected-malware_safebrowsing.clamav.net"),
+        ),
+        (
+            "hash-dot-segments.eml",
+            html_mail(r#"<a href="http://a.b.malware.example.net/./dl/y/../x.exe?q=1">x</a>"#),
+            Some("Heuristics.Safebrowsing.Suspected-malware_safebrowsing.clamav.net"),
+        ),
+        // ClamAV escapes `#` again before it looks for the anchor: the path differs.
+        (
+            "hash-anchor.eml",
+            html_mail(r#"<a href="http://malware.example.net/dl/x.exe#top">x.exe</a>"#),
+            None,
+        ),
+        // A part with no tag giving a URL has its text URLs looked up (not
+        // `https:` ones, as ClamAV matches them).
+        (
+            "hash-text-url.eml",
+            single_part("text/plain", "7bit", b"Please visit http://www.phish.example.com/login.html today."),
+            Some("Heuristics.Safebrowsing.Suspected-phishing_safebrowsing.clamav.net"),
+        ),
+        (
+            "hash-text-url-html.eml",
+            html_mail("<p>Please visit http://www.phish.example.com/login.html\r\ntoday.</p>"),
+            Some("Heuristics.Safebrowsing.Suspected-phishing_safebrowsing.clamav.net"),
+        ),
+        // Found in the text, but an upper-case scheme is no URL to the check.
+        (
+            "hash-text-url-upper.eml",
+            html_mail("<p>Please visit HTTP://www.phish.example.com/login.html\r\ntoday.</p>"),
+            None,
+        ),
+        (
+            "hash-text-url-https.eml",
+            single_part("text/plain", "7bit", b"Please visit https://www.phish.example.com/login.html today."),
+            None,
+        ),
+        (
+            "hash-text-url-with-tag.eml",
+            html_mail(r#"<img src="logo.gif"> Please visit http://www.phish.example.com/login.html today."#),
+            None,
+        ),
+        (
+            "hash-allowed.eml",
+            html_mail(r#"<a href="http://allowed.example.org/">allowed.example.org</a>"#),
+            None,
+        ),
+        (
+            "base64-short-lines.eml",
+            single_part("text/html", "base64", &b64_short_lines),
+            SPOOF,
+        ),
+        (
+            "qp-split-tag.eml",
+            single_part("text/html", "quoted-printable", &support::qp(html_mail(spoof).as_slice())),
+            SPOOF,
+        ),
+        ("plain-text.eml", single_part("text/plain", "7bit", spoof.as_bytes()), SPOOF),
+        (
+            "mixed-html.eml",
+            mixed_mail("Content-Type: text/html", spoof.as_bytes()),
+            SPOOF,
+        ),
+        (
+            "mixed-plain.eml",
+            mixed_mail("Content-Type: text/plain", spoof.as_bytes()),
+            None,
+        ),
+        (
+            "mixed-plain-qp.eml",
+            mixed_mail(
+                "Content-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable",
+                spoof.as_bytes(),
+            ),
+            SPOOF,
+        ),
+        (
+            "octet-stream.eml",
+            mixed_mail("Content-Type: application/octet-stream", spoof.as_bytes()),
+            None,
+        ),
+        (
+            "html-attachment.eml",
+            mixed_mail(
+                "Content-Type: text/html; name=\"page.html\"\r\nContent-Disposition: attachment; filename=\"page.html\"",
+                spoof.as_bytes(),
+            ),
+            None,
+        ),
+        ("too-big.eml", html_mail(&big), None),
+    ];
+    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
+        .iter()
+        .map(|(n, m, e)| (*n, m.as_slice(), *e))
+        .collect();
+    agree(
+        &[
+            ("test.pdb", pdb),
+            ("test.wdb", wdb),
+            ("test.gdb", gdb.as_bytes()),
+        ],
+        &samples,
+    );
+}
+
+/// Links built from pieces that exercise each step of ClamAV's check (schemes,
+/// user names, numeric hosts, escapes, case, spaces, punctuation, subdomains,
+/// country domains, entity-encoded hrefs), one a mail: Sluice and clamscan must
+/// give the same verdict on every one.
+#[test]
+fn phishing_link_variants_agree_with_clamscan() {
+    let reals = [
+        "http://evil.example.net/login",
+        "https://evil.example.net",
+        "evil.example.net",
+        "HTTP://evil.example.net/",
+        "http://www.paypal.com@evil.example.net/",
+        "http://10.1.2.3/x",
+        "http://www.paypal.com/",
+        "https://www.paypal.com/x?y",
+        "http://www.paypal.co.uk/",
+        "http://news.paypal-mail.net/",
+        "http://login.evil.org/",
+        "http://evil%2eexample.net/",
+        "http://evil.example.net/%00",
+        "mailto:someone@evil.example.net",
+        "http:/ /evil.example.net",
+        " http://evil.example.net ",
+        "http&#58;//evil.example.net/",
+        "http://evil.example.net\\path",
+        "javascript:void(0)",
+        "http://evil.example.net:8080/",
+        "ftp://evil.example.net/",
+        "http://www.bank.com/",
+        "http://192.168.0.1.evil.example.net/",
+        "http://evil.co.uk/",
+        "//evil.example.net/",
+        "http:evil.example.net",
+        "http://evil .example.net/",
+        "https://www.paypal.com.evil.example.net/",
+        "http://WWW.PAYPAL.COM/",
+        "http://paypal.com/",
+        "http://evil.example.net/?u=www.paypal.com",
+        "http://x.y.z.evil.example.net/a/b",
+        "http://x.www.paypal.co.uk/",
+        "http://paypal.co.uk/",
+    ];
+    let shown = [
+        "www.paypal.com",
+        "WWW.PAYPAL.COM",
+        "http://www.paypal.com",
+        "https://www.paypal.com/",
+        "https://secure.paypal.com/login",
+        "secure paypal.com",
+        "www . paypal . com",
+        "paypal.com",
+        "notpaypal.com",
+        "www.paypal.com.evil.example.net",
+        "www.paypal.com/login?x",
+        "(www.paypal.com)",
+        "&lt;www.paypal.com&gt;",
+        "me@paypal.com",
+        "www.paypal%2ecom",
+        "click here for www.paypal.com",
+        "www.bank.com",
+        "www.ebay.com",
+        "10.1.2.3",
+        "www.paypal.co.uk",
+        "http://evil.example.net/login",
+        "Visit paypal.com now",
+        "www.paypal.com.",
+        "ftp://www.paypal.com",
+        "mailto:help@paypal.com",
+        "https://www.paypal.com@evil.example.net",
+        "www.paypal.com:443",
+        "HTTPS://WWW.PAYPAL.COM",
+        "ado.net paypal.com",
+        "http://",
+        "www.paypal.comx",
+        "http://1.2.3.4/",
+        "x.www.paypal.com",
+    ];
+    let pdb = b"H:paypal.com\nR:.+\\.evil\\.org([/?].*)?:.+\\.bank\\.com([/?].*)?\n";
+    let wdb = b"M:www.paypal.co.uk:www.paypal.com\n\
+X:.+\\.paypal-mail\\.net([/?].*)?:.+\\.paypal\\.com([/?].*)?:17-\n";
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    std::fs::write(db_dir.join("v.pdb"), pdb).unwrap();
+    std::fs::write(db_dir.join("v.wdb"), wdb).unwrap();
+    let (db, report) = Database::load_dir(&db_dir).unwrap();
+    assert!(report.errors.is_empty(), "{report}");
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    let mut mine = Vec::new();
+    let mut paths = Vec::new();
+    for (i, r) in reals.iter().enumerate() {
+        for (j, d) in shown.iter().enumerate() {
+            let mail = html_mail(&format!(r#"<a href="{r}">{d}</a>"#));
+            let v = match scanner.scan_mail(&mail) {
+                Verdict::Infected { name } => Some(name),
+                _ => None,
+            };
+            let p = dir.path().join(format!("v{i}-{j}.eml"));
+            std::fs::write(&p, &mail).unwrap();
+            mine.push((format!("{r} | {d}"), v));
+            paths.push(p);
+        }
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let found = clamscan_all(&prog, &db_dir, &paths);
+    let mut differ = Vec::new();
+    for ((what, v), p) in mine.iter().zip(&paths) {
+        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
+        let ours: BTreeSet<String> = v.iter().cloned().collect();
+        if theirs != ours {
+            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
+
+/// The same links in the HTML forms ClamAV's HTML scanner reads (quoting, case,
+/// titles, images, forms, frames, nesting, comments, character references, line
+/// breaks): Sluice's link extractor must find the pairs clamscan finds.
+#[test]
+fn phishing_html_forms_agree_with_clamscan() {
+    let templates = [
+        r#"<a href="{R}">{D}</a>"#,
+        r#"<a href='{R}'>{D}</a>"#,
+        r#"<a href={R}>{D}</a>"#,
+        r#"<A HREF="{R}">{D}</A>"#,
+        r#"<a class="x" href="{R}" target=_blank>{D}</a>"#,
+        r#"<a href="{R}"><span>{D}</span></a>"#,
+        "<a href=\"{R}\">\r\n  {D}\r\n</a>",
+        r#"<a href="{R}" title="{D}">click</a>"#,
+        r#"<a href="{R}"><img src="{D}"></a>"#,
+        r#"<form action="{R}"><a href="{D}">x</a></form>"#,
+        r#"<form action="{R}"><img src="{D}"></form>"#,
+        r#"<a href="{R}"><iframe src="{D}"></iframe></a>"#,
+        r#"<!-- <a href="{R}">{D}</a> -->"#,
+        r#"<a href="{R}">{D}"#,
+        r#"<a href="{R}">x<a href="{R}">{D}</a>"#,
+        r#"<a href="{R}">{D}</a >"#,
+        r#"<a href = "{R}" >{D}</a>"#,
+        "<a\r\nhref=\"{R}\">{D}</a>",
+        r#"<a href="{E}">{D}</a>"#,
+        r#"<a href="{R}">{D}&nbsp;</a>"#,
+        r#"<a href="{R}" href="http://other.example.org/">{D}</a>"#,
+        r#"<a name="top">{D}</a><a href="{R}">here</a>"#,
+        r#"<a href="">{D}</a>"#,
+        r#"<p><a href="{R}">{D}</a></p><p><a href="http://ok.example.org/">ok.example.org</a></p>"#,
+        r#"<a href="{R}"/>{D}</a>"#,
+        "<a href=\"{R}\"\r\n>{D}</A\r\n>",
+        "<a\thref=\"{R}\"\t>{D}</a>",
+        r#"<a href="{R}">{D}<!-- note --></a>"#,
+        r#"<a href=" {R} ">{D}</a>"#,
+        r#"<a href="{X}">{D}</a>"#,
+        r#"<script>var a = '<a href="{R}">{D}</a>';</script>"#,
+        r#"<style>p {}</style><a href="{R}">{D}</a>"#,
+        "<a href=\"{R}\">{U}</a>",
+    ];
+    let pairs = [
+        ("http://evil.example.net/", "www.paypal.com"),
+        ("http://www.paypal.com/", "https://www.paypal.com"),
+        ("http://evil.example.net/", "http://www.ebay.com/"),
+    ];
+    let pdb = b"H:paypal.com\n";
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    std::fs::write(db_dir.join("v.pdb"), pdb).unwrap();
+    let (db, _) = Database::load_dir(&db_dir).unwrap();
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    let mut mine = Vec::new();
+    let mut paths = Vec::new();
+    for (i, t) in templates.iter().enumerate() {
+        for (j, (r, d)) in pairs.iter().enumerate() {
+            let e: String = r.bytes().map(|b| format!("&#{b};")).collect();
+            let x: String = r.bytes().map(|b| format!("&#X{b:X};")).collect();
+            // The dots of the displayed host as ideographic full stops.
+            let u = d.replace('.', "\u{3002}");
+            let html = t
+                .replace("{R}", r)
+                .replace("{D}", d)
+                .replace("{E}", &e)
+                .replace("{X}", &x)
+                .replace("{U}", &u);
+            let mail = html_mail(&html);
+            let v = match scanner.scan_mail(&mail) {
+                Verdict::Infected { name } => Some(name),
+                _ => None,
+            };
+            let p = dir.path().join(format!("h{i}-{j}.eml"));
+            std::fs::write(&p, &mail).unwrap();
+            mine.push((html, v));
+            paths.push(p);
+        }
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let found = clamscan_all(&prog, &db_dir, &paths);
+    let mut differ = Vec::new();
+    for ((what, v), p) in mine.iter().zip(&paths) {
+        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
+        let ours: BTreeSet<String> = v.iter().cloned().collect();
+        if theirs != ours {
+            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
+
+/// The same phishing link in the mail structures ClamAV treats differently
+/// (which text parts it reads, their encodings, names, nesting, size): Sluice
+/// must check the parts clamscan checks.
+#[test]
+fn phishing_mail_structures_agree_with_clamscan() {
+    let link = r#"<a href="http://evil.example.net/">www.paypal.com</a>"#;
+    let head =
+        "From: bank@example.org\r\nTo: rcpt@example.org\r\nSubject: s\r\nMIME-Version: 1.0\r\n";
+    let part = |headers: &str, body: &str| format!("{headers}\r\n\r\n{body}\r\n");
+    let multi = |kind: &str, parts: &[String]| {
+        let mut m =
+            format!("Content-Type: multipart/{kind}; boundary=\"zz{kind}\"\r\n\r\npreamble\r\n");
+        for p in parts {
+            m.push_str(&format!("--zz{kind}\r\n{p}"));
+        }
+        m.push_str(&format!("--zz{kind}--\r\n"));
+        m
+    };
+    let b64 = |s: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
+    };
+    let html = part("Content-Type: text/html", link);
+    let filler = |n: usize| "x".repeat(n);
+    // ClamAV counts a text part as lines of at most 1000 bytes, each with one
+    // line end: 100-byte lines bring the part to the 100 KiB limit, or one byte
+    // past it; one long line of the same bytes counts 103 line ends.
+    let at_limit = |extra: usize| {
+        let mut body = format!("{link}\r\n");
+        let mut size = link.len() + 1;
+        while size + 100 <= 100 * 1024 {
+            body.push_str(&filler(99));
+            body.push_str("\r\n");
+            size += 100;
+        }
+        body.push_str(&filler(100 * 1024 - size - 1 + extra));
+        part("Content-Type: text/html", &body)
+    };
+    let one_line = |len: usize| {
+        part(
+            "Content-Type: text/html",
+            &format!("{link}{}", filler(len - link.len())),
+        )
+    };
+    let structures: Vec<(&str, String)> = vec![
+        ("html", html.clone()),
+        ("html-upper", part("Content-Type: TEXT/HTML; charset=UTF-8", link)),
+        ("html-b64", part("Content-Type: text/html\r\nContent-Transfer-Encoding: base64", &b64(link))),
+        ("plain", part("Content-Type: text/plain", link)),
+        ("plain-b64", part("Content-Type: text/plain\r\nContent-Transfer-Encoding: base64", &b64(link))),
+        ("no-type", format!("\r\n{link}\r\n")),
+        ("enriched", part("Content-Type: text/enriched", link)),
+        ("calendar", part("Content-Type: text/calendar", link)),
+        ("octet", part("Content-Type: application/octet-stream", link)),
+        ("html-named", part("Content-Type: text/html; name=\"a.html\"", link)),
+        ("html-inline-named", part("Content-Type: text/html\r\nContent-Disposition: inline; filename=\"a.html\"", link)),
+        ("plain-named", part("Content-Type: text/plain\r\nContent-Disposition: attachment; filename=\"a.txt\"", link)),
+        ("mixed-html", multi("mixed", std::slice::from_ref(&html))),
+        ("mixed-plain", multi("mixed", &[part("Content-Type: text/plain", link)])),
+        ("mixed-plain-b64", multi("mixed", &[part("Content-Type: text/plain\r\nContent-Transfer-Encoding: base64", &b64(link))])),
+        ("mixed-no-type", multi("mixed", &[format!("\r\n{link}\r\n")])),
+        ("mixed-enriched", multi("mixed", &[part("Content-Type: text/enriched", link)])),
+        ("mixed-html-named", multi("mixed", &[part("Content-Type: text/html; name=\"a.html\"", link)])),
+        ("mixed-html-inline-named", multi("mixed", &[part("Content-Type: text/html\r\nContent-Disposition: inline; filename=\"a.html\"", link)])),
+        ("alternative", multi("alternative", &[part("Content-Type: text/plain", "hello"), html.clone()])),
+        ("nested", multi("mixed", &[multi("alternative", &[part("Content-Type: text/plain", "hello"), html.clone()]), part("Content-Type: application/pdf", "%PDF-1.4")])),
+        ("related", multi("related", &[html.clone(), part("Content-Type: image/gif", "GIF89a")])),
+        ("rfc822", multi("mixed", &[part("Content-Type: text/plain", "see attached"), format!("Content-Type: message/rfc822\r\n\r\nSubject: inner\r\nContent-Type: text/html\r\n\r\n{link}\r\n")])),
+        ("at-limit", at_limit(0)),
+        ("over-limit", at_limit(1)),
+        ("mixed-at-limit", multi("mixed", &[at_limit(0)])),
+        ("mixed-over-limit", multi("mixed", &[at_limit(1)])),
+        ("one-line-at-limit", one_line(102_297)),
+        ("one-line-over-limit", one_line(102_298)),
+        ("mixed-html-attachment", multi("mixed", &[part("Content-Type: text/html\r\nContent-Disposition: attachment; filename=\"a.html\"", link)])),
+        ("mixed-html-name-star", multi("mixed", &[part("Content-Type: text/html; name*=us-ascii''a.html", link)])),
+        ("rfc822-then-html", multi("mixed", &["Content-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\nhello\r\n".to_string(), html.clone()])),
+    ];
+    let pdb = b"H:paypal.com\n";
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    std::fs::write(db_dir.join("v.pdb"), pdb).unwrap();
+    let (db, _) = Database::load_dir(&db_dir).unwrap();
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    let mut mine = Vec::new();
+    let mut paths = Vec::new();
+    for (name, body) in &structures {
+        let mail = format!("{head}{body}").into_bytes();
+        let v = match scanner.scan_mail(&mail) {
+            Verdict::Infected { name } => Some(name),
+            _ => None,
+        };
+        let p = dir.path().join(format!("{name}.eml"));
+        std::fs::write(&p, &mail).unwrap();
+        mine.push((name, v));
+        paths.push(p);
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let found = clamscan_all(&prog, &db_dir, &paths);
+    let mut differ = Vec::new();
+    for ((what, v), p) in mine.iter().zip(&paths) {
+        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
+        let ours: BTreeSet<String> = v.iter().cloned().collect();
+        if theirs != ours {
+            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
+
+/// `.pdb` regular expression lines as ClamAV reads them: searched anywhere in
+/// `real:displayed/` (not anchored, whatever the documentation says), and tried
+/// only where their literal end occurs, so a `^` in that end never matches.
+#[test]
+fn phishing_regex_lines_agree_with_clamscan() {
+    const SPOOF: Option<&str> = Some("Heuristics.Phishing.Email.SpoofedDomain");
+    let mail = html_mail(r#"<a href="http://evil.biz/">www.store.com</a>"#);
+    for (line, expected) in [
+        (r"R:(evil)\.biz:www\.store\.com", SPOOF),
+        (r"R:http://(evil)\.biz:www\.store\.com", SPOOF),
+        (r"R:^h(t)tp://evil\.biz:www\.store\.com", None),
+        (r"R:^http://(evil)\.biz:www\.store\.com", None),
+        (r"R:.+\.biz:www\.store\.com", SPOOF),
+        (r"R:^.+\.biz:www\.store\.com", SPOOF),
+        (r"R:evil\.biz:www\.(store|shop)\.com", SPOOF),
+        (r"R:evil\.biz:www\.store\.com([/?].*)?", SPOOF),
+        (r"R:(.+\.)?evil\.biz:www\.store\.com", SPOOF),
+        (r"R:evil\.biz:store\.com", None),
+        (r"R:x{2}\.biz:www\.store\.com", None),
+        (r"R:.+\.biz:www\.store\.com$", None),
+    ] {
+        let pdb = format!("{line}\n");
+        agree(
+            &[("r.pdb", pdb.as_bytes())],
+            &[("regex.eml", &mail, expected)],
+        );
+    }
+    // `.wdb` `Y` lines are read as `X` lines by the ClamAV 1.4 clamscan: one over
+    // the real URL alone allows nothing.
+    for (line, expected) in [
+        (r"Y:evil\.biz", SPOOF),
+        (r"Y:.+\.biz:www\.store\.com", None),
+    ] {
+        let wdb = format!("{line}\n");
+        agree(
+            &[("r.pdb", b"H:store.com\n"), ("y.wdb", wdb.as_bytes())],
+            &[("y.eml", &mail, expected)],
+        );
+    }
+}
+
+/// A phishing finding is a heuristic: clamscan (without `--allmatch`) reports a
+/// signature found anywhere in the same mail instead, and so does Sluice.
+#[test]
+fn phishing_is_reported_after_signatures() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    std::fs::write(db_dir.join("t.pdb"), b"H:paypal.com\n").unwrap();
+    let hex: String = b"sluice-phish-marker"
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(
+        db_dir.join("t.ndb"),
+        format!("Sluice.Test.Marker:0:*:{hex}\n"),
+    )
+    .unwrap();
+    let (db, _) = Database::load_dir(&db_dir).unwrap();
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    let link = r#"<a href="http://evil.example.net/">www.paypal.com</a>"#;
+    let both = mixed_mail(
+        "Content-Type: application/octet-stream",
+        format!("{link}\r\nsluice-phish-marker").as_bytes(),
+    );
+    let phish_first = [
+        b"From: a@example.org\r\nSubject: s\r\nMIME-Version: 1.0\r\n\
+Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n"
+            .as_slice(),
+        link.as_bytes(),
+        b"\r\n--b\r\nContent-Type: application/octet-stream\r\n\r\nsluice-phish-marker\r\n--b--\r\n",
+    ]
+    .concat();
+    let only_phish = html_mail(link);
+    let samples: [(&str, &[u8], &str); 3] = [
+        ("both.eml", &both, "Sluice.Test.Marker"),
+        ("phish-first.eml", &phish_first, "Sluice.Test.Marker"),
+        (
+            "only-phish.eml",
+            &only_phish,
+            "Heuristics.Phishing.Email.SpoofedDomain",
+        ),
+    ];
+    for (name, mail, expected) in samples {
+        assert_eq!(
+            scanner.scan_mail(mail),
+            Verdict::Infected {
+                name: expected.into()
+            },
+            "Sluice on {name}"
+        );
+        std::fs::write(dir.path().join(name), mail).unwrap();
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    for (name, _, expected) in samples {
+        let out = std::process::Command::new(&prog)
+            .args(["--no-summary", "--stdout", "-d"])
+            .arg(&db_dir)
+            .arg(dir.path().join(name))
+            .output()
+            .expect("clamscan runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let found: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.rsplit_once(": ")?.1.strip_suffix(" FOUND"))
+            .map(|n| n.trim_end_matches(".UNOFFICIAL"))
+            .collect();
+        assert_eq!(found, [expected], "clamscan on {name}");
+    }
 }
