@@ -205,7 +205,7 @@ impl SqliteStore {
         );
         // Sweeps at once whatever a previous run released and left.
         let pins = Arc::new(crate::ViewPins::default());
-        let fts = fts_batch::FtsBatch::start(&path, index_writer.clone())?;
+        let fts = fts_batch::FtsBatch::start(&path, index_writer.clone(), options.wal_limit)?;
         let sweeper = sweep::Sweeper::start(&path, writer.clone(), Arc::clone(&pins), fts.clone())?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
