@@ -103,7 +103,28 @@ struct Waiting {
     bytes: usize,
     /// When the oldest waiting row came.
     since: Option<Instant>,
+    /// Write jobs queued and not yet answered ([`Writing`]): rows taken
+    /// out of `rows` by one of them may not be committed yet.
+    writing: usize,
     stop: bool,
+}
+
+/// A write job in the index writer's queue, counted in
+/// [`Waiting::writing`] from before it is queued until its caller has
+/// heard back (or gave up waiting).
+struct Writing<'a>(&'a Shared);
+
+impl<'a> Writing<'a> {
+    fn new(shared: &'a Shared) -> Writing<'a> {
+        shared.waiting.lock().expect("fts lock").writing += 1;
+        Writing(shared)
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.lock().expect("fts lock").writing -= 1;
+    }
 }
 
 struct Shared {
@@ -184,25 +205,38 @@ impl FtsBatch {
     }
 
     /// Writes every waiting row, for a search about to read the index.
+    ///
+    /// A job takes its rows out of the waiting ones when it runs, and
+    /// commits them after: with no row waiting, rows another job took may
+    /// still be uncommitted. While such a job may exist, this queues one
+    /// more behind it (the writer runs its jobs in order) and waits for
+    /// it, so the search sees every row pushed before it.
     pub(crate) async fn flush(&self) -> Result<()> {
         let mut recovered = self.shared.recovered.subscribe();
         recovered
             .wait_for(|done| *done)
             .await
             .map_err(|_| crate::error::StoreError::Closed)?;
-        while !self.is_empty() {
+        loop {
+            {
+                let w = self.shared.waiting.lock().expect("fts lock");
+                if w.rows.is_empty() && w.writing == 0 {
+                    return Ok(());
+                }
+            }
+            let _writing = Writing::new(&self.shared);
             let b = self.clone();
             self.writer
                 .housekeeping(move |c| b.write_some(c, SLICE_ROWS))
                 .await?;
         }
-        Ok(())
     }
 
     /// Writes the waiting rows a slice at a time, each in its own writer
     /// job, from a plain thread.
     fn write_slices_blocking(&self) -> Result<()> {
         while !self.is_empty() {
+            let _writing = Writing::new(&self.shared);
             let b = self.clone();
             self.writer
                 .housekeeping_blocking(move |c| b.write_some(c, SLICE_ROWS))?;
