@@ -1074,7 +1074,9 @@ async fn a_store_with_the_index_inside_its_database_moves_it_out_at_open() {
         );
         INSERT INTO fts (rowid, body) VALUES (1, 'stale words only');
         PRAGMA user_version = {};"#,
-        version - 1
+        // The index moved out two versions before the newest (the last
+        // one drops the index by sent day, which may run again).
+        version - 2
     ))
     .unwrap();
     drop(c);

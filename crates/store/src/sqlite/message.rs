@@ -348,23 +348,6 @@ fn commit_delivery(
     for (seq, chunk) in chunks {
         insert_chunk(c, blob, *seq, chunk)?;
     }
-    let h = &index.headers;
-    c.prepare_cached(
-        "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,
-         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8, hdr_day = ?9
-         WHERE id = ?1",
-    )?
-    .execute(params![
-        blob,
-        size as i64,
-        h.from,
-        h.to,
-        h.cc,
-        h.subject,
-        h.date,
-        h.message_id,
-        index.sent_day
-    ])?;
     c.prepare_cached("INSERT INTO blob_parsed (blob_id, structure, header) VALUES (?1, ?2, ?3)")?
         .execute(params![blob, structure, header])?;
 
@@ -422,6 +405,26 @@ fn commit_delivery(
             delivery.eight_bit
         ])?;
     }
+    // Complete only now, with its references counted: a complete blob
+    // without any is in the `blobs_released` index for the sweeper, and
+    // passing through it cost every delivery a page of log.
+    let h = &index.headers;
+    c.prepare_cached(
+        "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,
+         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8, hdr_day = ?9
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        blob,
+        size as i64,
+        h.from,
+        h.to,
+        h.cc,
+        h.subject,
+        h.date,
+        h.message_id,
+        index.sent_day
+    ])?;
     Ok(DeliveryReceipt {
         blob,
         entries,
