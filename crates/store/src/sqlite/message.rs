@@ -235,7 +235,7 @@ impl MessageWriter for SqliteMessageWriter {
             size,
             index,
             structure,
-            header,
+            header: chunk_codec::pack(header),
             keywords,
             mailbox_flags,
         };
@@ -317,8 +317,8 @@ struct Stored {
     index: MessageIndex,
     /// `MessageStructure::to_bytes()`.
     structure: Vec<u8>,
-    /// The top-level header block.
-    header: Vec<u8>,
+    /// The top-level header block, packed ([`chunk_codec::pack`]).
+    header: (i64, Vec<u8>),
     /// Keywords of the new entries, space-separated.
     keywords: String,
     /// Per-mailbox flags and normalised keywords (`Delivery::mailbox_flags`).
@@ -348,8 +348,10 @@ fn commit_delivery(
     for (seq, chunk) in chunks {
         insert_chunk(c, blob, *seq, chunk)?;
     }
-    c.prepare_cached("INSERT INTO blob_parsed (blob_id, structure, header) VALUES (?1, ?2, ?3)")?
-        .execute(params![blob, structure, header])?;
+    c.prepare_cached(
+        "INSERT INTO blob_parsed (blob_id, structure, header_codec, header) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![blob, structure, header.0, header.1])?;
 
     let date = delivery.internal_date.unwrap_or_else(now);
     let mut entries = Vec::with_capacity(delivery.mailboxes.len());

@@ -248,7 +248,8 @@ impl Compiler {
 
     fn header(&mut self, name: &str, value: &str) {
         self.uses_parsed = true;
-        self.sql.push_str("sluice_header(p.header, ?, ?)");
+        self.sql
+            .push_str("sluice_header(sluice_header_block(p.header_codec, p.header), ?, ?)");
         self.param(name.to_string());
         self.param(fold(value));
     }
