@@ -470,6 +470,13 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE blob_parsed ADD COLUMN header_codec INTEGER NOT NULL DEFAULT 0;
     "#,
+    // No index of incomplete blobs: only the server's start looks for
+    // them (SqliteStore::recover, one pass over the table), and every
+    // delivery passed its blob through the index (inserted incomplete,
+    // then completed), a page of log per transaction.
+    r#"
+    DROP INDEX IF EXISTS blobs_incomplete;
+    "#,
 ];
 
 // The count triggers spell the flag bits out in SQL.
@@ -600,9 +607,23 @@ mod tests {
     }
 
     #[test]
+    fn no_index_of_incomplete_blobs_is_kept() {
+        let mut c = Connection::open_in_memory().unwrap();
+        migrate(&mut c).unwrap();
+        let indexes: Vec<String> = c
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'blobs'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(indexes, ["blobs_released"]);
+    }
+
+    #[test]
     fn header_blocks_written_before_packing_read_as_raw() {
         let mut c = Connection::open_in_memory().unwrap();
-        let before = MIGRATIONS.len() - 1;
+        let before = MIGRATIONS.len() - 2;
         for sql in &MIGRATIONS[..before] {
             c.execute_batch(sql).unwrap();
         }
@@ -628,7 +649,7 @@ mod tests {
     #[test]
     fn the_index_by_sent_day_is_dropped_and_the_days_kept() {
         let mut c = Connection::open_in_memory().unwrap();
-        let before = MIGRATIONS.len() - 2;
+        let before = MIGRATIONS.len() - 3;
         for sql in &MIGRATIONS[..before] {
             c.execute_batch(sql).unwrap();
         }
