@@ -9,12 +9,19 @@
 //! that many tasks keep listing the mailbox meanwhile, as IMAP sessions do,
 //! so the log always has readers in it.
 //!
+//! The log files' sizes are also watched every few milliseconds between
+//! the lines: `peak` columns are the largest each reached, which is what
+//! the `store.wal_limit_mb` bound is about (a single large transaction
+//! overshoots it until the writer can cut the log).
+//!
 //! Run with `cargo run --release -p sluice-store --example wal [TOTAL] [STEP] [IN_FLIGHT] [READERS]`
-//! (defaults 21,282, 5,000, 10, 2).
+//! (defaults 21,282, 5,000, 10, 2). With `WAL_KEEP_DIR=path` the store is
+//! made in `path` (which must not hold one yet) and left there, for
+//! `sqlite3` and `dbstat` to look at after.
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -42,8 +49,12 @@ fn dir_mb(dir: &std::path::Path) -> f64 {
 #[tokio::main]
 async fn main() {
     let (total, step, in_flight, readers) = (arg(1, 21_282), arg(2, 5_000), arg(3, 10), arg(4, 2));
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = match std::env::var_os("WAL_KEEP_DIR") {
+        Some(keep) => std::path::PathBuf::from(keep),
+        None => temp.path().to_owned(),
+    };
+    let store = SqliteStore::open(&dir, SqliteOptions::default()).unwrap();
     store.add_domain("example.org").await.unwrap();
     let account = store.add_account("user@example.org", "pw").await.unwrap();
     let inbox = store.mailbox(account, "INBOX").await.unwrap().unwrap().id;
@@ -55,6 +66,30 @@ async fn main() {
         std::path::PathBuf::from(name)
     };
     let (wal, index_wal) = (wal_of(&db), wal_of(&index));
+
+    // The largest size each log file reaches, polled.
+    let peaks = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let watching = Arc::new(AtomicBool::new(true));
+    let watcher = {
+        let (peaks, watching) = (Arc::clone(&peaks), Arc::clone(&watching));
+        let files = [wal.clone(), index_wal.clone()];
+        std::thread::spawn(move || {
+            while watching.load(Ordering::Relaxed) {
+                for (peak, file) in peaks.iter().zip(&files) {
+                    let len = std::fs::metadata(file).map_or(0, |m| m.len());
+                    peak.fetch_max(len, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    let take_peaks = || {
+        [
+            peaks[0].swap(0, Ordering::Relaxed) as f64 / 1e6,
+            peaks[1].swap(0, Ordering::Relaxed) as f64 / 1e6,
+        ]
+    };
+    let mut overall_peaks = [0.0f64; 2];
 
     let stop = Arc::new(AtomicBool::new(false));
     let mut reader_tasks = Vec::new();
@@ -69,7 +104,7 @@ async fn main() {
     }
 
     println!(
-        "messages   msg/s  WAL B/mail B  index WAL B/B  WAL MB  DB MB  index WAL MB  index MB  commit batch  p50 ms  p99 ms"
+        "messages   msg/s  WAL B/mail B  index WAL B/B  WAL MB  peak  DB MB  index WAL MB  peak  index MB  commit batch  p50 ms  p99 ms"
     );
     let mut done = 0;
     while done < total {
@@ -82,14 +117,19 @@ async fn main() {
         let secs = start.elapsed().as_secs_f64();
         let after = store.writer_stats();
         let index_after = store.index_writer_stats();
+        let peak = take_peaks();
+        overall_peaks[0] = overall_peaks[0].max(peak[0]);
+        overall_peaks[1] = overall_peaks[1].max(peak[1]);
         println!(
-            "{next:>8} {:>7.0} {:>13.2} {:>14.2} {:>7.1} {:>6.1} {:>13.1} {:>9.1} {:>13.1} {:>7.2} {:>7.2}",
+            "{next:>8} {:>7.0} {:>13.2} {:>14.2} {:>7.1} {:>5.1} {:>6.1} {:>13.1} {:>5.1} {:>9.1} {:>13.1} {:>7.2} {:>7.2}",
             (next - done) as f64 / secs,
             (after.wal_bytes - before.wal_bytes) as f64 / mail as f64,
             (index_after.wal_bytes - index_before.wal_bytes) as f64 / mail as f64,
             file_mb(&wal),
+            peak[0],
             file_mb(&db),
             file_mb(&index_wal),
+            peak[1],
             file_mb(&index),
             (after.jobs - before.jobs) as f64 / (after.transactions - before.transactions) as f64,
             delivered.quantile_ms(0.5),
@@ -102,11 +142,20 @@ async fn main() {
         t.await.unwrap();
     }
     let truncated = store.truncate_wal().await.unwrap();
+    watching.store(false, Ordering::Relaxed);
+    watcher.join().unwrap();
+    let peak = take_peaks();
+    println!(
+        "largest log files: database {:.1} MB, index {:.1} MB (limit {:.1} MB)",
+        overall_peaks[0].max(peak[0]),
+        overall_peaks[1].max(peak[1]),
+        SqliteOptions::default().wal_limit as f64 / 1e6,
+    );
     let stats = store::disk_stats(&db).unwrap();
     println!(
         "after the load: WAL truncated {truncated}, data directory {:.1} MB ({:.1} MiB) for {:.1} MB of mail; database {:.1} MB, index {:.1} MB",
-        dir_mb(dir.path()),
-        dir_mb(dir.path()) * 1e6 / (1024.0 * 1024.0),
+        dir_mb(&dir),
+        dir_mb(&dir) * 1e6 / (1024.0 * 1024.0),
         stats.mail_bytes as f64 / 1e6,
         stats.database_bytes as f64 / 1e6,
         stats.index_bytes as f64 / 1e6,

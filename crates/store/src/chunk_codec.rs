@@ -47,15 +47,38 @@ pub fn decode_chunk(codec: i64, data: &[u8]) -> Result<Vec<u8>> {
 
 /// A stored chunk's bytes as they came. `blob` names it in errors.
 pub(crate) fn unpack(codec: i64, data: &[u8], blob: i64) -> Result<Cow<'_, [u8]>> {
+    // No chunk is larger than CHUNK_SIZE, which bounds what a damaged
+    // frame could make us allocate.
+    unpack_within(codec, data, CHUNK_SIZE, "a chunk", blob)
+}
+
+/// Longest header block a blob keeps (`blob_parsed.header`): the index
+/// window, and header fields put in front of it (less than a chunk).
+const HEADER_LIMIT: usize = crate::INDEX_WINDOW + CHUNK_SIZE;
+
+/// A blob's stored header block (`blob_parsed.header_codec` and
+/// `.header`) as it came. Header blocks are packed as chunks are
+/// ([`pack`]): about 600 bytes of header fields shrink by a third.
+pub(crate) fn unpack_header(codec: i64, data: &[u8], blob: i64) -> Result<Cow<'_, [u8]>> {
+    unpack_within(codec, data, HEADER_LIMIT, "the header block", blob)
+}
+
+/// Unpacks `data`, which may not grow past `limit` bytes; `what` and
+/// `blob` name it in errors.
+fn unpack_within<'a>(
+    codec: i64,
+    data: &'a [u8],
+    limit: usize,
+    what: &str,
+    blob: i64,
+) -> Result<Cow<'a, [u8]>> {
     match codec {
         RAW => Ok(Cow::Borrowed(data)),
-        // No chunk is larger than CHUNK_SIZE, which bounds what a damaged
-        // frame could make us allocate.
-        ZSTD => zstd::bulk::decompress(data, CHUNK_SIZE)
+        ZSTD => zstd::bulk::decompress(data, limit)
             .map(Cow::Owned)
-            .map_err(|e| StoreError::Corrupt(format!("a chunk of blob {blob}: {e}"))),
+            .map_err(|e| StoreError::Corrupt(format!("{what} of blob {blob}: {e}"))),
         other => Err(StoreError::Corrupt(format!(
-            "a chunk of blob {blob} has an unknown codec {other}"
+            "{what} of blob {blob} has an unknown codec {other}"
         ))),
     }
 }
@@ -98,6 +121,21 @@ mod tests {
         assert!(e.contains("blob 42"), "{e}");
         let e = unpack(7, b"x", 43).unwrap_err().to_string();
         assert!(e.contains("unknown codec 7"), "{e}");
+    }
+
+    #[test]
+    fn header_blocks_larger_than_a_chunk_read_back() {
+        let header = b"X-Long: some words that repeat\r\n".repeat(CHUNK_SIZE / 16);
+        assert!(header.len() > CHUNK_SIZE);
+        let (codec, packed) = pack(header.clone());
+        assert_eq!(codec, ZSTD);
+        assert!(
+            unpack(codec, &packed, 1).is_err(),
+            "a chunk is never this long"
+        );
+        assert_eq!(unpack_header(codec, &packed, 1).unwrap(), &header[..]);
+        let e = unpack_header(9, b"x", 5).unwrap_err().to_string();
+        assert!(e.contains("header block of blob 5"), "{e}");
     }
 
     proptest! {

@@ -13,6 +13,7 @@ use mime_tree::{MessageStructure, StructureBuilder};
 use rusqlite::types::{ToSql, Value};
 use rusqlite::{params, params_from_iter, Connection};
 
+use crate::chunk_codec;
 use crate::error::{Result, StoreError};
 use crate::index::{header_block, IndexedHeaders};
 use crate::keyword;
@@ -280,7 +281,7 @@ pub(crate) fn message_data(
         MessageEntry,
         IndexedHeaders,
         Option<Vec<u8>>,
-        Option<Vec<u8>>,
+        Option<(i64, Vec<u8>)>,
     );
     let rows = c
         // Expunged messages come from their tombstones while their blob
@@ -288,14 +289,14 @@ pub(crate) fn message_data(
         .prepare_cached(
             "SELECT m.uid, m.blob_id, m.size, m.flags, m.internal_date, m.modseq, m.keywords,
                     b.hdr_from, b.hdr_to, b.hdr_cc, b.hdr_subject, b.hdr_date, b.hdr_message_id,
-                    p.structure, p.header
+                    p.structure, p.header_codec, p.header
              FROM messages m JOIN blobs b ON b.id = m.blob_id
              LEFT JOIN blob_parsed p ON p.blob_id = m.blob_id
              WHERE m.mailbox_id = ?1 AND m.uid IN rarray(?2)
              UNION ALL
              SELECT e.uid, e.blob_id, e.size, e.flags, e.internal_date, e.modseq, e.keywords,
                     b.hdr_from, b.hdr_to, b.hdr_cc, b.hdr_subject, b.hdr_date, b.hdr_message_id,
-                    p.structure, p.header
+                    p.structure, p.header_codec, p.header
              FROM expunged e JOIN blobs b ON b.id = e.blob_id
              LEFT JOIN blob_parsed p ON p.blob_id = e.blob_id
              WHERE e.mailbox_id = ?1 AND e.uid IN rarray(?2) AND b.complete = 1
@@ -315,7 +316,10 @@ pub(crate) fn message_data(
                         message_id: r.get(12)?,
                     },
                     r.get(13)?,
-                    r.get(14)?,
+                    match r.get::<_, Option<Vec<u8>>>(15)? {
+                        Some(header) => Some((r.get(14)?, header)),
+                        None => None,
+                    },
                 ))
             },
         )?
@@ -323,10 +327,14 @@ pub(crate) fn message_data(
     rows.into_iter()
         .map(|(entry, headers, structure, header)| {
             let (structure, header) = match (structure, header) {
-                (Some(bytes), Some(header)) => {
+                (Some(bytes), Some((codec, header))) => {
                     let structure = MessageStructure::from_bytes(&bytes).map_err(|_| {
                         StoreError::Corrupt(format!("stored MIME structure of blob {}", entry.blob))
                     })?;
+                    let header = match codec {
+                        chunk_codec::RAW => header,
+                        _ => chunk_codec::unpack_header(codec, &header, entry.blob)?.into_owned(),
+                    };
                     (structure, header)
                 }
                 // Delivered before the store kept structures: work them

@@ -50,6 +50,13 @@ const SLICE_ROWS: usize = BATCH_ROWS;
 /// Longest a row waits in memory when few arrive.
 const DELAY: Duration = Duration::from_secs(5);
 
+/// Most pages one merge job writes: an eighth of the log's limit, within
+/// these bounds (about 8 MiB with the default 64 MiB limit).
+const MERGE_PAGES: (u64, u64) = (64, 2048);
+
+/// Longest a merge waits for the index's log to be cut.
+const MERGE_WAIT: Duration = Duration::from_secs(5);
+
 /// What one blob puts in the index: its columns' text, with the
 /// characters of scripts written without spaces set apart
 /// ([`crate::segment`]).
@@ -96,7 +103,28 @@ struct Waiting {
     bytes: usize,
     /// When the oldest waiting row came.
     since: Option<Instant>,
+    /// Write jobs queued and not yet answered ([`Writing`]): rows taken
+    /// out of `rows` by one of them may not be committed yet.
+    writing: usize,
     stop: bool,
+}
+
+/// A write job in the index writer's queue, counted in
+/// [`Waiting::writing`] from before it is queued until its caller has
+/// heard back (or gave up waiting).
+struct Writing<'a>(&'a Shared);
+
+impl<'a> Writing<'a> {
+    fn new(shared: &'a Shared) -> Writing<'a> {
+        shared.waiting.lock().expect("fts lock").writing += 1;
+        Writing(shared)
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.lock().expect("fts lock").writing -= 1;
+    }
 }
 
 struct Shared {
@@ -116,14 +144,16 @@ pub(crate) struct FtsBatch {
     shared: Arc<Shared>,
     /// The index file's writer.
     writer: Writer,
+    /// Most pages one merge job writes ([`MERGE_PAGES`]).
+    merge_pages: i64,
 }
 
 impl FtsBatch {
     /// Starts the thread that writes waiting rows through `writer`, the
-    /// writer of the index file of the database at `path`; it first
-    /// brings the index in line with the database (rows a crash left out
-    /// or left behind).
-    pub(crate) fn start(path: &Path, writer: Writer) -> Result<FtsBatch> {
+    /// writer of the index file of the database at `path`, whose log is
+    /// bounded to `wal_limit` bytes; it first brings the index in line
+    /// with the database (rows a crash left out or left behind).
+    pub(crate) fn start(path: &Path, writer: Writer, wal_limit: u64) -> Result<FtsBatch> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -143,6 +173,7 @@ impl FtsBatch {
                 recovered: tokio::sync::watch::Sender::new(false),
             }),
             writer,
+            merge_pages: (wal_limit / 8 / 4096).clamp(MERGE_PAGES.0, MERGE_PAGES.1) as i64,
         };
         let b = batch.clone();
         std::thread::Builder::new()
@@ -174,30 +205,71 @@ impl FtsBatch {
     }
 
     /// Writes every waiting row, for a search about to read the index.
+    ///
+    /// A job takes its rows out of the waiting ones when it runs, and
+    /// commits them after: with no row waiting, rows another job took may
+    /// still be uncommitted. While such a job may exist, this queues one
+    /// more behind it (the writer runs its jobs in order) and waits for
+    /// it, so the search sees every row pushed before it.
     pub(crate) async fn flush(&self) -> Result<()> {
         let mut recovered = self.shared.recovered.subscribe();
         recovered
             .wait_for(|done| *done)
             .await
             .map_err(|_| crate::error::StoreError::Closed)?;
-        while !self.is_empty() {
+        loop {
+            {
+                let w = self.shared.waiting.lock().expect("fts lock");
+                if w.rows.is_empty() && w.writing == 0 {
+                    return Ok(());
+                }
+            }
+            let _writing = Writing::new(&self.shared);
             let b = self.clone();
             self.writer
                 .housekeeping(move |c| b.write_some(c, SLICE_ROWS))
                 .await?;
         }
-        Ok(())
     }
 
     /// Writes the waiting rows a slice at a time, each in its own writer
     /// job, from a plain thread.
     fn write_slices_blocking(&self) -> Result<()> {
         while !self.is_empty() {
+            let _writing = Writing::new(&self.shared);
             let b = self.clone();
             self.writer
                 .housekeeping_blocking(move |c| b.write_some(c, SLICE_ROWS))?;
         }
         Ok(())
+    }
+
+    /// Merges the index's segments, [`FtsBatch::merge_pages`] at most per
+    /// writer job, until nothing is left to merge or rows wait to be
+    /// written (they go first; the merge goes on after them). While the
+    /// index's log waits to be cut, a merge waits for the writer to cut
+    /// it (up to [`MERGE_WAIT`]): merging can wait, and this way it never
+    /// pushes the log further past its bound.
+    fn merge_blocking(&self) -> Result<()> {
+        let pages = self.merge_pages;
+        loop {
+            {
+                let w = self.shared.waiting.lock().expect("fts lock");
+                if w.stop || ready(&w) {
+                    return Ok(());
+                }
+            }
+            let deadline = Instant::now() + MERGE_WAIT;
+            while self.writer.log_over_limit() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if !self
+                .writer
+                .housekeeping_blocking(move |c| merge_step(c, pages))?
+            {
+                return Ok(());
+            }
+        }
     }
 
     /// Writes every waiting row into the index in the index writer's
@@ -292,6 +364,9 @@ impl FtsBatch {
                 if let Err(e) = self.write_slices_blocking() {
                     tracing::warn!(error = %e, "writing the full-text index failed");
                 }
+                if let Err(e) = self.merge_blocking() {
+                    tracing::warn!(error = %e, "merging the full-text index failed");
+                }
             }
         }
     }
@@ -310,7 +385,8 @@ impl FtsBatch {
                     let text = text_from_chunks(conn, blob)?;
                     self.push(blob, text);
                 }
-                self.write_slices_blocking()
+                self.write_slices_blocking()?;
+                self.merge_blocking()
             },
         )?;
         if total > 0 {
@@ -350,6 +426,15 @@ fn delete_rows(c: &Connection, blobs: &[BlobId]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// One bounded step of merging: FTS5 merges segments until about
+/// `pages` pages are written. True when it did any work.
+fn merge_step(c: &Connection, pages: i64) -> Result<bool> {
+    let before = c.total_changes();
+    c.execute("INSERT INTO fts (fts, rank) VALUES ('merge', ?1)", [pages])?;
+    // FTS5 counts a merge that did work as two changes or more.
+    Ok(c.total_changes() - before >= 2)
 }
 
 /// Whether the waiting rows should be written now.
@@ -446,5 +531,112 @@ fn in_id_batches(
         after = last;
         total += ids.len();
         each(ids)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pseudo-word for `n`: many distinct words, as in mail.
+    fn word(n: u64) -> String {
+        const SYLLABLES: [&str; 16] = [
+            "ka", "lo", "mi", "ren", "sta", "vo", "que", "tri", "bel", "dor", "fen", "gal", "hus",
+            "ist", "jor", "kel",
+        ];
+        let mut n = n + 1;
+        let mut w = String::new();
+        while n > 0 {
+            w.push_str(SYLLABLES[(n % 16) as usize]);
+            n /= 16;
+        }
+        w
+    }
+
+    /// Frames in the log now.
+    fn log_frames(c: &Connection) -> i64 {
+        c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))
+            .unwrap()
+    }
+
+    fn find(c: &Connection, w: &str) -> Vec<i64> {
+        c.prepare("SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rowid")
+            .unwrap()
+            .query_map([format!("\"{w}\"")], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[test]
+    fn merges_write_a_bounded_amount_per_transaction_and_change_no_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Connection::open(dir.path().join(fts_file::INDEX_FILE)).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        fts_file::create_tables(&c).unwrap();
+        fts_file::configure(&c).unwrap();
+        let automerge: i64 = c
+            .query_row("SELECT v FROM fts_config WHERE k = 'automerge'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(automerge, 0, "FTS5 merges nothing inside an insert");
+
+        // Fifteen segments (one per transaction, below `crisismerge`),
+        // as fifteen index jobs leave them.
+        let mut n = 0u64;
+        for _ in 0..15 {
+            let tx = c.unchecked_transaction().unwrap();
+            for _ in 0..60 {
+                n += 1;
+                let body: Vec<String> = (0..300)
+                    .map(|i| word((n * 7919 + i * 104_729) % 5000))
+                    .collect();
+                tx.execute(
+                    "INSERT INTO fts (rowid, body) VALUES (?1, ?2)",
+                    params![n as i64, body.join(" ")],
+                )
+                .unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        let probes: Vec<String> = (0..40).map(|i| word(i * 97)).collect();
+        let before: Vec<Vec<i64>> = probes.iter().map(|w| find(&c, w)).collect();
+        assert!(before.iter().any(|rows| rows.len() > 1));
+
+        // Merged a little at a time, each step in a transaction of its
+        // own: none writes much more than the pages asked for.
+        let pages = 64;
+        let mut steps = 0;
+        loop {
+            checkpoint_truncate(&c);
+            let tx = c.unchecked_transaction().unwrap();
+            let worked = merge_step(&tx, pages).unwrap();
+            tx.commit().unwrap();
+            let frames = log_frames(&c);
+            assert!(
+                frames <= 2 * pages + 16,
+                "step {steps} wrote {frames} pages"
+            );
+            if !worked {
+                break;
+            }
+            steps += 1;
+            assert!(steps < 1000, "merging never ends");
+        }
+        assert!(
+            steps >= 3,
+            "the merge took {steps} steps: too small to test"
+        );
+        let after: Vec<Vec<i64>> = probes.iter().map(|w| find(&c, w)).collect();
+        assert_eq!(before, after);
+    }
+
+    fn checkpoint_truncate(c: &Connection) {
+        let busy: i64 = c
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(busy, 0);
     }
 }

@@ -120,6 +120,15 @@ pub(crate) fn register(conn: &Connection) -> rusqlite::Result<()> {
             text_arg(ctx.get_raw(2)),
         ))
     })?;
+    conn.create_scalar_function("sluice_header_block", 2, flags, |ctx| {
+        // NULL (a blob stored before header blocks were kept) stays NULL.
+        let Some(data) = ctx.get_raw(1).as_blob_or_null().ok().flatten() else {
+            return Ok(None);
+        };
+        crate::chunk_codec::unpack_header(ctx.get::<i64>(0)?, data, 0)
+            .map(|header| Some(header.into_owned()))
+            .map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)))
+    })?;
     conn.create_scalar_function("sluice_keywords", 3, flags, |ctx| {
         Ok(keyword::merge(
             text_arg(ctx.get_raw(0)),

@@ -235,7 +235,7 @@ impl MessageWriter for SqliteMessageWriter {
             size,
             index,
             structure,
-            header,
+            header: chunk_codec::pack(header),
             keywords,
             mailbox_flags,
         };
@@ -317,8 +317,8 @@ struct Stored {
     index: MessageIndex,
     /// `MessageStructure::to_bytes()`.
     structure: Vec<u8>,
-    /// The top-level header block.
-    header: Vec<u8>,
+    /// The top-level header block, packed ([`chunk_codec::pack`]).
+    header: (i64, Vec<u8>),
     /// Keywords of the new entries, space-separated.
     keywords: String,
     /// Per-mailbox flags and normalised keywords (`Delivery::mailbox_flags`).
@@ -348,25 +348,10 @@ fn commit_delivery(
     for (seq, chunk) in chunks {
         insert_chunk(c, blob, *seq, chunk)?;
     }
-    let h = &index.headers;
     c.prepare_cached(
-        "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,
-         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8, hdr_day = ?9
-         WHERE id = ?1",
+        "INSERT INTO blob_parsed (blob_id, structure, header_codec, header) VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![
-        blob,
-        size as i64,
-        h.from,
-        h.to,
-        h.cc,
-        h.subject,
-        h.date,
-        h.message_id,
-        index.sent_day
-    ])?;
-    c.prepare_cached("INSERT INTO blob_parsed (blob_id, structure, header) VALUES (?1, ?2, ?3)")?
-        .execute(params![blob, structure, header])?;
+    .execute(params![blob, structure, header.0, header.1])?;
 
     let date = delivery.internal_date.unwrap_or_else(now);
     let mut entries = Vec::with_capacity(delivery.mailboxes.len());
@@ -422,6 +407,26 @@ fn commit_delivery(
             delivery.eight_bit
         ])?;
     }
+    // Complete only now, with its references counted: a complete blob
+    // without any is in the `blobs_released` index for the sweeper, and
+    // passing through it cost every delivery a page of log.
+    let h = &index.headers;
+    c.prepare_cached(
+        "UPDATE blobs SET size = ?2, complete = 1, hdr_from = ?3, hdr_to = ?4, hdr_cc = ?5,
+         hdr_subject = ?6, hdr_date = ?7, hdr_message_id = ?8, hdr_day = ?9
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        blob,
+        size as i64,
+        h.from,
+        h.to,
+        h.cc,
+        h.subject,
+        h.date,
+        h.message_id,
+        index.sent_day
+    ])?;
     Ok(DeliveryReceipt {
         blob,
         entries,

@@ -206,7 +206,7 @@ impl SqliteStore {
         );
         // Sweeps at once whatever a previous run released and left.
         let pins = Arc::new(crate::ViewPins::default());
-        let fts = fts_batch::FtsBatch::start(&path, index_writer.clone())?;
+        let fts = fts_batch::FtsBatch::start(&path, index_writer.clone(), options.wal_limit)?;
         let sweeper = sweep::Sweeper::start(&path, writer.clone(), Arc::clone(&pins), fts.clone())?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
@@ -282,15 +282,19 @@ impl SqliteStore {
         self.inner
             .writer
             .exec(true, |c| {
-                c.execute(
-                    "DELETE FROM blob_chunks WHERE blob_id IN (SELECT id FROM blobs WHERE complete = 0)",
-                    [],
-                )?;
-                c.execute(
-                    "DELETE FROM blob_parsed WHERE blob_id IN (SELECT id FROM blobs WHERE complete = 0)",
-                    [],
-                )?;
-                Ok(c.execute("DELETE FROM blobs WHERE complete = 0", [])?)
+                // One pass over the blobs (no index finds the incomplete
+                // ones: keeping one cost every delivery a page of log),
+                // then each one's rows by key.
+                let ids = c
+                    .prepare("SELECT id FROM blobs WHERE complete = 0")?
+                    .query_map([], |r| r.get::<_, BlobId>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                for &id in &ids {
+                    c.execute("DELETE FROM blob_chunks WHERE blob_id = ?1", [id])?;
+                    c.execute("DELETE FROM blob_parsed WHERE blob_id = ?1", [id])?;
+                    c.execute("DELETE FROM blobs WHERE id = ?1", [id])?;
+                }
+                Ok(ids.len())
             })
             .await
     }

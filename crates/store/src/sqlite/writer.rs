@@ -8,7 +8,7 @@
 
 use std::cell::Cell;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
 use rusqlite::hooks::Wal;
@@ -71,6 +71,9 @@ pub(crate) struct Writer {
     counters: Arc<Counters>,
     /// The thread's name.
     name: &'static str,
+    /// Whether the log has grown to where the writer cuts it and waits to
+    /// be cut: work that can wait (the index's merges) waits for it.
+    over_limit: Arc<AtomicBool>,
 }
 
 impl Writer {
@@ -89,12 +92,34 @@ impl Writer {
         let (tx, rx) = mpsc::channel::<Job>();
         let counters = Arc::new(Counters::default());
         let c = Arc::clone(&counters);
+        let over_limit = Arc::new(AtomicBool::new(false));
+        let over = Arc::clone(&over_limit);
         let batch = if group_commit { MAX_BATCH } else { 1 };
         std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || run(conn, rx, batch, (wal_limit, progress), (&c, wal_metric)))
+            .spawn(move || {
+                run(
+                    conn,
+                    rx,
+                    batch,
+                    (wal_limit, progress, &over),
+                    (&c, wal_metric),
+                )
+            })
             .expect("spawn store writer thread");
-        Writer { tx, counters, name }
+        Writer {
+            tx,
+            counters,
+            name,
+            over_limit,
+        }
+    }
+
+    /// Whether the log has grown to where the writer cuts it and waits for
+    /// that (checkpoint.rs): a caller with work that can wait holds it
+    /// back until then, so the log is not pushed towards its bound.
+    pub(crate) fn log_over_limit(&self) -> bool {
+        self.over_limit.load(Ordering::Relaxed)
     }
 
     /// Whether the caller runs in this writer's thread (where waiting for
@@ -306,7 +331,7 @@ fn run(
     conn: Connection,
     rx: mpsc::Receiver<Job>,
     max_batch: usize,
-    (wal_limit, progress): (u64, Arc<Progress>),
+    (wal_limit, progress, over_limit): (u64, Arc<Progress>, &AtomicBool),
     (counters, wal_metric): (&Counters, fn(u64)),
 ) {
     // After `wal_autocheckpoint`, which would replace it.
@@ -331,6 +356,7 @@ fn run(
                     if truncation.after_commit(&conn, frames_in_log()) {
                         log_truncated();
                     }
+                    over_limit.store(truncation.retry_in().is_some(), Ordering::Relaxed);
                     continue;
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -399,5 +425,6 @@ fn run(
         if truncation.after_commit(&conn, frames_in_log()) {
             log_truncated();
         }
+        over_limit.store(truncation.retry_in().is_some(), Ordering::Relaxed);
     }
 }
