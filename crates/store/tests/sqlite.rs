@@ -813,10 +813,11 @@ async fn a_lead_comes_first_in_small_and_large_messages() {
         parsed.feed(&expected);
         assert_eq!(data.structure, parsed.finish(), "message {n}");
     }
-    // The large one kept its chunks and got the lead as a chunk of its own.
+    // The two larger than a stored piece kept their pieces and got the
+    // lead as a piece of its own.
     assert_eq!(
         count(&store, "SELECT count(*) FROM blob_chunks WHERE seq = -1"),
-        1
+        2
     );
 
     // A lead of a chunk or more is refused, and nothing is stored.
@@ -833,6 +834,86 @@ async fn a_lead_comes_first_in_small_and_large_messages() {
         matches!(refused, Err(StoreError::Invalid(_))),
         "{refused:?}"
     );
+}
+
+/// Bytes that differ from piece to piece and chunk to chunk, so a piece
+/// read in the wrong place shows.
+fn numbered(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i % 251) as u8 ^ (i / 4099) as u8)
+        .collect()
+}
+
+#[tokio::test]
+async fn pieces_read_back_as_whole_chunks_with_or_without_a_lead() {
+    let (_dir, store) = open().await;
+    store.add_account("pieces@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "pieces@example.org").await;
+    let lead = b"Received: from a by b; Tue, 1 Jan 2030 00:00:00 +0000\r\n".to_vec();
+    let piece = 32 * 1024;
+    for len in [
+        piece - 1,
+        piece,
+        piece + 1,
+        CHUNK_SIZE - 1,
+        CHUNK_SIZE,
+        CHUNK_SIZE + piece + 3,
+        3 * CHUNK_SIZE + 7,
+    ] {
+        for lead in [Vec::new(), lead.clone()] {
+            let mut message = b"Subject: pieces\r\n\r\n".to_vec();
+            message.extend(numbered(len));
+            let mut w = store.message_writer();
+            for part in message.chunks(7_001) {
+                w.write(part).await.unwrap();
+            }
+            let receipt = w
+                .deliver(Delivery {
+                    mailboxes: vec![mbox],
+                    lead: lead.clone(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            let expected = [lead.as_slice(), &message].concat();
+            assert!(
+                read_back(&store, receipt.blob).await == expected,
+                "{len} bytes, lead {}",
+                lead.len()
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn blobs_stored_in_chunk_sized_pieces_before_still_read() {
+    let (_dir, store) = open().await;
+    // A blob as the store wrote them before pieces were smaller: pieces of
+    // CHUNK_SIZE (the column's default) and a lead of its own.
+    let body = numbered(2 * CHUNK_SIZE + 500);
+    let lead = b"X-Lead: yes\r\n".to_vec();
+    {
+        let c = Connection::open(store.path()).unwrap();
+        c.execute(
+            "INSERT INTO blobs (id, complete, created) VALUES (900000, 1, 0)",
+            [],
+        )
+        .unwrap();
+        let mut rows: Vec<(i64, &[u8])> = vec![(-1, &lead)];
+        rows.extend(
+            body.chunks(CHUNK_SIZE)
+                .enumerate()
+                .map(|(n, p)| (n as i64, p)),
+        );
+        for (seq, data) in rows {
+            c.execute(
+                "INSERT INTO blob_chunks (blob_id, seq, codec, data) VALUES (900000, ?1, 0, ?2)",
+                rusqlite::params![seq, data],
+            )
+            .unwrap();
+        }
+    }
+    assert!(read_back(&store, 900000).await == [lead, body].concat());
 }
 
 /// Delivers `text` to `mailbox` and returns the blob.
@@ -1074,11 +1155,12 @@ async fn a_store_with_the_index_inside_its_database_moves_it_out_at_open() {
         );
         INSERT INTO fts (rowid, body) VALUES (1, 'stale words only');
         ALTER TABLE blob_parsed DROP COLUMN header_codec;
+        ALTER TABLE blobs DROP COLUMN piece_size;
         PRAGMA user_version = {};"#,
-        // The index moved out four versions before the newest; the ones
-        // after it (indexes dropped, header blocks packed) run again as
-        // well, from the state before them.
-        version - 4
+        // The index moved out five versions before the newest; the ones
+        // after it (indexes dropped, header blocks packed, piece sizes
+        // named) run again as well, from the state before them.
+        version - 5
     ))
     .unwrap();
     drop(c);

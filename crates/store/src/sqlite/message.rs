@@ -23,13 +23,23 @@ const INLINE_INDEX_LIMIT: usize = 64 * 1024;
 /// ([`Delivery::lead`]); it sorts first.
 pub(crate) const LEAD_SEQ: i64 = -1;
 
+/// Size of the pieces a new blob is stored in. Readers still get
+/// [`CHUNK_SIZE`] at a time (`read_chunk` joins pieces); the piece is what
+/// each receiving connection holds until it is written, so it sets most of
+/// the store's memory per connection in the data stage: 128 KiB pieces
+/// cost about 180 KiB per connection, 32 KiB ones about 60 KiB (200
+/// concurrent 10 MB mails, `bench/probes/concurrent_scan_memory.py`).
+/// Smaller pieces would mean more rows and a worse compression ratio for
+/// little more saving.
+pub(crate) const PIECE_SIZE: usize = 32 * 1024;
+
 pub(crate) struct SqliteMessageWriter {
     inner: Arc<Inner>,
     /// Created with the first full chunk; small messages never need one
     /// before delivery.
     blob: Option<BlobId>,
     next_seq: u32,
-    /// Bytes not yet flushed, never more than one chunk.
+    /// Bytes not yet flushed, never more than one piece.
     pending: Vec<u8>,
     /// The start of the message's header fields and text, until the index
     /// is taken from it: the bodies of attachments are left out as they
@@ -65,7 +75,7 @@ impl SqliteMessageWriter {
     }
 
     async fn flush_chunk(&mut self) -> Result<()> {
-        let data = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK_SIZE));
+        let data = std::mem::replace(&mut self.pending, Vec::with_capacity(PIECE_SIZE));
         // Compressed here, so the writer thread only stores it.
         let chunk = chunk_codec::pack(data);
         let blob = self.blob;
@@ -96,9 +106,9 @@ impl SqliteMessageWriter {
 /// the mark.
 fn new_blob(c: &Connection) -> Result<BlobId> {
     c.execute(
-        "INSERT INTO blobs (id, created)
-         VALUES ((SELECT value + 1 FROM meta WHERE key = 'blob_id_last'), ?1)",
-        [now()],
+        "INSERT INTO blobs (id, created, piece_size)
+         VALUES ((SELECT value + 1 FROM meta WHERE key = 'blob_id_last'), ?1, ?2)",
+        params![now(), PIECE_SIZE as i64],
     )?;
     Ok(c.last_insert_rowid())
 }
@@ -136,14 +146,14 @@ impl MessageWriter for SqliteMessageWriter {
                 );
             }
         }
-        // Fill the pending chunk exactly, so its buffer never grows past
-        // one chunk.
+        // Fill the pending piece exactly, so its buffer never grows past
+        // one piece.
         while !data.is_empty() {
-            let room = CHUNK_SIZE - self.pending.len();
+            let room = PIECE_SIZE - self.pending.len();
             let (now, later) = data.split_at(room.min(data.len()));
             self.pending.extend_from_slice(now);
             data = later;
-            if self.pending.len() == CHUNK_SIZE {
+            if self.pending.len() == PIECE_SIZE {
                 self.flush_chunk().await?;
             }
         }
@@ -204,7 +214,7 @@ impl MessageWriter for SqliteMessageWriter {
         let last = std::mem::take(&mut self.pending);
         let size = self.size + lead.len() as u64;
         let chunks: Vec<(i64, (i64, Vec<u8>))> = if blob.is_some() {
-            // Chunks are written already: the lead is a chunk of its own
+            // Pieces are written already: the lead is a piece of its own
             // before them (seq -1), which `read_chunk` folds back into
             // chunks of the usual size.
             [(LEAD_SEQ, lead.clone()), (seq, last)]
@@ -216,7 +226,7 @@ impl MessageWriter for SqliteMessageWriter {
             // The whole message is still here: the lead simply comes first.
             [lead.as_slice(), last.as_slice()]
                 .concat()
-                .chunks(CHUNK_SIZE)
+                .chunks(PIECE_SIZE)
                 .enumerate()
                 .map(|(n, data)| (seq + n as i64, chunk_codec::pack(data.to_vec())))
                 .collect()

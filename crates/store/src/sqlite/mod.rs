@@ -1352,33 +1352,47 @@ impl Store for SqliteStore {
 }
 
 /// Chunk `seq` of a blob as readers see it: [`CHUNK_SIZE`] bytes each but
-/// the last. A blob with a lead (a chunk numbered [`message::LEAD_SEQ`],
-/// written after the others) is read as if the lead had been written
-/// first: each chunk is the end of one stored chunk and the start of the
-/// next.
+/// the last, whatever the size of the pieces it is stored in (the blob's
+/// `piece_size`: [`message::PIECE_SIZE`] now, [`CHUNK_SIZE`] for blobs
+/// written before). A blob with a lead (a piece numbered
+/// [`message::LEAD_SEQ`], written after the others) is read as if the
+/// lead had been written first.
 fn read_chunk(c: &Connection, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
+    let piece_size: usize = c
+        .prepare_cached("SELECT piece_size FROM blobs WHERE id = ?1")?
+        .query_row([blob], |r| r.get::<_, i64>(0))
+        .optional()?
+        .map_or(CHUNK_SIZE, |n| (n as usize).clamp(1, CHUNK_SIZE));
     let mut get =
         c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2")?;
-    let mut chunk = |n: i64| -> Result<Option<Vec<u8>>> {
+    let mut piece = |n: i64| -> Result<Option<Vec<u8>>> {
         get.query_row(params![blob, n], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?
             .map(|(codec, data)| crate::chunk_codec::unpack_owned(codec, data, blob))
             .transpose()
     };
-    let Some(lead) = chunk(message::LEAD_SEQ)? else {
-        return chunk(i64::from(seq));
-    };
-    let keep = CHUNK_SIZE - lead.len();
-    let (head, tail) = if seq == 0 {
-        (lead, chunk(0)?)
-    } else {
-        let before = chunk(i64::from(seq) - 1)?.unwrap_or_default();
-        let head = before.get(keep..).unwrap_or_default().to_vec();
-        (head, chunk(i64::from(seq))?)
-    };
-    let mut out = head;
-    if let Some(tail) = tail {
-        out.extend_from_slice(&tail[..keep.min(tail.len())]);
+    let lead = piece(message::LEAD_SEQ)?.unwrap_or_default();
+    // The chunk is bytes [start, start + CHUNK_SIZE) of the lead followed
+    // by the pieces.
+    let start = seq as usize * CHUNK_SIZE;
+    let mut out = Vec::new();
+    if start < lead.len() {
+        out.extend_from_slice(&lead[start..lead.len().min(start + CHUNK_SIZE)]);
+    }
+    let from = start.max(lead.len()) - lead.len();
+    let (mut n, mut skip) = (from / piece_size, from % piece_size);
+    while out.len() < CHUNK_SIZE {
+        let Some(p) = piece(n as i64)? else { break };
+        let want = CHUNK_SIZE - out.len();
+        out.extend_from_slice(
+            p.get(skip..)
+                .map_or(&[][..], |rest| &rest[..want.min(rest.len())]),
+        );
+        if p.len() < piece_size {
+            break; // the last piece
+        }
+        n += 1;
+        skip = 0;
     }
     Ok((!out.is_empty()).then_some(out))
 }

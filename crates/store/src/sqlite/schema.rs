@@ -477,6 +477,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     DROP INDEX IF EXISTS blobs_incomplete;
     "#,
+    // New blobs are stored in smaller pieces (message.rs, PIECE_SIZE);
+    // each blob says the size of its own, so blobs written before, in
+    // pieces of CHUNK_SIZE, read as they are.
+    r#"
+    ALTER TABLE blobs ADD COLUMN piece_size INTEGER NOT NULL DEFAULT 131072;
+    "#,
 ];
 
 // The count triggers spell the flag bits out in SQL.
@@ -514,6 +520,15 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The schema version just before the migration whose text holds
+    /// `marker`: a test starts there, whatever migrations come after.
+    fn version_before(marker: &str) -> usize {
+        MIGRATIONS
+            .iter()
+            .position(|sql| sql.contains(marker))
+            .unwrap_or_else(|| panic!("no migration holds {marker}"))
+    }
 
     #[test]
     fn version_one_data_is_carried_into_version_two() {
@@ -623,7 +638,7 @@ mod tests {
     #[test]
     fn header_blocks_written_before_packing_read_as_raw() {
         let mut c = Connection::open_in_memory().unwrap();
-        let before = MIGRATIONS.len() - 2;
+        let before = version_before("header_codec");
         for sql in &MIGRATIONS[..before] {
             c.execute_batch(sql).unwrap();
         }
@@ -649,7 +664,7 @@ mod tests {
     #[test]
     fn the_index_by_sent_day_is_dropped_and_the_days_kept() {
         let mut c = Connection::open_in_memory().unwrap();
-        let before = MIGRATIONS.len() - 3;
+        let before = version_before("DROP INDEX IF EXISTS blobs_day");
         for sql in &MIGRATIONS[..before] {
             c.execute_batch(sql).unwrap();
         }
