@@ -346,13 +346,27 @@ impl MimeSink for MailSink<'_, '_> {
     }
 }
 
+/// Largest piece of input the pipeline takes in one step. Each stage (the
+/// raw mail's matcher, the MIME decoder's output, the matchers of the
+/// files inside) holds about one piece in its buffers, so the piece sets
+/// much of the memory of a session: about 110 KB mid-way through a zipped
+/// attachment fed in 16 KiB pieces, 70 KB in 4 KiB ones, for a few calls
+/// more per byte.
+const FEED_PIECE: usize = 4 * 1024;
+
 impl Session {
     /// Feeds the next chunk. Once a signature has matched, further input is ignored.
     pub fn feed(&mut self, chunk: &[u8]) {
         self.found.stats.input_bytes += chunk.len() as u64;
-        if self.found.infected.is_some() {
-            return;
+        for piece in chunk.chunks(FEED_PIECE) {
+            if self.found.infected.is_some() {
+                return;
+            }
+            self.feed_piece(piece);
         }
+    }
+
+    fn feed_piece(&mut self, chunk: &[u8]) {
         let ctx = Ctx {
             db: &self.db,
             limits: &self.limits,
