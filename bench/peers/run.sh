@@ -23,6 +23,7 @@
 #   SAT_RATE      legitimate sessions/s of the saturated sweep (default: 90%
 #                 of what Sluice accepted per second in the closed 1-rcpt run)
 #   OUT           directory kept for the JSON reports    (default: none, temp)
+#   IMAP_CLIENTS  clients of the long-session IMAP mix    (default: 10)
 #   SLUICE_IMAP   1: give Sluice an IMAP listener and run the IMAP requests
 #                 on it too, cold by restarting it
 #   ROWS          which rows to run, of "smtp pop3 imap web outbound"
@@ -47,6 +48,7 @@ POP3_FILL=${POP3_FILL:-$([ -n "$QUICK" ] && echo 50 || echo 200)}
 IMAP_MESSAGES=${IMAP_MESSAGES:-$([ -n "$QUICK" ] && echo 1046 || echo 21282)}
 USERS=${USERS:-20}
 OPEN_RATE=${OPEN_RATE:-100}
+IMAP_CLIENTS=${IMAP_CLIENTS:-10}
 WEB=${WEB:-1}
 ROWS=${ROWS:-smtp pop3 imap web outbound}
 [ "$WEB" = 1 ] || ROWS=${ROWS//web/}
@@ -319,6 +321,11 @@ EOF
 chmod +x "$T/cold-dovecot.sh"
 bench peers-imap imap --server "127.0.0.1:$D_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
     --load "$IMAP_MESSAGES" --repeat 3 --cold-cmd "$T/cold-dovecot.sh"
+# Long sessions: clients logged in once for the whole run, a steady mix of
+# FETCH, SEARCH, STORE, SELECT, APPEND and EXPUNGE on what the requests
+# left in the mailbox.
+bench peers-imap-mix imap --server "127.0.0.1:$D_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
+    --mix-only --clients "$IMAP_CLIENTS" --duration "$DURATION"
 if [ "${SLUICE_IMAP:-}" = 1 ]; then
     # Cold for Sluice: stop it, drop the page cache, start it on the same data.
     cat >"$T/cold-sluice.sh" <<EOF
@@ -333,6 +340,8 @@ EOF
     chmod +x "$T/cold-sluice.sh"
     bench sluice-imap imap --server "127.0.0.1:$S_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
         --load "$IMAP_MESSAGES" --repeat 3 --cold-cmd "$T/cold-sluice.sh"
+    bench sluice-imap-mix imap --server "127.0.0.1:$S_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
+        --mix-only --clients "$IMAP_CLIENTS" --duration "$DURATION"
 else
     log "sluice IMAP not asked for (SLUICE_IMAP=1): IMAP rows show Dovecot only"
 fi
@@ -423,6 +432,15 @@ if pi:
         if q.get("cold_ms") is not None:
             sc = si["requests"][k].get("cold_ms") if si else None
             row("IMAP %s on %s msgs: cold ms (lower better)" % (q["name"], imap_n), sc, q["cold_ms"], False)
+sm, pm = load("sluice-imap-mix"), load("peers-imap-mix")
+if pm:
+    sc, pc = (sm or {}).get("concurrent") or {}, pm["concurrent"]
+    row("IMAP long sessions, %d clients: commands/s" % pc["clients"], sc.get("ops_per_s"), pc["ops_per_s"])
+    for kind, q in pc["latency"].items():
+        row("IMAP long sessions: %s p50 ms (lower better)" % kind,
+            sc.get("latency", {}).get(kind, {}).get("p50_ms"), q["p50_ms"], False)
+    row("IMAP long sessions: failed commands (lower better)",
+        sum(sc.get("errors", {}).values()) if sm else None, sum(pc["errors"].values()), False)
 sw, pw = load("sluice-web"), load("peers-web")
 if sw and pw:
     for a, b in zip(sw["steps"], pw["steps"]):

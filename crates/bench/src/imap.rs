@@ -68,10 +68,16 @@ pub struct ImapArgs {
     /// Skip the two expunge requests (they remove 21% of the mailbox).
     #[arg(long)]
     pub no_expunge: bool,
-    /// Concurrent mode: this many clients run a SELECT/FETCH/SEARCH/STORE
-    /// mix for --duration after the timed requests (0: off).
+    /// Concurrent mode: this many clients, each logged in once for the
+    /// whole run (long sessions), run a mix of FETCH, SEARCH, STORE,
+    /// SELECT, APPEND and EXPUNGE for --duration after the timed requests
+    /// (0: off).
     #[arg(long, default_value_t = 0)]
     pub clients: usize,
+    /// Run only the concurrent mix (after --load, if given), not the seven
+    /// timed requests.
+    #[arg(long)]
+    pub mix_only: bool,
     /// Length of the concurrent mix, in seconds.
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,
@@ -243,7 +249,7 @@ impl Imap {
     }
 
     /// APPENDs one message to INBOX, with an internal date when given.
-    pub(crate) async fn append(&mut self, msg: &[u8], date: Option<&str>) -> Result<()> {
+    pub(crate) async fn append(&mut self, msg: &[u8], date: Option<&str>) -> Result<Vec<Vec<u8>>> {
         let tag = self.next_tag();
         let date = date.map(|d| format!(" {d}")).unwrap_or_default();
         if self.literal_plus {
@@ -274,7 +280,7 @@ impl Imap {
         }
         let r = self.read_until(&tag).await?;
         if r.ok {
-            Ok(())
+            Ok(r.untagged)
         } else {
             Err(BenchError::Refused {
                 command: "APPEND".into(),
@@ -443,6 +449,13 @@ pub async fn execute(args: ImapArgs) -> anyhow::Result<ImapReport> {
     let known = args.load > 0;
     let mut imap = Imap::login(server, &args.user, &args.password, timeout).await?;
     report.messages = imap.select().await?;
+    if args.mix_only {
+        imap.logout().await;
+        if args.clients > 0 {
+            report.concurrent = Some(concurrent(&args, server, &corpus, timeout).await?);
+        }
+        return Ok(report);
+    }
     if known {
         anyhow::ensure!(
             report.messages == args.load as u64,
@@ -685,9 +698,25 @@ async fn load(
 /// Latency per command kind and failures, summed over clients.
 type MixTotals = (BTreeMap<String, Histogram>, BTreeMap<String, u64>);
 
-/// The concurrent mix: each client selects INBOX once, then loops random
-/// FETCH (a 20-message window), SEARCH, STORE (\Seen on and off) and
-/// re-SELECT.
+/// The mailbox size after a reply's untagged lines (`* n EXISTS` sets it,
+/// each `* n EXPUNGE` takes one away), never below 1 so a sequence number
+/// can always be drawn: other clients append and expunge meanwhile.
+fn track_size(mut n: u64, untagged: &[Vec<u8>]) -> u64 {
+    for l in untagged {
+        if let Some(e) = imap_frame::exists(l) {
+            n = e;
+        } else if imap_frame::expunged(l).is_some() {
+            n = n.saturating_sub(1);
+        }
+    }
+    n.max(1)
+}
+
+/// The concurrent mix: each client logs in and selects INBOX once, then
+/// loops random FETCH (a 20-message window, 30%), SEARCH (20%), STORE
+/// (\Seen on and off, 20%), re-SELECT (10%), APPEND of a corpus message
+/// (10%) and EXPUNGE of one message marked \Deleted (10%), so the
+/// mailbox keeps its size while every kind of change reaches the others.
 async fn concurrent(
     args: &ImapArgs,
     server: SocketAddr,
@@ -712,6 +741,7 @@ async fn concurrent(
             words.clone(),
         );
         let seed = args.seed ^ (c as u64 + 1).wrapping_mul(0x9E37_79B9);
+        let corpus = Arc::clone(corpus);
         tasks.spawn(async move {
             let mut rng = StdRng::seed_from_u64(seed);
             let mut hist: BTreeMap<String, Histogram> = BTreeMap::new();
@@ -721,7 +751,31 @@ async fn concurrent(
                 let mut n = imap.select().await?.max(1);
                 while Instant::now() < deadline {
                     let (kind, cmd) = match rng.gen_range(0..10) {
-                        0..=3 => {
+                        8 => {
+                            let m = corpus.message(rng.gen_range(0..corpus.len()));
+                            let t0 = Instant::now();
+                            let r = imap.append(&m.bytes, None).await;
+                            match r {
+                                // Expunges by others may be announced here.
+                                Ok(untagged) => {
+                                    hist.entry("APPEND".into())
+                                        .or_default()
+                                        .record(t0.elapsed());
+                                    n = track_size(n, &untagged);
+                                }
+                                Err(_) => *errors.entry("APPEND NO/BAD".into()).or_default() += 1,
+                            }
+                            continue;
+                        }
+                        9 => {
+                            let a = rng.gen_range(1..=n);
+                            let r = imap
+                                .command(&format!("STORE {a} +FLAGS.SILENT (\\Deleted)"))
+                                .await?;
+                            n = track_size(n, &r.untagged);
+                            ("EXPUNGE", "EXPUNGE".to_string())
+                        }
+                        0..=2 => {
                             let a = rng.gen_range(1..=n);
                             (
                                 "FETCH",
@@ -732,14 +786,14 @@ async fn concurrent(
                                 ),
                             )
                         }
-                        4..=5 => (
+                        3..=4 => (
                             "SEARCH",
                             format!(
                                 "SEARCH TEXT {}",
                                 quoted(&words[rng.gen_range(0..words.len())])
                             ),
                         ),
-                        6..=8 => {
+                        5..=6 => {
                             let a = rng.gen_range(1..=n);
                             let op = if rng.gen_bool(0.5) { "+" } else { "-" };
                             ("STORE", format!("STORE {a} {op}FLAGS.SILENT (\\Seen)"))
@@ -751,15 +805,7 @@ async fn concurrent(
                     hist.entry(kind.to_string())
                         .or_default()
                         .record(t0.elapsed());
-                    if kind == "SELECT" {
-                        n = r
-                            .untagged
-                            .iter()
-                            .filter_map(|l| imap_frame::exists(l))
-                            .next_back()
-                            .unwrap_or(n)
-                            .max(1);
-                    }
+                    n = track_size(n, &r.untagged);
                     if !r.ok {
                         *errors.entry(format!("{kind} NO/BAD")).or_default() += 1;
                     }

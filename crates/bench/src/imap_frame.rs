@@ -79,6 +79,16 @@ pub fn exists(line: &[u8]) -> Option<u64> {
         .then(|| n.parse().ok())?
 }
 
+/// The sequence number of a `* n EXPUNGE` line.
+pub fn expunged(line: &[u8]) -> Option<u64> {
+    let rest = line.strip_prefix(b"* ")?;
+    let text = std::str::from_utf8(rest).ok()?;
+    let (n, word) = text.split_once(' ')?;
+    word.trim()
+        .eq_ignore_ascii_case("EXPUNGE")
+        .then(|| n.parse().ok())?
+}
+
 /// The MESSAGES count of a `* STATUS mailbox (MESSAGES n ...)` line.
 pub fn status_messages(line: &[u8]) -> Option<u64> {
     strip_prefix_ci(line, b"* STATUS")?;
@@ -189,6 +199,9 @@ mod tests {
 
     #[test]
     fn untagged_data() {
+        assert_eq!(expunged(b"* 7 EXPUNGE\r\n"), Some(7));
+        assert_eq!(expunged(b"* 7 EXISTS\r\n"), None);
+        assert_eq!(exists(b"* 7 expunge\r\n"), None);
         assert_eq!(search_hits(b"* SEARCH 2 5 9"), Some(vec![2, 5, 9]));
         assert_eq!(search_hits(b"* SEARCH"), Some(vec![]));
         assert_eq!(search_hits(b"* SEARCHING"), None);

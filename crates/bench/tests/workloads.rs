@@ -272,6 +272,48 @@ fn imap_seven_requests_against_dovecot() {
     seven_requests(&d.imap.to_string());
 }
 
+#[test]
+fn imap_long_session_mix_against_sluice_and_dovecot() {
+    let s = sluice(1);
+    let d = dovecot(1);
+    for imap in [s.imap.to_string(), d.imap.to_string()] {
+        long_session_mix(&imap);
+    }
+}
+
+/// Only the concurrent mix, on 100 loaded messages: every kind of command
+/// ran, none failed, and the seven requests did not run.
+fn long_session_mix(imap: &str) {
+    let r = bench(&[
+        "imap",
+        "--server",
+        imap,
+        "--user",
+        "user1@example.org",
+        "--load",
+        "100",
+        "--mix-only",
+        "--clients",
+        "3",
+        "--duration",
+        "2",
+    ]);
+    assert!(r["requests"].as_array().unwrap().is_empty(), "{r:#}");
+    let c = &r["concurrent"];
+    let kinds: Vec<&str> = c["latency"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        kinds,
+        ["APPEND", "EXPUNGE", "FETCH", "SEARCH", "SELECT", "STORE"],
+        "{imap}: {c:#}"
+    );
+    assert!(c["errors"].as_object().unwrap().is_empty(), "{imap}: {c:#}");
+}
+
 /// The seven requests on 300 loaded messages, with exact result counts,
 /// then a short concurrent mix.
 fn seven_requests(imap: &str) {
