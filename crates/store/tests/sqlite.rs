@@ -1275,3 +1275,51 @@ async fn header_blocks_are_stored_packed_and_read_as_they_came() {
     let none = SearchKey::Header("X-Walrus".into(), "horn".into());
     assert!(store.search(mbox, &none).await.unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_searches_see_every_delivery_before_them_and_all_finish() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let (_dir, store, mbox) = open_with_account().await;
+    let delivered = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let deliveries = {
+        let (store, delivered, done) = (store.clone(), delivered.clone(), done.clone());
+        tokio::spawn(async move {
+            for i in 0..200 {
+                let text = format!("Subject: m{i}\r\n\r\nneedleword body {i}\r\n");
+                deliver_one(&store, mbox, text.as_bytes()).await;
+                delivered.store(i + 1, Ordering::SeqCst);
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    let searchers: Vec<_> = (0..6)
+        .map(|_| {
+            let (store, delivered, done) = (store.clone(), delivered.clone(), done.clone());
+            tokio::spawn(async move {
+                let key = SearchKey::Body("needleword".into());
+                let mut searches = 0;
+                while !done.load(Ordering::SeqCst) || searches == 0 {
+                    let before = delivered.load(Ordering::SeqCst);
+                    let hits = store.search(mbox, &key).await.unwrap();
+                    assert!(
+                        hits.len() >= before,
+                        "{} hits after {before} deliveries",
+                        hits.len()
+                    );
+                    searches += 1;
+                }
+            })
+        })
+        .collect();
+    // Searches that wait on each other for ever would never get here.
+    let all = async {
+        deliveries.await.unwrap();
+        for s in searchers {
+            s.await.unwrap();
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(300), all)
+        .await
+        .expect("every search finished");
+}

@@ -211,24 +211,32 @@ impl FtsBatch {
     /// still be uncommitted. While such a job may exist, this queues one
     /// more behind it (the writer runs its jobs in order) and waits for
     /// it, so the search sees every row pushed before it.
+    ///
+    /// Once its own job has committed, every job queued before it has too:
+    /// only rows still waiting matter then, not jobs in flight. (Waiting
+    /// for no job to be in flight at all livelocked concurrent searches:
+    /// each one's job kept the others looping.)
     pub(crate) async fn flush(&self) -> Result<()> {
         let mut recovered = self.shared.recovered.subscribe();
         recovered
             .wait_for(|done| *done)
             .await
             .map_err(|_| crate::error::StoreError::Closed)?;
-        loop {
-            {
-                let w = self.shared.waiting.lock().expect("fts lock");
-                if w.rows.is_empty() && w.writing == 0 {
-                    return Ok(());
-                }
+        {
+            let w = self.shared.waiting.lock().expect("fts lock");
+            if w.rows.is_empty() && w.writing == 0 {
+                return Ok(());
             }
+        }
+        loop {
             let _writing = Writing::new(&self.shared);
             let b = self.clone();
             self.writer
                 .housekeeping(move |c| b.write_some(c, SLICE_ROWS))
                 .await?;
+            if self.is_empty() {
+                return Ok(());
+            }
         }
     }
 
