@@ -131,6 +131,7 @@ pub(crate) enum Unpacker {
     Stream(Box<StreamUnpacker>),
     Zip(Box<ZipReader>),
     Tar(Box<TarReader>),
+    Ole2(Box<crate::ole2::Ole2Reader>),
 }
 
 impl Unpacker {
@@ -149,12 +150,16 @@ impl Unpacker {
     pub fn tar(depth: usize) -> Self {
         Unpacker::Tar(Box::new(TarReader::new(depth)))
     }
+    pub fn ole2(depth: usize) -> Self {
+        Unpacker::Ole2(Box::new(crate::ole2::Ole2Reader::new(depth)))
+    }
 
     pub fn feed(&mut self, data: &[u8], ctx: &mut Ctx<'_>) {
         match self {
             Unpacker::Stream(s) => s.feed(data, ctx),
             Unpacker::Zip(z) => z.feed(data, ctx),
             Unpacker::Tar(t) => t.feed(data, ctx),
+            Unpacker::Ole2(o) => o.feed(data, ctx),
         }
     }
 
@@ -163,6 +168,7 @@ impl Unpacker {
             Unpacker::Stream(s) => s.finish(ctx),
             Unpacker::Zip(z) => z.finish(ctx),
             Unpacker::Tar(t) => t.finish(ctx),
+            Unpacker::Ole2(o) => o.finish(ctx),
         }
     }
 }

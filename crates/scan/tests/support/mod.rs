@@ -3,6 +3,7 @@
 //! committed as binaries.
 #![allow(dead_code)]
 
+pub mod cfb;
 pub mod clamscan;
 
 use std::io::{Cursor, Write};
