@@ -18,6 +18,13 @@
 //! with a visited set, so a FAT loop or a sector outside the file ends that chain
 //! as malformed; nothing read from the file sizes an allocation beyond the file's
 //! own size.
+//!
+//! Memory while one is taken apart: the file itself (at most `max_ole2_size`),
+//! its FAT, mini FAT, directory and mini stream (each no bigger than the file),
+//! and for one VBA module at a time its stream and its decompressed source
+//! (at most `max_ole2_size`). Streams go to their files a sector at a time and
+//! are never copied whole. An OLE2 file inside a stream is gathered by its own
+//! file, so nesting multiplies this by at most `max_depth`.
 
 use crate::pipeline::{Ctx, FileNode};
 use crate::vba::{self, Inflate};
@@ -213,16 +220,46 @@ impl<'a> Cfb<'a> {
     /// The bytes of a stream entry: from the mini stream when it is smaller than
     /// the cutoff, from the FAT sectors otherwise.
     pub fn stream(&self, e: &Entry) -> Read {
+        let mut bytes = Vec::new();
+        let complete = self.stream_each(e, |s| {
+            bytes.extend_from_slice(s);
+            true
+        });
+        Read { bytes, complete }
+    }
+
+    /// The bytes of a stream entry given to `sink` a sector at a time, never
+    /// held whole, until it returns false; whether the chain was sound.
+    pub fn stream_each(&self, e: &Entry, sink: impl FnMut(&[u8]) -> bool) -> bool {
         if e.size < self.cutoff {
             let len = 1u64 << self.mini_shift;
-            follow(&self.minifat, e.start, e.size, len, |n| {
-                let size = 1usize << self.mini_shift;
-                let at = (n as usize).checked_mul(size)?;
-                self.mini_stream
-                    .get(at..(at + size).min(self.mini_stream.len()))
-            })
+            follow_each(
+                &self.minifat,
+                e.start,
+                e.size,
+                len,
+                |n| {
+                    let size = 1usize << self.mini_shift;
+                    let at = (n as usize).checked_mul(size)?;
+                    self.mini_stream
+                        .get(at..(at + size).min(self.mini_stream.len()))
+                },
+                sink,
+            )
         } else {
-            self.chain(e.start, e.size)
+            let len = 1u64 << self.shift;
+            follow_each(
+                &self.fat,
+                e.start,
+                e.size,
+                len,
+                |n| {
+                    let size = 1usize << self.shift;
+                    let at = (n as usize + 1) * size;
+                    self.data.get(at..(at + size).min(self.data.len()))
+                },
+                sink,
+            )
         }
     }
 
@@ -253,8 +290,7 @@ impl<'a> Cfb<'a> {
 }
 
 /// Follows the chain from `start` through `table`, reading each sector with
-/// `read`, up to `size` bytes. A free or special sector number, one past the
-/// table, one read twice or one outside the file ends the chain incomplete.
+/// `read`, up to `size` bytes, collected.
 fn follow<'s>(
     table: &[u32],
     start: u32,
@@ -263,44 +299,54 @@ fn follow<'s>(
     read: impl Fn(u32) -> Option<&'s [u8]>,
 ) -> Read {
     let mut bytes = Vec::new();
+    let complete = follow_each(table, start, size, sector_len, read, |s| {
+        bytes.extend_from_slice(s);
+        true
+    });
+    Read { bytes, complete }
+}
+
+/// Follows the chain from `start` through `table`, reading each sector with
+/// `read` and giving `sink` up to `size` bytes of them, a sector at a time, until
+/// it returns false. A free or special sector number, one past the table, one
+/// read twice or one outside the file ends the chain incomplete (false; true
+/// when it ends as the file says, or `sink` stopped it).
+fn follow_each<'s>(
+    table: &[u32],
+    start: u32,
+    size: u64,
+    sector_len: u64,
+    read: impl Fn(u32) -> Option<&'s [u8]>,
+    mut sink: impl FnMut(&[u8]) -> bool,
+) -> bool {
     // The sectors of this chain so far: it costs in proportion to the chain,
     // whatever the size of the table.
     let mut seen = std::collections::HashSet::new();
     let mut next = start;
-    while (bytes.len() as u64) < size {
+    let mut done = 0u64;
+    while done < size {
         if next == ENDOFCHAIN {
             // A stream of unknown size (the directory, the mini FAT) ends here.
-            return Read {
-                bytes,
-                complete: size == u64::MAX,
-            };
+            return size == u64::MAX;
         }
         let Some(s) = read(next).filter(|_| (next as usize) < table.len()) else {
-            return Read {
-                bytes,
-                complete: false,
-            };
+            return false;
         };
         if !seen.insert(next) {
-            return Read {
-                bytes,
-                complete: false,
-            };
+            return false;
         }
-        let want = (size - bytes.len() as u64).min(sector_len) as usize;
-        bytes.extend_from_slice(&s[..want.min(s.len())]);
+        let want = (size - done).min(sector_len) as usize;
+        let got = &s[..want.min(s.len())];
+        done += got.len() as u64;
+        if !sink(got) {
+            return true;
+        }
         if s.len() < want {
-            return Read {
-                bytes,
-                complete: false,
-            };
+            return false;
         }
         next = table[next as usize];
     }
-    Read {
-        bytes,
-        complete: true,
-    }
+    true
 }
 
 /// The storages holding a VBA project: `dir`, `_VBA_PROJECT` and the module
@@ -435,9 +481,20 @@ impl Ole2Reader {
             if e.kind != Kind::Stream || e.size == 0 {
                 continue;
             }
-            let read = cfb.stream(e);
-            malformed |= !read.complete;
-            if !self.child(&read.bytes, ctx) {
+            // Streams go to their file a sector at a time, never copied whole.
+            let Some(mut node) = self.open_child(ctx) else {
+                return;
+            };
+            let mut fed = true;
+            malformed |= !cfb.stream_each(e, |s| {
+                fed = feed_child(&mut node, s, ctx);
+                fed
+            });
+            if !fed {
+                return;
+            }
+            node.finish(ctx);
+            if ctx.found.infected.is_some() {
                 return;
             }
         }
@@ -460,30 +517,47 @@ impl Ole2Reader {
         }
     }
 
-    /// Scans one stream or module source as a file inside this one, counted as
-    /// an archive entry and as unpacked bytes. False when the scan must stop.
-    fn child(&self, bytes: &[u8], ctx: &mut Ctx<'_>) -> bool {
+    /// A file for one stream or module source inside this one, counted as an
+    /// archive entry; `None` when a limit stops the scan.
+    fn open_child(&self, ctx: &mut Ctx<'_>) -> Option<FileNode> {
         let stats = &mut ctx.found.stats;
         stats.entries += 1;
         if stats.entries > ctx.limits.max_entries {
             ctx.found.limit(LimitKind::Entries);
-            return false;
-        }
-        stats.unpacked_bytes += bytes.len() as u64;
-        if stats.unpacked_bytes > ctx.limits.max_unpacked_bytes {
-            ctx.found.limit(LimitKind::UnpackedBytes);
-            return false;
+            return None;
         }
         if self.depth + 1 > ctx.limits.max_depth {
             ctx.found.limit(LimitKind::Depth);
-            return false;
+            return None;
         }
         stats.files += 1;
-        let mut node = FileNode::new(self.depth + 1, ctx.db);
-        node.feed(bytes, ctx);
+        Some(FileNode::new(self.depth + 1, ctx.db))
+    }
+
+    /// Scans `bytes` as a whole file inside this one. False when the scan must
+    /// stop.
+    fn child(&self, bytes: &[u8], ctx: &mut Ctx<'_>) -> bool {
+        let Some(mut node) = self.open_child(ctx) else {
+            return false;
+        };
+        if !feed_child(&mut node, bytes, ctx) {
+            return false;
+        }
         node.finish(ctx);
         ctx.found.infected.is_none()
     }
+}
+
+/// Feeds a stream's or a module's next bytes to its file, counted as unpacked
+/// bytes. False when the scan must stop (a limit, a detection).
+fn feed_child(node: &mut FileNode, bytes: &[u8], ctx: &mut Ctx<'_>) -> bool {
+    ctx.found.stats.unpacked_bytes += bytes.len() as u64;
+    if ctx.found.stats.unpacked_bytes > ctx.limits.max_unpacked_bytes {
+        ctx.found.limit(LimitKind::UnpackedBytes);
+        return false;
+    }
+    node.feed(bytes, ctx);
+    ctx.found.infected.is_none()
 }
 
 #[cfg(test)]
