@@ -128,6 +128,9 @@ impl FileType {
         match target {
             0 => self != FileType::Mail,
             1 => self == FileType::Pe,
+            // The OLE2 file itself (in a zip too), as ClamAV matches it; not its
+            // streams or macros, which are files of their own types.
+            2 => self == FileType::Ole2,
             4 => self == FileType::Mail,
             5 => self == FileType::Image,
             6 => self == FileType::Elf,

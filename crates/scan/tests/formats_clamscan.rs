@@ -1329,3 +1329,29 @@ fn ole2_macro_alert_agrees_with_clamscan() {
         );
     }
 }
+
+/// `.ndb` target type 2 (OLE2) matches the OLE2 file itself, a `vbaProject.bin`
+/// in a zip too, and not a macro's source or other files.
+#[test]
+fn ole2_target_type_agrees_with_clamscan() {
+    use support::cfb;
+    let utf16 = |s: &str| -> Vec<u8> { s.encode_utf16().flat_map(|u| u.to_le_bytes()).collect() };
+    let ndb = format!(
+        "Sluice.Test.Ole2Dir:2:*:{}\nSluice.Test.Ole2Macro:2:*:{}\n",
+        hex(&utf16("_VBA_PROJECT")),
+        hex(MACRO_MARK)
+    );
+    let marked = module(MACRO_MARK);
+    let bin = cfb::vba_project_bin(&[("Module1", &marked)]);
+    let mut not_ole2 = b"plain file ".to_vec();
+    not_ole2.extend_from_slice(&utf16("_VBA_PROJECT"));
+    agree(
+        &[("t2.ndb", ndb.as_bytes())],
+        &[
+            ("vbaProject.bin", &bin, Some("Sluice.Test.Ole2Dir")),
+            ("t2.docm", &docm(&bin), Some("Sluice.Test.Ole2Dir")),
+            ("clean.doc", &cfb::word_doc(b"hello", &[]), None),
+            ("not-ole2.bin", &binary(b"", &not_ole2), None),
+        ],
+    );
+}
