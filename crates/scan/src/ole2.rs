@@ -688,4 +688,123 @@ mod tests {
         bad[30] = 20;
         assert!(Cfb::parse(&bad).is_err());
     }
+
+    #[test]
+    fn fat_sectors_past_the_header_come_from_difat_sectors() {
+        // 110 FAT sectors (0..110): 109 in the header, one in a DIFAT sector
+        // (110); the directory in sector 111, then a stream in 112..120.
+        let mut f = vec![0u8; 512];
+        f[..8].copy_from_slice(&MAGIC);
+        f[26..28].copy_from_slice(&3u16.to_le_bytes());
+        f[28..30].copy_from_slice(&0xfffeu16.to_le_bytes());
+        f[30..32].copy_from_slice(&9u16.to_le_bytes());
+        f[32..34].copy_from_slice(&6u16.to_le_bytes());
+        f[44..48].copy_from_slice(&110u32.to_le_bytes());
+        f[48..52].copy_from_slice(&111u32.to_le_bytes());
+        f[56..60].copy_from_slice(&4096u32.to_le_bytes());
+        f[60..64].copy_from_slice(&ENDOFCHAIN.to_le_bytes());
+        f[68..72].copy_from_slice(&110u32.to_le_bytes());
+        f[72..76].copy_from_slice(&1u32.to_le_bytes());
+        for i in 0..HEADER_DIFAT {
+            f[76 + 4 * i..80 + 4 * i].copy_from_slice(&(i as u32).to_le_bytes());
+        }
+        let mut fat = vec![NOSTREAM; 110 * 128];
+        fat[..110].fill(FATSECT);
+        fat[110] = 0xffff_fffc; // DIFSECT
+        fat[111] = ENDOFCHAIN;
+        for (s, next) in fat.iter_mut().zip(1u32..).take(120).skip(112) {
+            *s = next;
+        }
+        fat[120] = ENDOFCHAIN;
+        f.extend(fat.iter().flat_map(|v| v.to_le_bytes()));
+        let mut difat = vec![0xffu8; 512];
+        difat[..4].copy_from_slice(&109u32.to_le_bytes());
+        difat[508..].copy_from_slice(&ENDOFCHAIN.to_le_bytes());
+        f.extend_from_slice(&difat);
+        let mut dir = vec![0u8; 512];
+        for (k, (name, kind, child, start, size)) in [
+            ("Root Entry", 5u8, 1u32, ENDOFCHAIN, 0u64),
+            ("Data", 2, NOSTREAM, 112, 4500),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let e = &mut dir[128 * k..128 * (k + 1)];
+            for (j, u) in name.encode_utf16().enumerate() {
+                e[2 * j..2 * j + 2].copy_from_slice(&u.to_le_bytes());
+            }
+            e[64..66].copy_from_slice(&((name.len() as u16 + 1) * 2).to_le_bytes());
+            e[66] = kind;
+            e[68..72].copy_from_slice(&NOSTREAM.to_le_bytes());
+            e[72..76].copy_from_slice(&NOSTREAM.to_le_bytes());
+            e[76..80].copy_from_slice(&child.to_le_bytes());
+            e[116..120].copy_from_slice(&start.to_le_bytes());
+            e[120..128].copy_from_slice(&size.to_le_bytes());
+        }
+        f.extend_from_slice(&dir);
+        let data: Vec<u8> = (0..9 * 512).map(|i| (i % 251) as u8).collect();
+        f.extend_from_slice(&data);
+        let cfb = Cfb::parse(&f).unwrap();
+        assert_eq!(cfb.fat.len(), 110 * 128);
+        let r = cfb.stream(&cfb.entries[1]);
+        assert!(r.complete);
+        assert_eq!(r.bytes, data[..4500]);
+        // A DIFAT sector pointing at itself, with more FAT sectors to find,
+        // is a loop: malformed, not a hang.
+        let mut looped = f.clone();
+        looped[44..48].copy_from_slice(&1000u32.to_le_bytes());
+        let at = 512 * 111 + 508;
+        looped[at..at + 4].copy_from_slice(&110u32.to_le_bytes());
+        assert_eq!(Cfb::parse(&looped).err(), Some(Malformed("DIFAT loop")));
+    }
+
+    #[test]
+    fn version_4_files_have_4096_byte_sectors() {
+        // Header sector of 4096 bytes, FAT in sector 0, directory in 1, a
+        // stream of 5000 bytes in 2..4.
+        let mut f = vec![0u8; 4096];
+        f[..8].copy_from_slice(&MAGIC);
+        f[26..28].copy_from_slice(&4u16.to_le_bytes());
+        f[28..30].copy_from_slice(&0xfffeu16.to_le_bytes());
+        f[30..32].copy_from_slice(&12u16.to_le_bytes());
+        f[32..34].copy_from_slice(&6u16.to_le_bytes());
+        f[44..48].copy_from_slice(&1u32.to_le_bytes());
+        f[48..52].copy_from_slice(&1u32.to_le_bytes());
+        f[56..60].copy_from_slice(&4096u32.to_le_bytes());
+        f[60..64].copy_from_slice(&ENDOFCHAIN.to_le_bytes());
+        f[68..72].copy_from_slice(&ENDOFCHAIN.to_le_bytes());
+        for i in 0..HEADER_DIFAT {
+            f[76 + 4 * i..80 + 4 * i].copy_from_slice(&NOSTREAM.to_le_bytes());
+        }
+        f[76..80].copy_from_slice(&0u32.to_le_bytes());
+        let mut fat = vec![NOSTREAM; 1024];
+        fat[..4].copy_from_slice(&[FATSECT, ENDOFCHAIN, 3, ENDOFCHAIN]);
+        f.extend(fat.iter().flat_map(|v| v.to_le_bytes()));
+        let mut dir = vec![0u8; 4096];
+        dir[..20].copy_from_slice(
+            &"Root Entry"
+                .encode_utf16()
+                .flat_map(|u| u.to_le_bytes())
+                .collect::<Vec<_>>(),
+        );
+        dir[64] = 22;
+        dir[66] = 5;
+        dir[68..80].copy_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0]);
+        dir[116..120].copy_from_slice(&ENDOFCHAIN.to_le_bytes());
+        let e = &mut dir[128..256];
+        e[..8].copy_from_slice(&[b'B', 0, b'i', 0, b'g', 0, 0, 0]);
+        e[64] = 8;
+        e[66] = 2;
+        e[68..80].copy_from_slice(&[0xff; 12]);
+        e[116..120].copy_from_slice(&2u32.to_le_bytes());
+        e[120..128].copy_from_slice(&5000u64.to_le_bytes());
+        f.extend_from_slice(&dir);
+        let data: Vec<u8> = (0..8192).map(|i| (i % 13) as u8).collect();
+        f.extend_from_slice(&data);
+        let cfb = Cfb::parse(&f).unwrap();
+        assert_eq!(cfb.tree(), vec![(1, 0)]);
+        let r = cfb.stream(&cfb.entries[1]);
+        assert!(r.complete);
+        assert_eq!(r.bytes, data[..5000]);
+    }
 }

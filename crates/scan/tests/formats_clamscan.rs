@@ -1236,6 +1236,18 @@ fn ole2_streams_and_macros_agree_with_clamscan() {
         ),
         ("clean.doc", cfb::word_doc(b"hello", &[]), None),
         (
+            // Excel's layout: _VBA_PROJECT_CUR/VBA.
+            "macro.xls",
+            {
+                let (vba, project) = cfb::vba_project(&[("Module1", &marked)]);
+                cfb::cfb(&[
+                    cfb::Node::Stream("Workbook", b"book".to_vec()),
+                    cfb::Node::Storage("_VBA_PROJECT_CUR", vec![project, vba]),
+                ])
+            },
+            Some("Sluice.Test.Macro"),
+        ),
+        (
             "vbaProject.bin",
             cfb::vba_project_bin(&[("Module1", &marked)]),
             Some("Sluice.Test.Macro"),
