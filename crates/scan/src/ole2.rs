@@ -498,6 +498,23 @@ impl Ole2Reader {
                 return;
             }
         }
+        // Embedded objects (`\x01Ole10Native`): the file inside, without its
+        // header, as a file of its own too.
+        for &(i, _) in &tree {
+            let e = &cfb.entries[i];
+            if e.kind != Kind::Stream || !e.name.eq_ignore_ascii_case("\u{1}Ole10Native") {
+                continue;
+            }
+            let read = cfb.stream(e);
+            match ole10_native(&read.bytes) {
+                Some(payload) => {
+                    if !self.child(payload, ctx) {
+                        return;
+                    }
+                }
+                None => malformed = true,
+            }
+        }
         let mut stopped = false;
         let read = macros(&cfb, &tree, ctx.limits.max_ole2_size, |source| {
             stopped = !self.child(source, ctx);
@@ -546,6 +563,27 @@ impl Ole2Reader {
         node.finish(ctx);
         ctx.found.infected.is_none()
     }
+}
+
+/// The file inside an `\x01Ole10Native` stream (an object embedded with OLE 1
+/// packaging): after the total size, a type, the label, the source path, 8
+/// bytes, the temporary path and the file's size, as ClamAV reads it. A stream
+/// too short for that header is read as the size and the bytes after it.
+fn ole10_native(stream: &[u8]) -> Option<&[u8]> {
+    let total = le32(stream.get(..4)?, 0) as usize;
+    if total > stream.len() {
+        return None;
+    }
+    if stream.len() - total < 4 {
+        return stream.get(4..4 + total);
+    }
+    let cstring_end =
+        |from: usize| -> Option<usize> { Some(from + memchr::memchr(0, stream.get(from..)?)? + 1) };
+    let p = cstring_end(6)?;
+    let p = cstring_end(p)?;
+    let p = cstring_end(p + 8)?;
+    let size = le32(stream.get(p..p + 4)?, 0) as usize;
+    stream.get(p + 4..(p + 4).checked_add(size)?)
 }
 
 /// Feeds a stream's or a module's next bytes to its file, counted as unpacked
@@ -806,5 +844,30 @@ mod tests {
         let r = cfb.stream(&cfb.entries[1]);
         assert!(r.complete);
         assert_eq!(r.bytes, data[..5000]);
+    }
+
+    #[test]
+    fn ole10_native_payloads() {
+        let mut s = Vec::new();
+        s.extend_from_slice(&0u32.to_le_bytes());
+        s.extend_from_slice(&[2, 0]);
+        s.extend_from_slice(b"clam.exe\0C:\\clam.exe\0");
+        s.extend_from_slice(&[0; 8]);
+        s.extend_from_slice(b"C:\\tmp\\clam.exe\0");
+        s.extend_from_slice(&5u32.to_le_bytes());
+        s.extend_from_slice(b"MZ..!");
+        s.extend_from_slice(b"trailer");
+        let total = (s.len() - 4) as u32;
+        s[..4].copy_from_slice(&total.to_le_bytes());
+        assert_eq!(ole10_native(&s), Some(&b"MZ..!"[..]));
+        // Cut anywhere: no payload or a shorter header read, never a panic.
+        for cut in 0..s.len() {
+            let _ = ole10_native(&s[..cut]);
+        }
+        // A payload size past the end.
+        let mut big = s.clone();
+        let at = s.len() - 7 - 5 - 4;
+        big[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(ole10_native(&big), None);
     }
 }

@@ -1367,3 +1367,52 @@ fn ole2_target_type_agrees_with_clamscan() {
         ],
     );
 }
+
+/// ClamAV's own Office test files (Debian's `clamav-testfiles`): `clam.exe`
+/// inside them is found by its body and by its hash, as clamscan finds it.
+#[test]
+fn ole2_clamav_testfiles() {
+    let dir = Path::new("/usr/share/clamav-testfiles");
+    if !dir.exists() {
+        assert!(
+            !sluice_testkit::under_ci(),
+            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
+        );
+        eprintln!("clamav-testfiles is not installed: skipped");
+        return;
+    }
+    let exe = std::fs::read(dir.join("clam.exe")).unwrap();
+    for (sig, db) in [
+        (
+            "Clam.Exe.Body",
+            (
+                "c.ndb",
+                format!("Clam.Exe.Body:0:*:{}\n", hex(&exe[200..240])),
+            ),
+        ),
+        (
+            "Clam.Exe.Hash",
+            (
+                "c.hdb",
+                format!("{}:{}:Clam.Exe.Hash\n", md5_hex(&exe), exe.len()),
+            ),
+        ),
+    ] {
+        let mut b = scan::DatabaseBuilder::new();
+        b.add_file(db.0, db.1.as_bytes()).unwrap();
+        let scanner = Scanner::new(Arc::new(b.build().unwrap().0), Limits::default());
+        for name in ["clam.ole.doc"] {
+            let bytes = std::fs::read(dir.join(name)).unwrap();
+            let mut s = scanner.file_session();
+            for c in bytes.chunks(1000) {
+                s.feed(c);
+            }
+            let (v, stats) = s.finish_with_stats();
+            assert_eq!(
+                v,
+                Verdict::Infected { name: sig.into() },
+                "{name} {stats:?}"
+            );
+        }
+    }
+}
