@@ -1,6 +1,8 @@
 //! OLE2 compound files ([MS-CFB]: Office 97-2003 documents, OOXML's
 //! `vbaProject.bin`): every stream is scanned as a file of its own, and the
-//! source code of the VBA macro modules, decompressed, as well.
+//! source code of the VBA macro modules, decompressed, as well; so are, as
+//! ClamAV takes them out, the file inside an embedded object's
+//! `\x01Ole10Native` stream and PowerPoint's zlib-compressed embedded objects.
 //!
 //! As ClamAV presents it, a module's source is matched normalised (letters
 //! lower-cased outside string literals, blanks squeezed, continued lines
@@ -22,7 +24,8 @@
 //! Memory while one is taken apart: the file itself (at most `max_ole2_size`),
 //! its FAT, mini FAT, directory and mini stream (each no bigger than the file),
 //! and for one VBA module at a time its stream and its decompressed source
-//! (at most `max_ole2_size`). Streams go to their files a sector at a time and
+//! (at most `max_ole2_size`); an `\x01Ole10Native` or PowerPoint document
+//! stream is read whole (no bigger than the file). Streams go to their files a sector at a time and
 //! are never copied whole. An OLE2 file inside a stream is gathered by its own
 //! file, so nesting multiplies this by at most `max_depth`.
 
@@ -515,6 +518,28 @@ impl Ole2Reader {
                 None => malformed = true,
             }
         }
+        // PowerPoint keeps embedded objects zlib-compressed in its document
+        // stream: each is a file of its own (often an OLE2 file in turn).
+        for &(i, _) in &tree {
+            let e = &cfb.entries[i];
+            if e.kind != Kind::Stream || !e.name.eq_ignore_ascii_case("PowerPoint Document") {
+                continue;
+            }
+            let read = cfb.stream(e);
+            for object in ppt_objects(&read.bytes) {
+                let Some(mut node) = self.open_child(ctx) else {
+                    return;
+                };
+                match crate::unpack::inflate_zlib(object, &mut node, ctx) {
+                    None => return,
+                    Some(ended) => malformed |= !ended,
+                }
+                node.finish(ctx);
+                if ctx.found.infected.is_some() {
+                    return;
+                }
+            }
+        }
         let mut stopped = false;
         let read = macros(&cfb, &tree, ctx.limits.max_ole2_size, |source| {
             stopped = !self.child(source, ctx);
@@ -584,6 +609,29 @@ fn ole10_native(stream: &[u8]) -> Option<&[u8]> {
     let p = cstring_end(p + 8)?;
     let size = le32(stream.get(p..p + 4)?, 0) as usize;
     stream.get(p + 4..(p + 4).checked_add(size)?)
+}
+
+/// The compressed embedded objects of a PowerPoint document stream: its
+/// top-level records ([MS-PPT] §2.3.1: version and instance, type, length),
+/// those of type 0x1011 (ExOleObjStg, compressed) without their 4-byte
+/// decompressed size, as ClamAV reads them; the walk ends at a record of length
+/// zero or past the end.
+fn ppt_objects(stream: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut p = 0;
+    while p + 8 <= stream.len() {
+        let kind = le16(stream, p + 2);
+        let len = le32(stream, p + 4) as usize;
+        p += 8;
+        if len == 0 || len > stream.len() - p {
+            break;
+        }
+        if kind == 0x1011 && len >= 4 {
+            out.push(&stream[p + 4..p + len]);
+        }
+        p += len;
+    }
+    out
 }
 
 /// Feeds a stream's or a module's next bytes to its file, counted as unpacked
@@ -869,5 +917,28 @@ mod tests {
         let at = s.len() - 7 - 5 - 4;
         big[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(ole10_native(&big), None);
+    }
+
+    #[test]
+    fn powerpoint_compressed_objects() {
+        let rec = |kind: u16, body: &[u8]| {
+            let mut r = vec![0x0f, 0];
+            r.extend_from_slice(&kind.to_le_bytes());
+            r.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            r.extend_from_slice(body);
+            r
+        };
+        let mut s = rec(0x03e8, b"document container");
+        s.extend(rec(0x1011, b"\x05\0\0\0zlib"));
+        s.extend(rec(0x1011, b"\0\0")); // too short for its size field
+        s.extend(rec(0x1011, b"\x01\0\0\0more"));
+        assert_eq!(ppt_objects(&s), vec![&b"zlib"[..], &b"more"[..]]);
+        // A length past the end stops the walk; so does a zero length.
+        let mut cut = s.clone();
+        cut[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(ppt_objects(&cut).is_empty());
+        for end in 0..s.len() {
+            assert!(ppt_objects(&s[..end]).len() <= 2);
+        }
     }
 }

@@ -126,6 +126,21 @@ fn pump(
     }
 }
 
+/// Inflates a zlib stream (RFC 1950) held in memory into `child`, under the
+/// unpacked-bytes and ratio limits. `None` when the scan must stop (a limit, a
+/// detection: `child` is to be dropped); otherwise whether the stream ended
+/// cleanly (if not, what came out is in `child` all the same).
+pub(crate) fn inflate_zlib(input: &[u8], child: &mut FileNode, ctx: &mut Ctx<'_>) -> Option<bool> {
+    let mut codec = Codec::Deflate(flate2::Decompress::new(true));
+    let mut buf = vec![0u8; OUT_BUF];
+    let mut acct = Acct::default();
+    match pump(&mut codec, input, &mut buf, child, &mut acct, ctx) {
+        Ok((_, ended)) => Some(ended),
+        Err(Stop::Corrupt) => Some(false),
+        Err(Stop::Halt) => None,
+    }
+}
+
 /// Decoder state of one container being unpacked.
 pub(crate) enum Unpacker {
     Stream(Box<StreamUnpacker>),

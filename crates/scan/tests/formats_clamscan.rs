@@ -1401,7 +1401,7 @@ fn ole2_clamav_testfiles() {
         let mut b = scan::DatabaseBuilder::new();
         b.add_file(db.0, db.1.as_bytes()).unwrap();
         let scanner = Scanner::new(Arc::new(b.build().unwrap().0), Limits::default());
-        for name in ["clam.ole.doc"] {
+        for name in ["clam.ole.doc", "clam.ppt"] {
             let bytes = std::fs::read(dir.join(name)).unwrap();
             let mut s = scanner.file_session();
             for c in bytes.chunks(1000) {
