@@ -25,9 +25,10 @@
 //! its FAT, mini FAT, directory and mini stream (each no bigger than the file),
 //! and for one VBA module at a time its stream and its decompressed source
 //! (at most `max_ole2_size`); an `\x01Ole10Native` or PowerPoint document
-//! stream is read whole (no bigger than the file). Streams go to their files a sector at a time and
-//! are never copied whole. An OLE2 file inside a stream is gathered by its own
-//! file, so nesting multiplies this by at most `max_depth`.
+//! stream is read whole (no bigger than the file). Other streams go to their
+//! files a sector at a time and are never copied whole. An OLE2 file inside a
+//! stream is gathered by its own file, so nesting multiplies this by at most
+//! `max_depth`.
 
 use crate::pipeline::{Ctx, FileNode};
 use crate::vba::{self, Inflate};
@@ -465,98 +466,125 @@ impl Ole2Reader {
         self.buf.extend_from_slice(data);
     }
 
-    /// Parses the file and scans its streams, then its macros' source code.
+    /// Parses the file and scans its streams, the files embedded in them, then
+    /// its macros' source code.
     pub fn finish(self, ctx: &mut Ctx<'_>) {
         if self.over {
             return;
         }
-        let cfb = match Cfb::parse(&self.buf) {
-            Ok(c) => c,
-            Err(_) => {
-                ctx.found.stats.malformed_archives += 1;
-                return;
-            }
+        let Ok(cfb) = Cfb::parse(&self.buf) else {
+            ctx.found.stats.malformed_archives += 1;
+            return;
         };
         let tree = cfb.tree();
         let mut malformed = false;
-        for &(i, _) in &tree {
+        let mut stopped = false;
+        for step in [Self::streams, Self::ole10_objects, Self::powerpoint_objects] {
+            match step(&self, &cfb, &tree, ctx) {
+                Some(bad) => malformed |= bad,
+                None => {
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        if !stopped {
+            let read = macros(&cfb, &tree, ctx.limits.max_ole2_size, |source| {
+                stopped = !self.child(source, ctx);
+                !stopped
+            });
+            malformed |= read.malformed;
+            if read.capped {
+                ctx.found.limit(LimitKind::Ole2Size);
+            }
+            if !stopped
+                && read.projects > 0
+                && ctx.limits.alert_macros
+                && ctx.found.heuristic.is_none()
+            {
+                ctx.found.heuristic = Some(MACROS_NAME);
+            }
+        }
+        if malformed {
+            ctx.found.stats.malformed_archives += 1;
+        }
+    }
+
+    /// Scans every stream as a file, fed a sector at a time, never copied
+    /// whole. `None` when the scan must stop, else whether a chain was broken.
+    fn streams(&self, cfb: &Cfb<'_>, tree: &[(usize, usize)], ctx: &mut Ctx<'_>) -> Option<bool> {
+        let mut malformed = false;
+        for &(i, _) in tree {
             let e = &cfb.entries[i];
             if e.kind != Kind::Stream || e.size == 0 {
                 continue;
             }
-            // Streams go to their file a sector at a time, never copied whole.
-            let Some(mut node) = self.open_child(ctx) else {
-                return;
-            };
+            let mut node = self.open_child(ctx)?;
             let mut fed = true;
             malformed |= !cfb.stream_each(e, |s| {
                 fed = feed_child(&mut node, s, ctx);
                 fed
             });
             if !fed {
-                return;
+                return None;
             }
             node.finish(ctx);
             if ctx.found.infected.is_some() {
-                return;
+                return None;
             }
         }
-        // Embedded objects (`\x01Ole10Native`): the file inside, without its
-        // header, as a file of its own too.
-        for &(i, _) in &tree {
+        Some(malformed)
+    }
+
+    /// Scans the file inside each embedded object (`\x01Ole10Native`), without
+    /// its header, as a file of its own too.
+    fn ole10_objects(
+        &self,
+        cfb: &Cfb<'_>,
+        tree: &[(usize, usize)],
+        ctx: &mut Ctx<'_>,
+    ) -> Option<bool> {
+        let mut malformed = false;
+        for &(i, _) in tree {
             let e = &cfb.entries[i];
             if e.kind != Kind::Stream || !e.name.eq_ignore_ascii_case("\u{1}Ole10Native") {
                 continue;
             }
             let read = cfb.stream(e);
             match ole10_native(&read.bytes) {
-                Some(payload) => {
-                    if !self.child(payload, ctx) {
-                        return;
-                    }
-                }
+                Some(payload) if !self.child(payload, ctx) => return None,
+                Some(_) => {}
                 None => malformed = true,
             }
         }
-        // PowerPoint keeps embedded objects zlib-compressed in its document
-        // stream: each is a file of its own (often an OLE2 file in turn).
-        for &(i, _) in &tree {
+        Some(malformed)
+    }
+
+    /// PowerPoint keeps embedded objects zlib-compressed in its document
+    /// stream: each is scanned as a file (often an OLE2 file in turn).
+    fn powerpoint_objects(
+        &self,
+        cfb: &Cfb<'_>,
+        tree: &[(usize, usize)],
+        ctx: &mut Ctx<'_>,
+    ) -> Option<bool> {
+        let mut malformed = false;
+        for &(i, _) in tree {
             let e = &cfb.entries[i];
             if e.kind != Kind::Stream || !e.name.eq_ignore_ascii_case("PowerPoint Document") {
                 continue;
             }
             let read = cfb.stream(e);
             for object in ppt_objects(&read.bytes) {
-                let Some(mut node) = self.open_child(ctx) else {
-                    return;
-                };
-                match crate::unpack::inflate_zlib(object, &mut node, ctx) {
-                    None => return,
-                    Some(ended) => malformed |= !ended,
-                }
+                let mut node = self.open_child(ctx)?;
+                malformed |= !crate::unpack::inflate_zlib(object, &mut node, ctx)?;
                 node.finish(ctx);
                 if ctx.found.infected.is_some() {
-                    return;
+                    return None;
                 }
             }
         }
-        let mut stopped = false;
-        let read = macros(&cfb, &tree, ctx.limits.max_ole2_size, |source| {
-            stopped = !self.child(source, ctx);
-            !stopped
-        });
-        if malformed || read.malformed {
-            ctx.found.stats.malformed_archives += 1;
-        }
-        if read.capped {
-            ctx.found.limit(LimitKind::Ole2Size);
-        }
-        if stopped {
-            return;
-        }
-        if read.projects > 0 && ctx.limits.alert_macros && ctx.found.heuristic.is_none() {
-            ctx.found.heuristic = Some(MACROS_NAME);
-        }
+        Some(malformed)
     }
 
     /// A file for one stream or module source inside this one, counted as an
