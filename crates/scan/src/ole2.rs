@@ -6,11 +6,12 @@
 //!
 //! As ClamAV presents it, a module's source is matched normalised (letters
 //! lower-cased outside string literals, blanks squeezed, continued lines
-//! joined: [`vba::normalize`]), so a signature for macro code is written in
-//! that form. Unlike ClamAV, which writes one text of all modules after a
-//! header of `REM` lines and converts it to UTF-8, each module is a file of its
-//! own, as its code page has it: a signature within one module's text matches
-//! the same, one spanning modules or anchored at an offset does not.
+//! joined: [`vba::normalize`]) and in UTF-8 (from Windows-1252 or ISO-8859-1;
+//! other code pages are left as they are, where ClamAV converts them too), so a
+//! signature for macro code is written in that form. Unlike ClamAV, which
+//! writes one text of all modules after a header of `REM` lines, each module is
+//! a file of its own: a signature within one module's text matches the same,
+//! one spanning modules or anchored at an offset does not.
 //!
 //! The FAT, directory and stream sectors may lie anywhere in the file, in any
 //! order, so an OLE2 file cannot be taken apart as it streams: it is gathered in
@@ -24,7 +25,7 @@
 //! Memory while one is taken apart: the file itself (at most `max_ole2_size`),
 //! its FAT, mini FAT, directory and mini stream (each no bigger than the file),
 //! and for one VBA module at a time its stream and its decompressed source
-//! (at most `max_ole2_size`); an `\x01Ole10Native` or PowerPoint document
+//! (at most `max_ole2_size`, up to three times that once in UTF-8); an `\x01Ole10Native` or PowerPoint document
 //! stream is read whole (no bigger than the file). Other streams go to their
 //! files a sector at a time and are never copied whole. An OLE2 file inside a
 //! stream is gathered by its own file, so nesting multiplies this by at most
@@ -414,6 +415,7 @@ pub(crate) fn macros(
             continue;
         }
         r.projects += 1;
+        let codepage = vba::codepage(&dir);
         for m in vba::modules(&dir) {
             let Some(&e) = streams.get(&m.stream.to_lowercase()) else {
                 r.malformed = true;
@@ -429,7 +431,7 @@ pub(crate) fn macros(
             r.malformed |= status == Inflate::Malformed;
             r.capped |= status == Inflate::Capped;
             r.modules += 1;
-            if !each(&vba::normalize(&source)) {
+            if !each(&vba::normalize(&vba::to_utf8(source, codepage))) {
                 return r;
             }
         }

@@ -112,13 +112,40 @@ pub(crate) struct Module {
     pub offset: u32,
 }
 
-/// The modules listed in a decompressed `dir` stream (MS-OVBA §2.3.4.2). Records
-/// are read in order up to the terminator or the first that does not fit; a
+/// The records of a decompressed `dir` stream (MS-OVBA §2.3.4.2): id and data,
+/// in order, up to the terminator or the first that does not fit.
+fn records(dir: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        let head = dir.get(pos..pos + 6)?;
+        let id = u16::from_le_bytes([head[0], head[1]]);
+        // §2.3.4.2.1.11 PROJECTVERSION: the size field is a reserved 4, and the
+        // record holds 6 bytes.
+        let len = if id == 0x0009 {
+            6
+        } else {
+            u32::from_le_bytes([head[2], head[3], head[4], head[5]]) as usize
+        };
+        let data = dir.get(pos + 6..(pos + 6).checked_add(len)?)?;
+        pos += 6 + len;
+        // The dir stream terminator.
+        (id != 0x0010).then_some((id, data))
+    })
+}
+
+/// The project's code page (PROJECTCODEPAGE, §2.3.4.2.1.4), which the modules'
+/// source is in; ISO-8859-1 when the record is missing, as ClamAV takes it.
+pub(crate) fn codepage(dir: &[u8]) -> u16 {
+    records(dir)
+        .find(|&(id, d)| id == 0x0003 && d.len() == 2)
+        .map_or(28591, |(_, d)| u16::from_le_bytes([d[0], d[1]]))
+}
+
+/// The modules listed in a decompressed `dir` stream (MS-OVBA §2.3.4.2); a
 /// module with no stream name is left out.
 pub(crate) fn modules(dir: &[u8]) -> Vec<Module> {
     let mut out = Vec::new();
     let mut current: Option<(Option<String>, Option<String>, u32)> = None;
-    let mut pos = 0;
     let flush = |m: Option<(Option<String>, Option<String>, u32)>, out: &mut Vec<Module>| {
         if let Some((ansi, uni, offset)) = m {
             if let Some(stream) = uni.or(ansi) {
@@ -126,20 +153,7 @@ pub(crate) fn modules(dir: &[u8]) -> Vec<Module> {
             }
         }
     };
-    while pos + 6 <= dir.len() {
-        let id = u16::from_le_bytes([dir[pos], dir[pos + 1]]);
-        let mut len =
-            u32::from_le_bytes([dir[pos + 2], dir[pos + 3], dir[pos + 4], dir[pos + 5]]) as usize;
-        if id == 0x0009 {
-            // §2.3.4.2.1.11 PROJECTVERSION: the size field is a reserved 4, and
-            // the record holds 6 bytes.
-            len = 6;
-        }
-        pos += 6;
-        let Some(data) = dir.get(pos..pos.saturating_add(len)) else {
-            break;
-        };
-        pos += len;
+    for (id, data) in records(dir) {
         match id {
             // MODULENAME starts a module.
             0x0019 => flush(current.replace((None, None, 0)), &mut out),
@@ -162,20 +176,44 @@ pub(crate) fn modules(dir: &[u8]) -> Vec<Module> {
                 }
             }
             // MODULEOFFSET.
-            0x0031 if len == 4 => {
+            0x0031 if data.len() == 4 => {
                 if let Some(m) = current.as_mut() {
                     m.2 = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
                 }
             }
             // Module terminator.
             0x002b => flush(current.take(), &mut out),
-            // dir stream terminator.
-            0x0010 => break,
             _ => {}
         }
     }
     flush(current, &mut out);
     out
+}
+
+/// Windows-1252's characters for bytes 0x80 to 0x9F (the rest is ISO-8859-1);
+/// its five unassigned bytes are taken as the C1 controls they sit on.
+const CP1252_HIGH: [u16; 32] = [
+    0x20ac, 0x0081, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160, 0x2039,
+    0x0152, 0x008d, 0x017d, 0x008f, 0x0090, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014,
+    0x02dc, 0x2122, 0x0161, 0x203a, 0x0153, 0x009d, 0x017e, 0x0178,
+];
+
+/// A module's source converted to UTF-8 from the project's code page, as
+/// ClamAV converts it before matching: Windows-1252 and ISO-8859-1 are
+/// converted; UTF-8 and other code pages are left as they are.
+pub(crate) fn to_utf8(source: Vec<u8>, codepage: u16) -> Vec<u8> {
+    if source.is_ascii() || !matches!(codepage, 1252 | 28591) {
+        return source;
+    }
+    let mut out = String::with_capacity(source.len() + source.len() / 4);
+    for &b in &source {
+        let c = match b {
+            0x80..=0x9f if codepage == 1252 => CP1252_HIGH[usize::from(b - 0x80)],
+            _ => u16::from(b),
+        };
+        out.push(char::from_u32(u32::from(c)).unwrap_or('\u{fffd}'));
+    }
+    out.into_bytes()
 }
 
 /// Where the normaliser of a module's source stands.
@@ -391,6 +429,17 @@ mod tests {
         for cut in 0..fixed.len() {
             assert!(modules(&fixed[..cut]).len() <= 2);
         }
+    }
+
+    #[test]
+    fn code_pages_convert_to_utf8() {
+        assert_eq!(
+            to_utf8(b"Caf\xe9 \x80uro".to_vec(), 1252),
+            "Café €uro".as_bytes()
+        );
+        assert_eq!(to_utf8(b"\x80".to_vec(), 28591), "\u{80}".as_bytes());
+        // Other code pages are left as they are.
+        assert_eq!(to_utf8(b"\x82\xa0".to_vec(), 932), b"\x82\xa0");
     }
 
     #[test]

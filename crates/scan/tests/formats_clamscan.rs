@@ -1171,10 +1171,11 @@ fn ole2_streams_and_macros_agree_with_clamscan() {
     use support::cfb;
     let ndb = format!(
         "Sluice.Test.Ole2Stream:0:*:{}\nSluice.Test.Macro:0:*:{}\n\
-         Sluice.Test.Code:0:*:{}\n{}",
+         Sluice.Test.Code:0:*:{}\nSluice.Test.Utf8:0:*:{}\n{}",
         hex(STREAM_MARK),
         hex(MACRO_MARK),
         hex(CODE_MARK),
+        hex("Café €uro".as_bytes()),
         support::eicar_ndb()
     );
     let mut big = vec![b'.'; 6000];
@@ -1235,6 +1236,12 @@ fn ole2_streams_and_macros_agree_with_clamscan() {
             Some("Sluice.Test.Code"),
         ),
         ("clean.doc", cfb::word_doc(b"hello", &[]), None),
+        (
+            // Source in the project's code page (1252) is matched in UTF-8.
+            "macro-1252.doc",
+            cfb::word_doc(b"hello", &[("Module1", &module(b"Caf\xe9 \x80uro"))]),
+            Some("Sluice.Test.Utf8"),
+        ),
         (
             // Excel's layout: _VBA_PROJECT_CUR/VBA.
             "macro.xls",
