@@ -35,7 +35,8 @@ pub enum FileType {
     Swf,
     /// Java class file.
     JavaClass,
-    /// OLE2 compound document (old Office formats).
+    /// OLE2 compound document (old Office formats, OOXML's `vbaProject.bin`):
+    /// its streams and VBA macro source are scanned.
     Ole2,
     /// GIF, PNG, JPEG, BMP or TIFF image.
     Image,
@@ -111,9 +112,12 @@ impl FileType {
     /// Whether the pipeline unpacks this type.
     pub fn action(self) -> Action {
         match self {
-            FileType::Gzip | FileType::Zip | FileType::Tar | FileType::Bzip2 | FileType::Xz => {
-                Action::Unpack
-            }
+            FileType::Gzip
+            | FileType::Zip
+            | FileType::Tar
+            | FileType::Bzip2
+            | FileType::Xz
+            | FileType::Ole2 => Action::Unpack,
             _ => Action::Scan,
         }
     }
@@ -124,6 +128,9 @@ impl FileType {
         match target {
             0 => self != FileType::Mail,
             1 => self == FileType::Pe,
+            // The OLE2 file itself (in a zip too), as ClamAV matches it; not its
+            // streams or macros, which are files of their own types.
+            2 => self == FileType::Ole2,
             4 => self == FileType::Mail,
             5 => self == FileType::Image,
             6 => self == FileType::Elf,

@@ -2,7 +2,8 @@
 //!
 //! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
 //! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
-//! decompression (gzip, zip, tar, bzip2, xz, recursively) and signature matching
+//! decompression (gzip, zip, tar, bzip2, xz, recursively), OLE2 documents taken
+//! apart into their streams and VBA macro source, and signature matching
 //! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip entries and mail attachments,
 //! `.mdb`/`.msb` PE section hashes, with `.ftm` file-type magic, `.ign2` ignore
 //! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
@@ -14,7 +15,8 @@
 //! [`Verdict`] comes at the end.
 //!
 //! What is scanned: every leaf MIME part and uuencoded block, decoded, as a file; every
-//! file inside an archive, recursively; the archive bytes themselves; and, for
+//! file inside an archive, recursively; every stream of an OLE2 document and each
+//! of its VBA modules' source code; the archive bytes themselves; and, for
 //! target-type-4 (mail) signatures only, the raw message. Unlike ClamAV, target-0
 //! signatures are not run over the raw message (its header lines and encoded text),
 //! which keeps one pass per byte of decoded content.
@@ -46,6 +48,7 @@ mod links;
 mod logical;
 mod matcher;
 pub mod mime;
+mod ole2;
 mod pcre;
 mod pe;
 mod phish;
@@ -53,6 +56,7 @@ mod pipeline;
 mod session;
 mod signature;
 mod unpack;
+mod vba;
 mod verdict;
 
 pub use database::{Database, DatabaseBuilder, LoadReport, EICAR, EICAR_NAME};

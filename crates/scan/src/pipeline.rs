@@ -267,6 +267,7 @@ impl FileNode {
             FileType::Bzip2 => Unpacker::bzip2(self.depth),
             FileType::Xz => Unpacker::xz(self.depth),
             FileType::Zip => Unpacker::zip(self.depth),
+            FileType::Ole2 => Unpacker::ole2(self.depth),
             _ => Unpacker::tar(self.depth),
         });
     }

@@ -121,8 +121,8 @@ pub(crate) fn parse_ndb(line: &str) -> Result<BodySig, Refusal> {
     }
     let name = fields[0].to_string();
     let target: u8 = fields[1].parse().map_err(|_| "ndb: bad target type")?;
-    if !matches!(target, 0 | 1 | 4 | 5 | 6 | 9 | 10 | 11 | 12) {
-        return Err("ndb: target type not supported (2 OLE2, 3 HTML, 7 text, 8 graphics, 13+)");
+    if !matches!(target, 0 | 1 | 2 | 4 | 5 | 6 | 9 | 10 | 11 | 12) {
+        return Err("ndb: target type not supported (3 HTML, 7 text, 8 graphics, 13+)");
     }
     let offset = parse_offset(fields[2])?;
     let groups = parse_hex(fields[3])?;

@@ -126,11 +126,27 @@ fn pump(
     }
 }
 
+/// Inflates a zlib stream (RFC 1950) held in memory into `child`, under the
+/// unpacked-bytes and ratio limits. `None` when the scan must stop (a limit, a
+/// detection: `child` is to be dropped); otherwise whether the stream ended
+/// cleanly (if not, what came out is in `child` all the same).
+pub(crate) fn inflate_zlib(input: &[u8], child: &mut FileNode, ctx: &mut Ctx<'_>) -> Option<bool> {
+    let mut codec = Codec::Deflate(flate2::Decompress::new(true));
+    let mut buf = vec![0u8; OUT_BUF];
+    let mut acct = Acct::default();
+    match pump(&mut codec, input, &mut buf, child, &mut acct, ctx) {
+        Ok((_, ended)) => Some(ended),
+        Err(Stop::Corrupt) => Some(false),
+        Err(Stop::Halt) => None,
+    }
+}
+
 /// Decoder state of one container being unpacked.
 pub(crate) enum Unpacker {
     Stream(Box<StreamUnpacker>),
     Zip(Box<ZipReader>),
     Tar(Box<TarReader>),
+    Ole2(Box<crate::ole2::Ole2Reader>),
 }
 
 impl Unpacker {
@@ -149,12 +165,16 @@ impl Unpacker {
     pub fn tar(depth: usize) -> Self {
         Unpacker::Tar(Box::new(TarReader::new(depth)))
     }
+    pub fn ole2(depth: usize) -> Self {
+        Unpacker::Ole2(Box::new(crate::ole2::Ole2Reader::new(depth)))
+    }
 
     pub fn feed(&mut self, data: &[u8], ctx: &mut Ctx<'_>) {
         match self {
             Unpacker::Stream(s) => s.feed(data, ctx),
             Unpacker::Zip(z) => z.feed(data, ctx),
             Unpacker::Tar(t) => t.feed(data, ctx),
+            Unpacker::Ole2(o) => o.feed(data, ctx),
         }
     }
 
@@ -163,6 +183,7 @@ impl Unpacker {
             Unpacker::Stream(s) => s.finish(ctx),
             Unpacker::Zip(z) => z.finish(ctx),
             Unpacker::Tar(t) => t.finish(ctx),
+            Unpacker::Ole2(o) => o.finish(ctx),
         }
     }
 }

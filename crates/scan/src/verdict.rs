@@ -17,6 +17,9 @@ pub enum LimitKind {
     Parts,
     /// MIME containers nested deeper than [`Limits::max_mime_depth`].
     MimeDepth,
+    /// An OLE2 file bigger than [`Limits::max_ole2_size`] (its streams and macros
+    /// were not looked at), or a VBA module's source longer than that.
+    Ole2Size,
 }
 
 impl LimitKind {
@@ -29,6 +32,7 @@ impl LimitKind {
             LimitKind::Entries => "archive-entries",
             LimitKind::Parts => "mime-parts",
             LimitKind::MimeDepth => "mime-depth",
+            LimitKind::Ole2Size => "ole2-size",
         }
     }
 }
@@ -111,6 +115,17 @@ pub struct Limits {
     pub max_regex_window: usize,
     /// Encrypted archive entries: allow or reject. Default reject.
     pub encrypted: EncryptedPolicy,
+    /// Largest OLE2 file (Office 97-2003 document, `vbaProject.bin`) taken apart
+    /// into its streams and VBA macros. Its sectors can lie anywhere, so the file
+    /// is held in memory until it ends: this much per open OLE2 file, and files
+    /// nest at most `max_depth` deep. A bigger one is still matched as a whole
+    /// but gives [`LimitKind::Ole2Size`]; so does a macro's source that
+    /// decompresses to more than this. Default 8 MiB.
+    pub max_ole2_size: usize,
+    /// Report a document with VBA macros as `Heuristics.OLE2.ContainsMacros`
+    /// when no signature matched, as ClamAV's `--alert-macros` (clamd's
+    /// `AlertOLE2Macros`). Default off.
+    pub alert_macros: bool,
 }
 
 impl Default for Limits {
@@ -126,6 +141,8 @@ impl Default for Limits {
             max_header_bytes: 64 << 10,
             max_regex_window: 2 << 20,
             encrypted: EncryptedPolicy::Reject,
+            max_ole2_size: 8 << 20,
+            alert_macros: false,
         }
     }
 }

@@ -317,3 +317,56 @@ fn memory_does_not_follow_message_size() {
     assert_eq!(v, Verdict::Clean);
     assert!(stats.input_bytes > 19_000_000);
 }
+
+#[test]
+fn ole2_size_limit_and_malformed_documents() {
+    let doc = cfb::word_doc(
+        &noise(300_000, 5),
+        &[("Module1", b"Sub X()\r\nEnd Sub\r\n")],
+    );
+    // Too big to take apart: the limit, and the bytes are still matched whole.
+    let small = scanner(Limits {
+        max_ole2_size: 100_000,
+        ..Limits::default()
+    });
+    assert_eq!(
+        small.scan_file(&doc),
+        Verdict::LimitExceeded(LimitKind::Ole2Size)
+    );
+    let mut with_eicar = doc.clone();
+    with_eicar.extend_from_slice(scan::EICAR);
+    assert_eq!(
+        small.scan_file(&with_eicar),
+        Verdict::Infected {
+            name: scan::EICAR_NAME.into()
+        }
+    );
+    let s = scanner(Limits::default());
+    assert_eq!(s.scan_file(&doc), Verdict::Clean);
+    // Cut short anywhere, or with its sector numbers garbled, a document is a
+    // clean (malformed) outcome, never a panic.
+    for cut in (0..doc.len()).step_by(4099) {
+        let v = s.scan_file(&doc[..cut]);
+        assert!(matches!(v, Verdict::Clean), "cut at {cut}: {v}");
+    }
+    let mut garbled = doc.clone();
+    for at in (512..2048).step_by(4) {
+        garbled[at..at + 4].copy_from_slice(&(at as u32 / 4).to_le_bytes());
+    }
+    let mut session = s.file_session();
+    session.feed(&garbled);
+    let (v, stats) = session.finish_with_stats();
+    assert_eq!(v, Verdict::Clean);
+    assert!(stats.malformed_archives > 0, "{stats:?}");
+    // The macro alert is off by default, on when asked for.
+    let alert = scanner(Limits {
+        alert_macros: true,
+        ..Limits::default()
+    });
+    assert_eq!(
+        alert.scan_file(&doc),
+        Verdict::Infected {
+            name: "Heuristics.OLE2.ContainsMacros.VBA".into()
+        }
+    );
+}

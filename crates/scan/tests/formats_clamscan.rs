@@ -1131,3 +1131,295 @@ Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\
         assert_eq!(found, [expected], "clamscan on {name}");
     }
 }
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+const STREAM_MARK: &[u8] = b"Sluice-Stream-Mark";
+const MACRO_MARK: &[u8] = b"Sluice-Macro-Mark";
+/// Matched in macro code as ClamAV normalises it: lower case.
+const CODE_MARK: &[u8] = b"sluice-code-mark";
+
+/// A VBA module's source with `line` in it.
+fn module(line: &[u8]) -> Vec<u8> {
+    [
+        b"Attribute VB_Name = \"Module1\"\r\nSub AutoOpen()\r\n  MsgBox \"".as_slice(),
+        line,
+        b"\"\r\nEnd Sub\r\n",
+    ]
+    .concat()
+}
+
+/// A `.docm`-shaped zip around a `vbaProject.bin`.
+fn docm(vba_project: &[u8]) -> Vec<u8> {
+    support::zip(
+        &[
+            ("[Content_Types].xml", b"<Types/>"),
+            ("word/document.xml", b"<w:document/>"),
+            ("word/vbaProject.bin", vba_project),
+        ],
+        true,
+    )
+}
+
+/// OLE2 documents: a signature matches inside a stream (in the mini stream or
+/// in regular sectors) and inside a VBA module's decompressed source, in a
+/// `.doc` and in the `vbaProject.bin` of a `.docm`, for clamscan as for Sluice.
+#[test]
+fn ole2_streams_and_macros_agree_with_clamscan() {
+    use support::cfb;
+    let ndb = format!(
+        "Sluice.Test.Ole2Stream:0:*:{}\nSluice.Test.Macro:0:*:{}\n\
+         Sluice.Test.Code:0:*:{}\nSluice.Test.Utf8:0:*:{}\n{}",
+        hex(STREAM_MARK),
+        hex(MACRO_MARK),
+        hex(CODE_MARK),
+        hex("Café €uro".as_bytes()),
+        support::eicar_ndb()
+    );
+    let mut big = vec![b'.'; 6000];
+    big.extend_from_slice(STREAM_MARK);
+    let marked = module(MACRO_MARK);
+    let plain = module(b"hello");
+    let eicar_macro = module(scan::EICAR);
+    // A long module: several compressed chunks, the mark in the last.
+    let mut long = b"' filler\r\n".repeat(900);
+    long.extend_from_slice(&marked);
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        (
+            "stream-eicar.doc",
+            cfb::word_doc(scan::EICAR, &[]),
+            Some(scan::EICAR_NAME),
+        ),
+        (
+            "stream-big.doc",
+            cfb::word_doc(&big, &[]),
+            Some("Sluice.Test.Ole2Stream"),
+        ),
+        (
+            "macro.doc",
+            cfb::word_doc(b"hello", &[("Module1", &marked)]),
+            Some("Sluice.Test.Macro"),
+        ),
+        (
+            "macro-second.doc",
+            cfb::word_doc(b"hello", &[("Module1", &plain), ("Module2", &long)]),
+            Some("Sluice.Test.Macro"),
+        ),
+        (
+            "macro-eicar.doc",
+            cfb::word_doc(b"hello", &[("Module1", &eicar_macro)]),
+            Some(scan::EICAR_NAME),
+        ),
+        (
+            "macro-clean.doc",
+            cfb::word_doc(b"hello", &[("Module1", &plain)]),
+            None,
+        ),
+        // Outside a string the code is lower-cased: the mixed-case mark is
+        // gone, the lower-case one (written in capitals, with a tab) is found.
+        (
+            "macro-comment.doc",
+            cfb::word_doc(
+                b"hello",
+                &[("Module1", b"Sub X()\r\n' Sluice-Macro-Mark\r\nEnd Sub\r\n")],
+            ),
+            None,
+        ),
+        (
+            "macro-code.doc",
+            cfb::word_doc(
+                b"hello",
+                &[("Module1", b"Sub X()\r\n\tSLUICE-CODE-MARK\r\nEnd Sub\r\n")],
+            ),
+            Some("Sluice.Test.Code"),
+        ),
+        ("clean.doc", cfb::word_doc(b"hello", &[]), None),
+        (
+            // Source in the project's code page (1252) is matched in UTF-8.
+            "macro-1252.doc",
+            cfb::word_doc(b"hello", &[("Module1", &module(b"Caf\xe9 \x80uro"))]),
+            Some("Sluice.Test.Utf8"),
+        ),
+        (
+            // Excel's layout: _VBA_PROJECT_CUR/VBA.
+            "macro.xls",
+            {
+                let (vba, project) = cfb::vba_project(&[("Module1", &marked)]);
+                cfb::cfb(&[
+                    cfb::Node::Stream("Workbook", b"book".to_vec()),
+                    cfb::Node::Storage("_VBA_PROJECT_CUR", vec![project, vba]),
+                ])
+            },
+            Some("Sluice.Test.Macro"),
+        ),
+        (
+            "vbaProject.bin",
+            cfb::vba_project_bin(&[("Module1", &marked)]),
+            Some("Sluice.Test.Macro"),
+        ),
+        (
+            "macro.docm",
+            docm(&cfb::vba_project_bin(&[("Module1", &marked)])),
+            Some("Sluice.Test.Macro"),
+        ),
+        (
+            "clean.docm",
+            docm(&cfb::vba_project_bin(&[("Module1", &plain)])),
+            None,
+        ),
+    ];
+    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
+        .iter()
+        .map(|(n, b, e)| (*n, b.as_slice(), *e))
+        .collect();
+    agree(&[("test.ndb", ndb.as_bytes())], &samples);
+}
+
+/// `--alert-macros=yes` and [`Limits::alert_macros`]: a document with VBA
+/// macros is `Heuristics.OLE2.ContainsMacros.VBA` when no signature matched, and a
+/// signature in it is reported instead.
+#[test]
+fn ole2_macro_alert_agrees_with_clamscan() {
+    use support::cfb;
+    const MACROS: &str = "Heuristics.OLE2.ContainsMacros.VBA";
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    let ndb = format!("Sluice.Test.Macro:0:*:{}\n", hex(MACRO_MARK));
+    std::fs::write(db_dir.join("t.ndb"), &ndb).unwrap();
+    let (db, _) = Database::load_dir(&db_dir).unwrap();
+    let limits = Limits {
+        alert_macros: true,
+        ..Limits::default()
+    };
+    let scanner = Scanner::new(Arc::new(db), limits);
+    let plain = module(b"hello");
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        (
+            "macro.doc",
+            cfb::word_doc(b"hello", &[("Module1", &plain)]),
+            Some(MACROS),
+        ),
+        (
+            "marked.doc",
+            cfb::word_doc(b"hello", &[("Module1", &module(MACRO_MARK))]),
+            Some("Sluice.Test.Macro"),
+        ),
+        (
+            "macro.docm",
+            docm(&cfb::vba_project_bin(&[("Module1", &plain)])),
+            Some(MACROS),
+        ),
+        ("clean.doc", cfb::word_doc(b"hello", &[]), None),
+    ];
+    for (name, bytes, expected) in &samples {
+        let found = match scanner.scan_file(bytes) {
+            Verdict::Infected { name } => Some(name),
+            _ => None,
+        };
+        assert_eq!(found.as_deref(), *expected, "Sluice on {name}");
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    // Off by default.
+    let off = Scanner::new(Arc::clone(scanner.database()), Limits::default());
+    assert_eq!(off.scan_file(&samples[0].1), Verdict::Clean);
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    for (name, _, expected) in &samples {
+        let out = std::process::Command::new(&prog)
+            .args(["--no-summary", "--stdout", "--alert-macros=yes", "-d"])
+            .arg(&db_dir)
+            .arg(dir.path().join(name))
+            .output()
+            .expect("clamscan runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let found: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.rsplit_once(": ")?.1.strip_suffix(" FOUND"))
+            .map(|n| n.trim_end_matches(".UNOFFICIAL"))
+            .collect();
+        assert_eq!(
+            found,
+            expected.iter().copied().collect::<Vec<_>>(),
+            "clamscan on {name}"
+        );
+    }
+}
+
+/// `.ndb` target type 2 (OLE2) matches the OLE2 file itself, a `vbaProject.bin`
+/// in a zip too, and not a macro's source or other files.
+#[test]
+fn ole2_target_type_agrees_with_clamscan() {
+    use support::cfb;
+    let utf16 = |s: &str| -> Vec<u8> { s.encode_utf16().flat_map(|u| u.to_le_bytes()).collect() };
+    let ndb = format!(
+        "Sluice.Test.Ole2Dir:2:*:{}\nSluice.Test.Ole2Macro:2:*:{}\n",
+        hex(&utf16("_VBA_PROJECT")),
+        hex(MACRO_MARK)
+    );
+    let marked = module(MACRO_MARK);
+    let bin = cfb::vba_project_bin(&[("Module1", &marked)]);
+    let mut not_ole2 = b"plain file ".to_vec();
+    not_ole2.extend_from_slice(&utf16("_VBA_PROJECT"));
+    agree(
+        &[("t2.ndb", ndb.as_bytes())],
+        &[
+            ("vbaProject.bin", &bin, Some("Sluice.Test.Ole2Dir")),
+            ("t2.docm", &docm(&bin), Some("Sluice.Test.Ole2Dir")),
+            ("clean.doc", &cfb::word_doc(b"hello", &[]), None),
+            ("not-ole2.bin", &binary(b"", &not_ole2), None),
+        ],
+    );
+}
+
+/// ClamAV's own Office test files (Debian's `clamav-testfiles`): `clam.exe`
+/// inside them is found by its body and by its hash, as clamscan finds it.
+#[test]
+fn ole2_clamav_testfiles() {
+    let dir = Path::new("/usr/share/clamav-testfiles");
+    if !dir.exists() {
+        assert!(
+            !sluice_testkit::under_ci(),
+            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
+        );
+        eprintln!("clamav-testfiles is not installed: skipped");
+        return;
+    }
+    let exe = std::fs::read(dir.join("clam.exe")).unwrap();
+    for (sig, db) in [
+        (
+            "Clam.Exe.Body",
+            (
+                "c.ndb",
+                format!("Clam.Exe.Body:0:*:{}\n", hex(&exe[200..240])),
+            ),
+        ),
+        (
+            "Clam.Exe.Hash",
+            (
+                "c.hdb",
+                format!("{}:{}:Clam.Exe.Hash\n", md5_hex(&exe), exe.len()),
+            ),
+        ),
+    ] {
+        let mut b = scan::DatabaseBuilder::new();
+        b.add_file(db.0, db.1.as_bytes()).unwrap();
+        let scanner = Scanner::new(Arc::new(b.build().unwrap().0), Limits::default());
+        for name in ["clam.ole.doc", "clam.ppt"] {
+            let bytes = std::fs::read(dir.join(name)).unwrap();
+            let mut s = scanner.file_session();
+            for c in bytes.chunks(1000) {
+                s.feed(c);
+            }
+            let (v, stats) = s.finish_with_stats();
+            assert_eq!(
+                v,
+                Verdict::Infected { name: sig.into() },
+                "{name} {stats:?}"
+            );
+        }
+    }
+}

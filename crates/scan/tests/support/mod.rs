@@ -3,6 +3,7 @@
 //! committed as binaries.
 #![allow(dead_code)]
 
+pub mod cfb;
 pub mod clamscan;
 
 use std::io::{Cursor, Write};
@@ -386,6 +387,54 @@ pub fn corpus() -> Vec<(String, Vec<u8>, Option<&'static str>)> {
             None,
         ),
     ];
+    // OLE2 documents: a signature in a stream, in a macro's source (inside a
+    // string literal, where ClamAV keeps the case), in a .docm's vbaProject.bin.
+    let payload = NDB_PAYLOAD.strip_suffix(b"\n").unwrap_or(NDB_PAYLOAD);
+    let macro_src = [
+        b"Sub AutoOpen()\r\n  x = \"".as_slice(),
+        payload,
+        b"\"\r\nEnd Sub\r\n",
+    ]
+    .concat();
+    let clean_src = b"Sub AutoOpen()\r\n  MsgBox \"hello\"\r\nEnd Sub\r\n";
+    let vba_bin = cfb::vba_project_bin(&[("Module1", &macro_src)]);
+    v.extend([
+        ("eicar-stream.doc".into(), cfb::word_doc(eicar, &[]), e),
+        (
+            "ndb-macro.doc".into(),
+            cfb::word_doc(&clean_text, &[("Module1", &macro_src)]),
+            n,
+        ),
+        (
+            "doc-macro-ndb.eml".into(),
+            mail_with(
+                "letter.doc",
+                &cfb::word_doc(
+                    &clean_text,
+                    &[("ThisDocument", clean_src), ("Module1", &macro_src)],
+                ),
+                "base64",
+            ),
+            n,
+        ),
+        (
+            "ndb-vba.docm".into(),
+            zip(
+                &[
+                    ("[Content_Types].xml", b"<Types/>".as_slice()),
+                    ("word/document.xml", b"<w:document/>"),
+                    ("word/vbaProject.bin", &vba_bin),
+                ],
+                true,
+            ),
+            n,
+        ),
+        (
+            "clean-macro.doc".into(),
+            cfb::word_doc(&clean_text, &[("Module1", clean_src)]),
+            None,
+        ),
+    ]);
     // The EICAR string split by a line break is not EICAR.
     let mut broken = eicar.to_vec();
     broken.insert(30, b'\n');
