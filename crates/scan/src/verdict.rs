@@ -122,7 +122,7 @@ pub struct Limits {
     /// but gives [`LimitKind::Ole2Size`]; so does a macro's source that
     /// decompresses to more than this. Default 8 MiB.
     pub max_ole2_size: usize,
-    /// Report a document with VBA macros as `Heuristics.OLE2.ContainsMacros`
+    /// Report a document with VBA macros as `Heuristics.OLE2.ContainsMacros.VBA`
     /// when no signature matched, as ClamAV's `--alert-macros` (clamd's
     /// `AlertOLE2Macros`). Default off.
     pub alert_macros: bool,

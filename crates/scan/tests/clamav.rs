@@ -123,9 +123,11 @@ fn clamav_testfiles_with_the_clam_exe_hash() {
         "clam.exe.mbox.base64",
         "clam.exe.mbox.uu",
         "clam.mail",
+        "clam.ole.doc",
+        "clam.ppt",
     ];
     // Not read (counted as unsupported or not recognised): implode-compressed zip
-    // (clam.impl.zip), 7z, arj, cab, cpio, rar-like installers, OLE2, PDF streams,
+    // (clam.impl.zip), 7z, arj, cab, cpio, rar-like installers, PDF streams,
     // RTF, TNEF, binhex, SZDD, CHM, SIS and packed executables.
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()

@@ -274,6 +274,13 @@ pub struct ScanConfig {
     /// Bytes of each file that PCRE and byte-compare subsignatures of
     /// logical signatures (`.ldb`) can see.
     pub max_regex_window: usize,
+    /// Largest OLE2 file (Office 97-2003 document, `vbaProject.bin`) taken
+    /// apart into its streams and macros; it is held in memory while it
+    /// arrives, as its sectors can lie anywhere. Past it, `on_limit`.
+    pub max_ole2_size: usize,
+    /// Report documents with VBA macros as
+    /// `Heuristics.OLE2.ContainsMacros.VBA`, as clamd's `AlertOLE2Macros`.
+    pub alert_macros: bool,
     /// Load the PUA signature files (`.ndu`, `.ldu`, `.hdu`, `.hsu`) too,
     /// as clamd's `DetectPUA`; off by default, as there.
     pub pua: bool,
@@ -298,6 +305,8 @@ impl Default for ScanConfig {
             max_parts: limits.max_parts,
             max_mime_depth: limits.max_mime_depth,
             max_regex_window: limits.max_regex_window,
+            max_ole2_size: limits.max_ole2_size,
+            alert_macros: limits.alert_macros,
             pua: false,
         }
     }
@@ -370,6 +379,8 @@ impl ScanConfig {
             max_parts: self.max_parts,
             max_mime_depth: self.max_mime_depth,
             max_regex_window: self.max_regex_window,
+            max_ole2_size: self.max_ole2_size,
+            alert_macros: self.alert_macros,
             encrypted: match self.on_encrypted {
                 smtp::Action::Reject => scan::EncryptedPolicy::Reject,
                 smtp::Action::Accept => scan::EncryptedPolicy::Allow,

@@ -188,6 +188,72 @@ fn logical_and_pua_signatures_load_from_the_configured_databases() {
     assert!(ldb.log().contains("scan signatures loaded"));
 }
 
+/// Sends a mail with the file at a path attached (base64, built by
+/// Python's email package) and prints the final reply code and text.
+const SEND_FILE: &str = r#"
+import smtplib, sys
+from email.message import EmailMessage
+addr, to, path, subtype = sys.argv[1:5]
+host, port = addr.rsplit(":", 1)
+msg = EmailMessage()
+msg["From"] = "sender@remote.test"
+msg["To"] = to
+msg["Subject"] = "the document"
+msg.set_content("see the attached document")
+with open(path, "rb") as f:
+    msg.add_attachment(f.read(), maintype="application", subtype=subtype, filename=path.rsplit("/", 1)[-1])
+with smtplib.SMTP(host, int(port)) as s:
+    try:
+        s.send_message(msg)
+        print("250")
+    except smtplib.SMTPDataError as e:
+        print(e.smtp_code, e.smtp_error.decode())
+"#;
+
+#[test]
+fn office_documents_carrying_a_signature_are_refused_over_smtp() {
+    // ClamAV's own test documents (Debian's clamav-testfiles, which
+    // ./test.sh installs): a Word and a PowerPoint 97-2003 file, each with
+    // ClamAV's clam.exe test program inside an OLE2 stream, found by its
+    // MD5 as clamscan finds it.
+    let files = std::path::Path::new("/usr/share/clamav-testfiles");
+    assert!(
+        files.join("clam.ole.doc").exists(),
+        "/usr/share/clamav-testfiles is missing: apt-get install clamav-testfiles (./test.sh installs it)"
+    );
+    let db = tempfile::tempdir().unwrap();
+    std::fs::write(
+        db.path().join("local.hdb"),
+        "aa15bcf478d165efd2065190eb473bcb:544:ClamAV-Test-File\n",
+    )
+    .unwrap();
+    let server = Server::start_with(&format!(
+        "[scan]\ndatabases = [\"{}\"]\n",
+        db.path().display()
+    ));
+    let user = server.add_user("office");
+    for (file, subtype) in [
+        ("clam.ole.doc", "msword"),
+        ("clam.ppt", "vnd.ms-powerpoint"),
+    ] {
+        let path = files.join(file);
+        let reply = python(
+            SEND_FILE,
+            &[
+                &server.smtp.to_string(),
+                &user,
+                path.to_str().unwrap(),
+                subtype,
+            ],
+        );
+        assert!(
+            reply.starts_with("554 5.7.1") && reply.contains("ClamAV-Test-File"),
+            "{file}: {reply}"
+        );
+    }
+    assert_eq!(server.count("SELECT count(*) FROM messages"), 0);
+}
+
 /// A clamd started for one test from its own config, stopped on drop.
 struct Clamd {
     child: std::process::Child,
