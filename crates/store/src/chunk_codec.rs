@@ -74,13 +74,38 @@ fn unpack_within<'a>(
 ) -> Result<Cow<'a, [u8]>> {
     match codec {
         RAW => Ok(Cow::Borrowed(data)),
-        ZSTD => zstd::bulk::decompress(data, limit)
+        ZSTD => decompress(data, limit)
             .map(Cow::Owned)
             .map_err(|e| StoreError::Corrupt(format!("{what} of blob {blob}: {e}"))),
         other => Err(StoreError::Corrupt(format!(
             "{what} of blob {blob} has an unknown codec {other}"
         ))),
     }
+}
+
+thread_local! {
+    /// One decompression context per thread, reused: making one for each
+    /// frame cost more than decompressing a header block of 600 bytes.
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Decompresses one frame of at most `limit` bytes into a vector of the
+/// size its header gives (every frame [`pack`] writes says it), so a
+/// header block of 600 bytes does not allocate `limit`.
+fn decompress(data: &[u8], limit: usize) -> std::io::Result<Vec<u8>> {
+    let size = match zstd::zstd_safe::get_frame_content_size(data) {
+        Ok(Some(n)) if n <= limit as u64 => n as usize,
+        _ => limit,
+    };
+    DECOMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let d = match cell.as_mut() {
+            Some(d) => d,
+            None => cell.insert(zstd::bulk::Decompressor::new()?),
+        };
+        d.decompress(data, size)
+    })
 }
 
 #[cfg(test)]
@@ -136,6 +161,20 @@ mod tests {
         assert_eq!(unpack_header(codec, &packed, 1).unwrap(), &header[..]);
         let e = unpack_header(9, b"x", 5).unwrap_err().to_string();
         assert!(e.contains("header block of blob 5"), "{e}");
+    }
+
+    #[test]
+    fn a_frame_larger_than_its_limit_is_refused_and_others_read_exactly() {
+        let text = b"Received: from a by b\r\n".repeat(100);
+        let (codec, packed) = pack(text.clone());
+        assert_eq!(codec, ZSTD);
+        let back = unpack_within(codec, &packed, text.len(), "it", 1).unwrap();
+        assert_eq!(back.as_ref(), text.as_slice());
+        assert_eq!(back.into_owned().capacity(), text.len());
+        let e = unpack_within(codec, &packed, text.len() - 1, "it", 9)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("it of blob 9"), "{e}");
     }
 
     proptest! {
