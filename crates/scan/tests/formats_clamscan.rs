@@ -57,6 +57,51 @@ fn agree(db_files: &[(&str, &[u8])], samples: &[(&str, &[u8], Option<&str>)]) {
     }
 }
 
+/// Runs clamscan with the database in `db_dir` over `paths` and checks it
+/// finds what Sluice found in each (`mine`: a label and Sluice's verdict,
+/// in the order of `paths`), listing every file where they differ.
+fn agree_with_clamscan<W: std::fmt::Display>(
+    db_dir: &Path,
+    mine: &[(W, Option<String>)],
+    paths: &[PathBuf],
+) {
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let found = clamscan_all(&prog, db_dir, paths);
+    let mut differ = Vec::new();
+    for ((what, v), p) in mine.iter().zip(paths) {
+        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
+        let ours: BTreeSet<String> = v.iter().cloned().collect();
+        if theirs != ours {
+            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}
+
+/// Scans `mail` with `scanner` and writes it to `dir/file` for clamscan:
+/// the name Sluice found, if any, and the file's path.
+fn scanned_mail(
+    scanner: &Scanner,
+    dir: &Path,
+    file: &str,
+    mail: &[u8],
+) -> (Option<String>, PathBuf) {
+    let v = match scanner.scan_mail(mail) {
+        Verdict::Infected { name } => Some(name),
+        _ => None,
+    };
+    let p = dir.join(file);
+    std::fs::write(&p, mail).unwrap();
+    (v, p)
+}
+
 /// Binary filler, so that ClamAV scans the raw bytes (text would be normalised).
 fn binary(prefix: &[u8], body: &[u8]) -> Vec<u8> {
     let mut v = prefix.to_vec();
@@ -774,34 +819,12 @@ X:.+\\.paypal-mail\\.net([/?].*)?:.+\\.paypal\\.com([/?].*)?:17-\n";
     for (i, r) in reals.iter().enumerate() {
         for (j, d) in shown.iter().enumerate() {
             let mail = html_mail(&format!(r#"<a href="{r}">{d}</a>"#));
-            let v = match scanner.scan_mail(&mail) {
-                Verdict::Infected { name } => Some(name),
-                _ => None,
-            };
-            let p = dir.path().join(format!("v{i}-{j}.eml"));
-            std::fs::write(&p, &mail).unwrap();
+            let (v, p) = scanned_mail(&scanner, dir.path(), &format!("v{i}-{j}.eml"), &mail);
             mine.push((format!("{r} | {d}"), v));
             paths.push(p);
         }
     }
-    let Some(prog) = clamscan_program() else {
-        return;
-    };
-    let found = clamscan_all(&prog, &db_dir, &paths);
-    let mut differ = Vec::new();
-    for ((what, v), p) in mine.iter().zip(&paths) {
-        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
-        let ours: BTreeSet<String> = v.iter().cloned().collect();
-        if theirs != ours {
-            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
-        }
-    }
-    assert!(
-        differ.is_empty(),
-        "{} differ:\n{}",
-        differ.len(),
-        differ.join("\n")
-    );
+    agree_with_clamscan(&db_dir, &mine, &paths);
 }
 
 /// The same links in the HTML forms ClamAV's HTML scanner reads (quoting, case,
@@ -871,34 +894,12 @@ fn phishing_html_forms_agree_with_clamscan() {
                 .replace("{X}", &x)
                 .replace("{U}", &u);
             let mail = html_mail(&html);
-            let v = match scanner.scan_mail(&mail) {
-                Verdict::Infected { name } => Some(name),
-                _ => None,
-            };
-            let p = dir.path().join(format!("h{i}-{j}.eml"));
-            std::fs::write(&p, &mail).unwrap();
+            let (v, p) = scanned_mail(&scanner, dir.path(), &format!("h{i}-{j}.eml"), &mail);
             mine.push((html, v));
             paths.push(p);
         }
     }
-    let Some(prog) = clamscan_program() else {
-        return;
-    };
-    let found = clamscan_all(&prog, &db_dir, &paths);
-    let mut differ = Vec::new();
-    for ((what, v), p) in mine.iter().zip(&paths) {
-        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
-        let ours: BTreeSet<String> = v.iter().cloned().collect();
-        if theirs != ours {
-            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
-        }
-    }
-    assert!(
-        differ.is_empty(),
-        "{} differ:\n{}",
-        differ.len(),
-        differ.join("\n")
-    );
+    agree_with_clamscan(&db_dir, &mine, &paths);
 }
 
 /// The same phishing link in the mail structures ClamAV treats differently
@@ -990,33 +991,11 @@ fn phishing_mail_structures_agree_with_clamscan() {
     let mut paths = Vec::new();
     for (name, body) in &structures {
         let mail = format!("{head}{body}").into_bytes();
-        let v = match scanner.scan_mail(&mail) {
-            Verdict::Infected { name } => Some(name),
-            _ => None,
-        };
-        let p = dir.path().join(format!("{name}.eml"));
-        std::fs::write(&p, &mail).unwrap();
+        let (v, p) = scanned_mail(&scanner, dir.path(), &format!("{name}.eml"), &mail);
         mine.push((name, v));
         paths.push(p);
     }
-    let Some(prog) = clamscan_program() else {
-        return;
-    };
-    let found = clamscan_all(&prog, &db_dir, &paths);
-    let mut differ = Vec::new();
-    for ((what, v), p) in mine.iter().zip(&paths) {
-        let theirs: BTreeSet<String> = found.get(p).cloned().unwrap_or_default();
-        let ours: BTreeSet<String> = v.iter().cloned().collect();
-        if theirs != ours {
-            differ.push(format!("{what}: Sluice {ours:?}, clamscan {theirs:?}"));
-        }
-    }
-    assert!(
-        differ.is_empty(),
-        "{} differ:\n{}",
-        differ.len(),
-        differ.join("\n")
-    );
+    agree_with_clamscan(&db_dir, &mine, &paths);
 }
 
 /// `.pdb` regular expression lines as ClamAV reads them: searched anywhere in
