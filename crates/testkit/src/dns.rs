@@ -63,6 +63,10 @@ pub struct Dns {
     /// (origin, key file base name in `dir`).
     signed: bool,
     keys: Vec<(String, String)>,
+    /// A name only this instance serves (a TXT record in the first zone):
+    /// it answering tells this nsd is up, not some other process that took
+    /// the port between [`crate::free_port`] and nsd's start.
+    token: String,
 }
 
 impl Dns {
@@ -97,35 +101,88 @@ impl Dns {
     }
 
     fn start_with(zones: Vec<Zone>, signed: bool) -> Dns {
-        let nsd = crate::require_program("nsd", "nsd");
-        let dir = tempfile::tempdir().expect("temp dir");
-        let port = crate::free_port();
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut dns = Dns {
-            addr: SocketAddr::from(([127, 0, 0, 1], port)),
-            dir,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            dir: tempfile::tempdir().expect("temp dir"),
             child: None,
             zones,
             serial: 1,
             signed,
             keys: Vec::new(),
+            token: format!("up-{}-{n}", std::process::id()),
         };
-        dns.write_files();
-        let log = std::fs::File::create(dns.path("nsd.log")).expect("nsd log");
-        let child = Command::new(nsd)
+        // A port another process takes before nsd binds it makes nsd exit;
+        // then start again on another.
+        for _ in 0..5 {
+            dns.addr = SocketAddr::from(([127, 0, 0, 1], crate::free_port()));
+            dns.write_files();
+            dns.spawn();
+            if dns.wait_answering() {
+                return dns;
+            }
+            if let Some(mut child) = dns.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        panic!("nsd did not start:\n{}", dns.log());
+    }
+
+    /// Starts nsd on the current files, its output appended to its log.
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path("nsd.log"))
+            .expect("nsd log");
+        let child = Command::new(crate::require_program("nsd", "nsd"))
             .arg("-d")
             .arg("-c")
-            .arg(dns.path("nsd.conf"))
+            .arg(self.path("nsd.conf"))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
             .expect("start nsd");
-        dns.child = Some(child);
-        let addr = dns.addr;
-        if !crate::wait_until(Duration::from_secs(10), || crate::accepts(addr)) {
-            panic!("nsd did not start:\n{}", dns.log());
+        self.child = Some(child);
+    }
+
+    /// Waits until this nsd answers over UDP for its own name; false if it
+    /// exited or stayed silent.
+    fn wait_answering(&mut self) -> bool {
+        crate::wait_until(Duration::from_secs(10), || {
+            let exited = self
+                .child
+                .as_mut()
+                .is_none_or(|c| c.try_wait().ok().flatten().is_some());
+            exited || self.answers()
+        }) && self.answers()
+    }
+
+    /// Whether a UDP query for this instance's own TXT record gets a
+    /// NOERROR answer with records (any other nsd says NXDOMAIN).
+    fn answers(&self) -> bool {
+        let Some(zone) = self.zones.first() else {
+            return crate::accepts(self.addr);
+        };
+        let Ok(socket) = std::net::UdpSocket::bind("127.0.0.1:0") else {
+            return false;
+        };
+        let _ = socket.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut query = vec![0x51, 0x7e, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        for label in format!("_{}.{}", self.token, zone.origin).split('.') {
+            query.push(label.len() as u8);
+            query.extend_from_slice(label.as_bytes());
         }
-        dns
+        query.extend_from_slice(&[0, 0, 16, 0, 1]); // root, TXT, IN
+        let mut reply = [0u8; 512];
+        socket.send_to(&query, self.addr).is_ok()
+            && matches!(socket.recv(&mut reply), Ok(n) if n >= 12
+                && reply[..2] == query[..2]
+                && reply[3] & 0x0f == 0
+                && u16::from_be_bytes([reply[6], reply[7]]) > 0)
     }
 
     /// Replaces the records of the zone named `origin` (or adds the zone)
@@ -141,22 +198,8 @@ impl Dns {
         let addr = self.addr;
         crate::wait_until(Duration::from_secs(5), || !crate::accepts(addr));
         self.write_files();
-        let log = std::fs::OpenOptions::new()
-            .append(true)
-            .open(self.path("nsd.log"))
-            .expect("nsd log");
-        let nsd = crate::require_program("nsd", "nsd");
-        let child = Command::new(nsd)
-            .arg("-d")
-            .arg("-c")
-            .arg(self.path("nsd.conf"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("restart nsd");
-        self.child = Some(child);
-        if !crate::wait_until(Duration::from_secs(10), || crate::accepts(addr)) {
+        self.spawn();
+        if !self.wait_answering() {
             panic!("nsd did not restart:\n{}", self.log());
         }
     }
@@ -178,7 +221,11 @@ impl Dns {
         );
         for (i, zone) in self.zones.clone().iter().enumerate() {
             let file = format!("zone{i}.zone");
-            std::fs::write(self.path(&file), zone.file_text(self.serial)).expect("zone file");
+            let mut text = zone.file_text(self.serial);
+            if i == 0 {
+                let _ = writeln!(text, "_{} TXT \"up\"", self.token);
+            }
+            std::fs::write(self.path(&file), text).expect("zone file");
             if self.signed && !zone.unsigned {
                 let key = self.key_for(&zone.origin);
                 self.sign(&file, &key);
