@@ -342,7 +342,7 @@ fn scan_stats_reports_what_the_database_loaded() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     std::fs::create_dir(&db).unwrap();
-    let files: [(&str, &str); 6] = [
+    let files: [(&str, &str); 7] = [
         (
             "test.ndb",
             "Stats.Ndb-1:0:*:73746174736f6e65\nStats.Ndb-2:0:*:73746174737477\nBad:0:EP+0:41424344\n",
@@ -364,6 +364,8 @@ fn scan_stats_reports_what_the_database_loaded() {
             "0:0:1f8b:GZip:CL_TYPE_ANY:CL_TYPE_GZ\n0:0:46726f6d3a20:Mail:CL_TYPE_ANY:CL_TYPE_MAIL\n",
         ),
         ("test.pdb", "R:example\\.com\nH:example.org\nH:example.net\n"),
+        // PE import hashes: a format this engine does not read yet.
+        ("test.imp", "x\n# comment\ny\n"),
     ];
     for (name, text) in files {
         std::fs::write(db.join(name), text).unwrap();
@@ -377,17 +379,18 @@ fn scan_stats_reports_what_the_database_loaded() {
             "no line `{line}` in:\n{out}"
         )
     };
-    has("Files read: 5");
+    has("Files read: 6");
     has(".ndb 2");
     has(".ldb 1");
     has(".hdb 1");
     has(".cdb 1");
     has(".ftm 1");
+    has(".pdb 3");
     has("Lines refused: 1");
     has("1 ndb: offset type not supported (EP, Sx, SL, SE need executable parsing)");
     has("1 cdb: a container type whose entries this engine does not walk");
     has("1 ftm: a file type this engine does not distinguish");
-    has(".pdb 1 file(s) 3 signature(s)");
+    has(".imp 1 file(s) 2 signature(s)");
     let load = out
         .lines()
         .find(|l| l.starts_with("Load: load time "))
@@ -408,6 +411,6 @@ fn scan_stats_reports_what_the_database_loaded() {
         eicar.to_str().unwrap(),
     ]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("Files read: 5"), "{out}");
+    assert!(out.contains("Files read: 6"), "{out}");
     assert!(out.contains("Eicar-Signature FOUND"), "{out}");
 }
