@@ -42,6 +42,18 @@ pub(crate) const MACROS_NAME: &str = "Heuristics.OLE2.ContainsMacros.VBA";
 const MAGIC: [u8; 8] = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1];
 /// §2.1 special sector numbers.
 const ENDOFCHAIN: u32 = 0xffff_fffe;
+/// The streams of `tree` called `name` (case-insensitively, as Office
+/// and ClamAV compare stream names).
+fn streams_named<'c>(
+    cfb: &'c Cfb<'_>,
+    tree: &'c [(usize, usize)],
+    name: &'c str,
+) -> impl Iterator<Item = &'c Entry> + 'c {
+    tree.iter()
+        .map(|&(i, _)| &cfb.entries[i])
+        .filter(move |e| e.kind == Kind::Stream && e.name.eq_ignore_ascii_case(name))
+}
+
 #[cfg(test)]
 const NOSTREAM: u32 = 0xffff_ffff;
 /// Entries the header itself holds of the DIFAT (§2.2).
@@ -547,11 +559,7 @@ impl Ole2Reader {
         ctx: &mut Ctx<'_>,
     ) -> Option<bool> {
         let mut malformed = false;
-        for &(i, _) in tree {
-            let e = &cfb.entries[i];
-            if e.kind != Kind::Stream || !e.name.eq_ignore_ascii_case("\u{1}Ole10Native") {
-                continue;
-            }
+        for e in streams_named(cfb, tree, "\u{1}Ole10Native") {
             let read = cfb.stream(e);
             match ole10_native(&read.bytes) {
                 Some(payload) if !self.child(payload, ctx) => return None,
@@ -571,11 +579,7 @@ impl Ole2Reader {
         ctx: &mut Ctx<'_>,
     ) -> Option<bool> {
         let mut malformed = false;
-        for &(i, _) in tree {
-            let e = &cfb.entries[i];
-            if e.kind != Kind::Stream || !e.name.eq_ignore_ascii_case("PowerPoint Document") {
-                continue;
-            }
+        for e in streams_named(cfb, tree, "PowerPoint Document") {
             let read = cfb.stream(e);
             for object in ppt_objects(&read.bytes) {
                 let mut node = self.open_child(ctx)?;
