@@ -718,21 +718,27 @@ print('ok')
     assert!(got.contains("[127.0.0.3]"), "{got}");
 }
 
-#[test]
-fn starttls_to_the_upstream_is_verified_against_its_ca() {
+/// A CA and a certificate it signed for `name`, as PEM: (CA, certificate, key).
+fn ca_and_certificate(name: &str) -> (String, String, String) {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec!["upstream.example.net".to_string()])
+    let leaf = rcgen::CertificateParams::new(vec![name.to_string()])
         .unwrap()
         .signed_by(&key, &ca, &ca_key)
         .unwrap();
-    let postfix = PostfixMx::start("upstream.example.net", &leaf.pem(), &key.serialize_pem());
+    (ca.pem(), leaf.pem(), key.serialize_pem())
+}
+
+#[test]
+fn starttls_to_the_upstream_is_verified_against_its_ca() {
+    let (ca, cert, key) = ca_and_certificate("upstream.example.net");
+    let postfix = PostfixMx::start("upstream.example.net", &cert, &key);
     let dir = tempfile::tempdir().unwrap();
     let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, ca.pem()).unwrap();
+    std::fs::write(&ca_file, ca).unwrap();
     let trusted = local(free_port());
     let untrusted = local(free_port());
     let tls =
@@ -869,4 +875,106 @@ print('ok')
     assert_eq!(out.trim(), "ok", "{}", proxy.log());
     let got = String::from_utf8_lossy(&delivered(&postfix, 1)[0]).to_string();
     assert!(got.contains("over implicit TLS"), "{got}");
+}
+
+/// Sluice as the upstream: SMTP to its submissions port (implicit TLS)
+/// with AUTH passed through challenge by challenge, POP3 to its pop3 port
+/// with STLS; both verified against the CA that signed its certificate.
+#[test]
+fn auth_and_tls_upstreams_pass_through_to_sluice() {
+    let (ca, cert, key) = ca_and_certificate("upstream.example.net");
+    let files = tempfile::tempdir().unwrap();
+    let (ca_file, cert_file, key_file) = (
+        files.path().join("ca.pem"),
+        files.path().join("cert.pem"),
+        files.path().join("key.pem"),
+    );
+    std::fs::write(&ca_file, ca).unwrap();
+    std::fs::write(&cert_file, cert).unwrap();
+    std::fs::write(&key_file, key).unwrap();
+    let server = kit::Server::start_with(&format!(
+        "[tls]\ncert = {cert_file:?}\nkey = {key_file:?}\n"
+    ));
+    let alice = server.add_user("alice");
+    let bob = server.add_user("bob");
+    let (smtp, pop3) = (local(free_port()), local(free_port()));
+    let verified =
+        format!("upstream_name = \"upstream.example.net\"\nupstream_ca_file = {ca_file:?}");
+    let proxy = Proxy::start(
+        "",
+        &format!(
+            "{}{}",
+            entry(
+                "smtp",
+                smtp,
+                server.addr("submissions"),
+                &format!("tls = \"starttls\"\nupstream_tls = \"implicit\"\n{verified}")
+            ),
+            entry(
+                "pop3",
+                pop3,
+                server.pop3,
+                &format!("tls = \"none\"\nupstream_tls = \"starttls\"\n{verified}")
+            ),
+        ),
+    );
+    let out = python(
+        r#"
+import poplib, smtplib, ssl, sys
+smtp, pop3, alice, bob, password = sys.argv[1:6]
+unverified = ssl._create_unverified_context()
+host, port = smtp.rsplit(':', 1)
+s = smtplib.SMTP(host, int(port), timeout=30)
+s.starttls(context=unverified)
+try:
+    s.login(alice, 'wrong password')
+except smtplib.SMTPAuthenticationError as e:
+    print('wrong password', e.smtp_code)
+s.login(alice, password)
+s.sendmail(alice, [bob], b'From: ' + alice.encode() + b'\r\nSubject: through\r\n\r\nauthenticated and clean\r\n')
+eicar = b'X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*'
+try:
+    s.sendmail(alice, [bob], b'From: ' + alice.encode() + b'\r\nSubject: bad\r\n\r\n' + eicar + b'\r\n')
+    print('infected accepted')
+except smtplib.SMTPDataError as e:
+    print('infected refused', e.smtp_code)
+# An authenticated upstream session cannot be replayed: the proxy ends
+# the client's at its next command (smtplib's own RSET after the refusal).
+try:
+    code = s.noop()[0]
+    print('after the refusal', 'ended' if code == 421 else code)
+except smtplib.SMTPServerDisconnected:
+    print('after the refusal ended')
+host, port = pop3.rsplit(':', 1)
+p = poplib.POP3(host, int(port), timeout=30)
+p.user(bob)
+p.pass_(password)
+count, _ = p.stat()
+print('messages', count)
+print('body', b'authenticated and clean' in b'\r\n'.join(p.retr(1)[1]))
+p.quit()
+"#,
+        &[
+            &smtp.to_string(),
+            &pop3.to_string(),
+            &alice,
+            &bob,
+            kit::PASSWORD,
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "wrong password 535",
+            "infected refused 554",
+            "after the refusal ended",
+            "messages 1",
+            "body True",
+        ],
+        "{out}\n{}\n{}",
+        proxy.log(),
+        server.log()
+    );
+    proxy.wait_log("verdict=infected:");
 }
