@@ -34,8 +34,10 @@ pub use upstream::connector;
 
 /// What the proxy does with a scan verdict.
 pub struct ContentCheck {
-    /// The scanner, with the signatures and the limits of `[scan]`.
-    pub scanner: scan::Scanner,
+    /// The engine: the built-in scanner with the signatures and the limits
+    /// of `[scan]`, or clamd (SMTP entries only: it answers for a part once
+    /// the part has ended).
+    pub engine: scan::Engine,
     /// Refuse (SMTP) or cut (POP3) when a limit stopped the scan early.
     pub reject_limit: bool,
     /// Likewise for encrypted archive entries (only reported when the
@@ -44,6 +46,19 @@ pub struct ContentCheck {
 }
 
 impl ContentCheck {
+    /// Starts scanning one message.
+    pub(crate) fn start(&self) -> Scan {
+        Scan(self.engine.session())
+    }
+
+    /// How deep MIME parts nest before the scan stops looking.
+    pub(crate) fn max_mime_depth(&self) -> usize {
+        match &self.engine {
+            scan::Engine::Builtin(scanner) => scanner.limits().max_mime_depth,
+            scan::Engine::Clamd(_) => scan::Limits::default().max_mime_depth,
+        }
+    }
+
     /// Why the message must not go through, or `None` when it may.
     pub fn refusal(&self, verdict: &scan::Verdict) -> Option<String> {
         match verdict {
@@ -56,6 +71,36 @@ impl ContentCheck {
                 .reject_encrypted
                 .then(|| "encrypted archive cannot be scanned".to_string()),
         }
+    }
+}
+
+/// One message's scan in progress. clamd is written to with blocking I/O:
+/// `block_in_place` keeps the worker's other tasks running meanwhile (the
+/// proxy runs on the multi-threaded runtime).
+pub(crate) struct Scan(scan::EngineSession);
+
+impl Scan {
+    pub(crate) fn feed(&mut self, piece: &[u8]) {
+        if self.0.blocks() {
+            tokio::task::block_in_place(|| self.0.feed(piece))
+        } else {
+            self.0.feed(piece)
+        }
+    }
+
+    pub(crate) fn infected(&self) -> Option<&str> {
+        self.0.infected()
+    }
+
+    /// The verdict, or why there is none (clamd failing).
+    pub(crate) fn finish(self) -> Result<scan::Verdict, String> {
+        let session = self.0;
+        if session.blocks() {
+            tokio::task::block_in_place(|| session.finish())
+        } else {
+            session.finish()
+        }
+        .map_err(|e| e.to_string())
     }
 }
 

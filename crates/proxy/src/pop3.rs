@@ -287,10 +287,8 @@ impl Session<'_> {
     async fn message(&mut self, command: &[u8]) -> Result<(), End> {
         let started = Instant::now();
         let check = self.ctx.scan.clone();
-        let mut scan = check.as_ref().map(|c| c.scanner.session());
-        let depth = check
-            .as_ref()
-            .map_or(32, |c| c.scanner.limits().max_mime_depth);
+        let mut scan = check.as_ref().map(|c| c.start());
+        let depth = check.as_ref().map_or(32, |c| c.max_mime_depth());
         let mut sent = Structure::new(depth);
         let mut out: Vec<u8> = Vec::with_capacity(OUT_FLUSH + crate::upstream::LINE);
         // The held-back piece, as received (dot-stuffed), and whether it
@@ -326,7 +324,8 @@ impl Session<'_> {
                 let verdict = scan.map(|s| s.finish());
                 if cut.is_none() {
                     let refusal = match (&check, &verdict) {
-                        (Some(c), Some(v)) => c.refusal(v),
+                        (Some(c), Some(Ok(v))) => c.refusal(v),
+                        (Some(_), Some(Err(e))) => Some(format!("the virus scanner failed ({e})")),
                         _ => None,
                     };
                     match refusal {
@@ -344,7 +343,8 @@ impl Session<'_> {
                 self.send(&out).await?;
                 let verdict = match (&cut, verdict) {
                     (Some(why), _) => format!("cut: {why}"),
-                    (None, Some(v)) => format!("{v:?}"),
+                    (None, Some(Ok(v))) => format!("{v:?}"),
+                    (None, Some(Err(e))) => format!("error: {e}"),
                     (None, None) => "unscanned".into(),
                 };
                 tracing::info!(

@@ -165,7 +165,7 @@ struct Txn {
     recipients: usize,
     started: Instant,
     size: u64,
-    scan: Option<scan::Session>,
+    scan: Option<crate::Scan>,
     /// BDAT text made CRLF for the scanner.
     line_ends: LineEnds,
 }
@@ -177,7 +177,7 @@ impl Txn {
             recipients,
             started: Instant::now(),
             size: 0,
-            scan: ctx.scan.as_ref().map(|c| c.scanner.session()),
+            scan: ctx.scan.as_ref().map(|c| c.start()),
             line_ends: LineEnds::default(),
         }
     }
@@ -195,20 +195,33 @@ impl Txn {
         }
     }
 
-    /// The verdict's name for the log and the refusal, if any.
+    /// The verdict's name for the log, and the reply refusing the
+    /// message, if it is refused.
     fn judge(self, ctx: &Context) -> (String, Option<String>) {
-        match (self.scan, &ctx.scan) {
-            (Some(s), Some(check)) => {
-                let verdict = s.finish();
+        let (Some(s), Some(check)) = (self.scan, &ctx.scan) else {
+            return ("unscanned".to_string(), None);
+        };
+        match s.finish() {
+            Ok(verdict) => {
                 let name = match &verdict {
                     scan::Verdict::Clean => "clean".to_string(),
                     scan::Verdict::Infected { name } => format!("infected:{name}"),
                     scan::Verdict::LimitExceeded(k) => format!("limit:{}", k.as_str()),
                     scan::Verdict::Encrypted => "encrypted".to_string(),
                 };
-                (name, check.refusal(&verdict))
+                let refusal = check
+                    .refusal(&verdict)
+                    .map(|why| format!("554 5.7.1 Message rejected: {why}"));
+                (name, refusal)
             }
-            _ => ("unscanned".to_string(), None),
+            // Nothing unscanned goes through: the sender tries again later.
+            Err(e) => (
+                format!("error:{e}"),
+                Some(
+                    "451 4.3.0 Message not accepted: the virus scanner failed, try again later"
+                        .to_string(),
+                ),
+            ),
         }
     }
 }
@@ -681,7 +694,7 @@ impl Session<'_> {
         let (verdict, refusal) = txn.judge(self.ctx);
         self.sender.clear();
         self.recipients = 0;
-        if let Some(why) = refusal {
+        if let Some(refusal) = refusal {
             // Closing the connection before the end of data makes the
             // upstream drop the transaction (RFC 5321 §4.1.1.4: a message
             // counts only once the end is acknowledged).
@@ -691,8 +704,7 @@ impl Session<'_> {
                 ms = started.elapsed().as_millis() as u64,
                 "message refused"
             );
-            self.reply(&format!("554 5.7.1 Message rejected: {why}"))
-                .await?;
+            self.reply(&refusal).await?;
             return self.reconnect().await;
         }
         let reply = self.command(end).await?;

@@ -11,7 +11,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 fn check() -> Arc<proxy::ContentCheck> {
     Arc::new(proxy::ContentCheck {
-        scanner: scan::Scanner::new(Arc::new(scan::Database::builtin()), scan::Limits::default()),
+        engine: scan::Engine::Builtin(scan::Scanner::new(
+            Arc::new(scan::Database::builtin()),
+            scan::Limits::default(),
+        )),
         reject_limit: true,
         reject_encrypted: true,
     })

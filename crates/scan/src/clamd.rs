@@ -239,6 +239,14 @@ impl ClamdMailSession {
         !self.sink.verdict.is_clean()
     }
 
+    /// The name of what clamd found already, if anything.
+    pub fn found(&self) -> Option<&str> {
+        match &self.sink.verdict {
+            Verdict::Infected { name } => Some(name),
+            _ => None,
+        }
+    }
+
     /// Ends the message: the first finding, or an error if clamd could not
     /// be asked about every part.
     pub fn finish(mut self) -> Result<Verdict, ClamdError> {

@@ -41,6 +41,7 @@ pub mod clamd;
 mod cvd;
 mod database;
 pub mod decode;
+mod engine;
 mod error;
 pub mod filetype;
 mod ftm;
@@ -60,6 +61,7 @@ mod vba;
 mod verdict;
 
 pub use database::{Database, DatabaseBuilder, LoadReport, EICAR, EICAR_NAME};
+pub use engine::{Engine, EngineSession};
 pub use error::ScanError;
 pub use links::extract_links;
 pub use session::{Scanner, Session};

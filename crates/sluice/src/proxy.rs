@@ -48,30 +48,36 @@ pub(crate) async fn bind(config: &Config) -> anyhow::Result<Bound> {
     Ok(Bound(out))
 }
 
-/// The proxy's scan, from `[scan]`: the serve command's scanner when it
-/// has a built-in one, else the signatures loaded here.
+/// The proxy's scan, from `[scan]`: the serve command's engine when there
+/// is one, else one made here. clamd answers for a whole MIME part only
+/// once the part has ended, after a POP3 client would have had it whole,
+/// so a POP3 entry needs the built-in scanner.
 pub(crate) fn content_check(
     config: &Config,
-    scanner: Option<&scan::Scanner>,
+    engine: Option<&scan::Engine>,
 ) -> anyhow::Result<Option<Arc<proxy::ContentCheck>>> {
     if !config.scan.enabled {
         tracing::warn!("[scan] enabled = false: the proxy passes mail through unscanned");
         return Ok(None);
     }
-    let scanner = match scanner {
-        Some(s) => s.clone(),
-        None => {
-            if config.scan.engine == crate::config::ScanEngine::Clamd {
-                tracing::info!(
-                    "the proxy scans with the built-in engine and [scan] databases, not clamd"
-                );
-            }
-            let db = config.scan.load_database()?;
-            scan::Scanner::new(Arc::new(db), config.scan.limits())
-        }
+    let engine = match engine {
+        Some(e) => e.clone(),
+        None => crate::serve::scan_engine(config)?,
     };
+    if let (scan::Engine::Clamd(_), Some(entry)) = (
+        &engine,
+        config
+            .proxy
+            .iter()
+            .find(|p| p.protocol == proxy::Protocol::Pop3),
+    ) {
+        anyhow::bail!(
+            "proxy {}: a pop3 entry needs [scan] engine = \"builtin\": clamd gives its verdict only at the end of a part, after the client has received it",
+            entry.listen
+        );
+    }
     Ok(Some(Arc::new(proxy::ContentCheck {
-        scanner,
+        engine,
         reject_limit: config.scan.on_limit == smtp::Action::Reject,
         reject_encrypted: config.scan.on_encrypted == smtp::Action::Reject,
     })))

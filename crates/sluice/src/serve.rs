@@ -475,14 +475,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for l in managesieve_listeners {
         accept_loops.spawn(managesieve::serve(l, Arc::clone(&managesieve_ctx)));
     }
-    let builtin = content.as_ref().and_then(|c| match &c.engine {
-        smtp::Engine::Builtin(scanner) => Some(scanner),
-        smtp::Engine::Clamd(_) => None,
-    });
     let proxy_check = if config.proxy.is_empty() {
         None
     } else {
-        crate::proxy::content_check(&config, builtin)?
+        crate::proxy::content_check(&config, content.as_ref().map(|c| &c.engine))?
     };
     crate::proxy::start(
         &config,
@@ -544,24 +540,30 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The scanner of the data stage, with its signatures loaded.
-fn content_policy(config: &Config) -> anyhow::Result<Option<smtp::ContentPolicy>> {
-    if !config.scan.enabled {
-        return Ok(None);
-    }
-    let engine = match config.scan.engine {
+/// The engine `[scan]` asks for: clamd, or the built-in scanner with its
+/// signatures loaded.
+pub(crate) fn scan_engine(config: &Config) -> anyhow::Result<scan::Engine> {
+    Ok(match config.scan.engine {
         crate::config::ScanEngine::Clamd => {
             tracing::info!(clamd = %config.scan.clamd, "scanning with clamd");
-            smtp::Engine::Clamd(scan::clamd::ClamdClient::new(
+            scan::Engine::Clamd(scan::clamd::ClamdClient::new(
                 config.scan.clamd_addr(),
                 Duration::from_secs(config.scan.clamd_timeout_secs),
             ))
         }
         crate::config::ScanEngine::Builtin => {
             let db = config.scan.load_database()?;
-            smtp::Engine::Builtin(scan::Scanner::new(Arc::new(db), config.scan.limits()))
+            scan::Engine::Builtin(scan::Scanner::new(Arc::new(db), config.scan.limits()))
         }
-    };
+    })
+}
+
+/// The scanner of the data stage, with its signatures loaded.
+fn content_policy(config: &Config) -> anyhow::Result<Option<smtp::ContentPolicy>> {
+    if !config.scan.enabled {
+        return Ok(None);
+    }
+    let engine = scan_engine(config)?;
     Ok(Some(smtp::ContentPolicy {
         engine,
         on_infected: config.scan.on_infected,

@@ -978,3 +978,67 @@ p.quit()
     );
     proxy.wait_log("verdict=infected:");
 }
+
+/// `[scan] engine = "clamd"`: the SMTP proxy streams each decoded part to
+/// clamd; with clamd gone, mail is deferred with 451, never passed on
+/// unscanned. A POP3 entry refuses clamd at start: clamd answers for a
+/// part only once the client would have it whole.
+#[test]
+fn the_smtp_proxy_scans_with_clamd_and_defers_mail_without_it() {
+    let clamd = kit::Clamd::start();
+    let postfix = PostfixMx::delivering("upstream.example.net", "");
+    let listen = local(free_port());
+    let proxy = Proxy::start(
+        &clamd.scan_config(),
+        &entry("smtp", listen, postfix.addr, "tls = \"none\""),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    messages(dir.path());
+    let clean = dir.path().join("clean.eml");
+    let infected = dir.path().join("infected.eml");
+    let (clean, infected) = (clean.to_str().unwrap(), infected.to_str().unwrap());
+    let out = python(SEND, &[&listen.to_string(), clean, infected]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[1], "250 sent", "{out}\n{}", proxy.log());
+    assert!(
+        lines[2].starts_with("554 5.7.1") && lines[2].contains(kit::CLAMD_EICAR_NAME),
+        "{out}\n{}",
+        proxy.log()
+    );
+    drop(clamd);
+    let out = python(SEND, &[&listen.to_string(), clean]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[1].starts_with("451 4.3.0"), "{out}\n{}", proxy.log());
+    proxy.wait_log("verdict=error:");
+    delivered(&postfix, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(postfix.delivered().len(), 1, "only the first clean message");
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sluice.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "hostname = \"proxy.example.org\"\ndata_dir = {:?}\n[scan]\nengine = \"clamd\"\n{}",
+            dir.path().join("data"),
+            entry(
+                "pop3",
+                local(free_port()),
+                local(free_port()),
+                "tls = \"none\""
+            )
+        ),
+    )
+    .unwrap();
+    let out = Command::new(kit::sluice_bin())
+        .args(["proxy", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("a pop3 entry needs [scan] engine = \"builtin\""),
+        "{err}"
+    );
+}

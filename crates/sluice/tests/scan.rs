@@ -254,77 +254,15 @@ fn office_documents_carrying_a_signature_are_refused_over_smtp() {
     assert_eq!(server.count("SELECT count(*) FROM messages"), 0);
 }
 
-/// A clamd started for one test from its own config, stopped on drop.
-struct Clamd {
-    child: std::process::Child,
-    socket: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Clamd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn clamd() -> Option<Clamd> {
-    kit::require_program("clamd", "clamav-daemon");
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    std::fs::create_dir(&db).unwrap();
-    // MD5 and size of the EICAR file, under a name of our own.
-    std::fs::write(
-        db.join("test.hdb"),
-        "44d88612fea8a8f36de82e1278abb02f:68:Test.EICAR-Hash\n",
-    )
-    .unwrap();
-    let socket = dir.path().join("clamd.sock");
-    let conf = dir.path().join("clamd.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "Foreground yes\nLocalSocket {}\nDatabaseDirectory {}\nLogFile {}\nTemporaryDirectory {}\n",
-            socket.display(),
-            db.display(),
-            dir.path().join("clamd.log").display(),
-            dir.path().display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new("clamd")
-        .arg("-c")
-        .arg(&conf)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let clamd = Clamd {
-        child,
-        socket,
-        _dir: dir,
-    };
-    assert!(
-        kit::wait_until(std::time::Duration::from_secs(60), || {
-            std::os::unix::net::UnixStream::connect(&clamd.socket).is_ok()
-        }),
-        "clamd did not start"
-    );
-    Some(clamd)
-}
-
 #[test]
 fn the_clamd_engine_scans_each_decoded_part() {
-    let Some(clamd) = clamd() else { return };
-    let server = Server::start_with(&format!(
-        "[scan]\nengine = \"clamd\"\nclamd = \"{}\"\n",
-        clamd.socket.display()
-    ));
+    let clamd = kit::Clamd::start();
+    let server = Server::start_with(&clamd.scan_config());
     let user = server.add_user("clamd");
     assert_eq!(send(&server, &user, "plain"), "250");
     let reply = send(&server, &user, "eicar");
     assert!(
-        reply.starts_with("554 5.7.1") && reply.contains("Test.EICAR-Hash"),
+        reply.starts_with("554 5.7.1") && reply.contains(kit::CLAMD_EICAR_NAME),
         "{reply}"
     );
     // clamd gone: mail is deferred, not delivered unscanned.

@@ -16,14 +16,9 @@ pub enum Action {
     Accept,
 }
 
-/// Which engine scans.
-pub enum Engine {
-    /// Sluice's own streaming scanner, in the session's task.
-    Builtin(scan::Scanner),
-    /// A running clamd: each decoded MIME part is streamed to it with
-    /// INSTREAM, for sites that want ClamAV's full engine.
-    Clamd(scan::clamd::ClamdClient),
-}
+/// Which engine scans: the built-in scanner, in the session's task, or
+/// clamd, each decoded MIME part streamed to it.
+pub use scan::Engine;
 
 /// The scanner and what to do with each kind of verdict.
 pub struct ContentPolicy {
@@ -38,49 +33,42 @@ pub struct ContentPolicy {
     pub on_encrypted: Action,
 }
 
-/// One message's scan in progress.
-pub(crate) enum ContentScan {
-    Builtin(scan::Session),
-    Clamd(scan::clamd::ClamdMailSession),
-}
+/// One message's scan in progress. clamd is written to with blocking
+/// I/O: `block_in_place` keeps the other tasks of this worker running
+/// meanwhile (the server runs on the multi-threaded runtime).
+pub(crate) struct ContentScan(scan::EngineSession);
 
 impl ContentScan {
-    /// Feeds the next piece of the message. clamd is written to with
-    /// blocking I/O: `block_in_place` keeps the other tasks of this worker
-    /// running meanwhile (the server runs on the multi-threaded runtime).
+    /// Feeds the next piece of the message.
     pub(crate) fn feed(&mut self, piece: &[u8]) {
-        match self {
-            ContentScan::Builtin(s) => s.feed(piece),
-            ContentScan::Clamd(s) => tokio::task::block_in_place(|| s.feed(piece)),
+        if self.0.blocks() {
+            tokio::task::block_in_place(|| self.0.feed(piece))
+        } else {
+            self.0.feed(piece)
         }
     }
 
     /// Whether something was found already.
     pub(crate) fn infected(&self) -> bool {
-        match self {
-            ContentScan::Builtin(s) => s.infected().is_some(),
-            ContentScan::Clamd(s) => s.infected(),
-        }
+        self.0.infected().is_some()
     }
 
     /// The verdict, or why there is none (clamd unreachable).
     pub(crate) fn finish(self) -> Result<scan::Verdict, String> {
-        match self {
-            ContentScan::Builtin(s) => Ok(s.finish()),
-            ContentScan::Clamd(s) => {
-                tokio::task::block_in_place(|| s.finish()).map_err(|e| e.to_string())
-            }
+        let session = self.0;
+        if session.blocks() {
+            tokio::task::block_in_place(|| session.finish())
+        } else {
+            session.finish()
         }
+        .map_err(|e| e.to_string())
     }
 }
 
 impl ContentPolicy {
     /// Starts scanning one message.
     pub(crate) fn start(&self) -> ContentScan {
-        match &self.engine {
-            Engine::Builtin(scanner) => ContentScan::Builtin(scanner.session()),
-            Engine::Clamd(client) => ContentScan::Clamd(client.mail_session()),
-        }
+        ContentScan(self.engine.session())
     }
 
     /// Scans a stored message, streamed from the store piece by piece:

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 mod bin;
+mod clamd;
 mod dns;
 mod dovecot;
 mod log;
@@ -26,6 +27,7 @@ mod store;
 mod tools;
 
 pub use bin::sluice_bin;
+pub use clamd::{Clamd, CLAMD_EICAR_NAME};
 pub use dns::{Dns, Zone};
 pub use dovecot::Dovecot;
 pub use log::ChildLog;
