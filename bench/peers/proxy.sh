@@ -1,42 +1,67 @@
 #!/usr/bin/env bash
-# SMTP throughput straight to Postfix against through `sluice proxy` in
-# front of the same Postfix, side by side in one run, with Postfix's own
-# load generator (smtp-source). Postfix runs from a config in a temp
-# directory on loopback and discards what it accepts; the system's
-# /etc/postfix is not touched. Needs root (Postfix drops to its user).
+# SMTP throughput straight to Postfix, through `sluice proxy` in front of
+# the same Postfix, and through Postfix + amavisd-new + clamd (the content
+# filter set-up the proxy replaces), side by side in one run, with
+# Postfix's own load generator (smtp-source); then POP3 RETR straight from
+# Dovecot against through the proxy, and memory per session. Both scanners
+# load the same generated signature database. Postfix runs from a config
+# in a temp directory on loopback and discards what it accepts; the
+# system's /etc/postfix is not touched. Needs root (Postfix, Dovecot and
+# amavisd drop to their users).
 #
 #   bench/peers/proxy.sh
 #
+# A run counts from the first message sent until Postfix's queue is empty
+# again, so the after-queue amavis path is timed to the end of its scan
+# and second queue pass, not only to Postfix's 250.
+#
 # Environment:
 #   SLUICE     the sluice binary                 (default: sluice)
-#   MESSAGES   messages per run                  (default: 4000)
-#   SIZE       message size in bytes             (default: 4096)
+#   SIZES      message sizes in bytes            (default: 4096 1048576)
+#   VOLUME     bytes per run and size: a run sends VOLUME/size messages,
+#              at least 100 and at most MESSAGES (default: 200000000)
+#   MESSAGES   most messages per run             (default: 4000)
 #   SESSIONS   parallel SMTP sessions            (default: 10)
+#   SIGS       generated .ndb signatures both scanners load (default: 20000)
+#   AMAVIS     1: add the Postfix + amavisd-new + clamd rows (default: 1)
 #   POP3_MSGS  messages per POP3 account for the RETR comparison, 10
 #              accounts fetched in parallel straight from Dovecot and
 #              through the proxy                 (default: 300; 0: skip)
-#   HOLD       then this many sessions each send 1 MB of DATA and wait
+#   HOLD       then this many sessions each send HOLD_MB of DATA and wait
 #              before the end, and the proxy's resident memory per session
 #              is printed                        (default: 200; 0: skip)
+#   HOLD_MB    megabytes each held session sends (default: 10)
 set -euo pipefail
 
 SLUICE=${SLUICE:-sluice}
+SIZES=${SIZES:-4096 1048576}
+VOLUME=${VOLUME:-200000000}
 MESSAGES=${MESSAGES:-4000}
-SIZE=${SIZE:-4096}
 SESSIONS=${SESSIONS:-10}
+SIGS=${SIGS:-20000}
+AMAVIS=${AMAVIS:-1}
 HOLD=${HOLD:-200}
+HOLD_MB=${HOLD_MB:-10}
 POP3_MSGS=${POP3_MSGS:-300}
 P_SMTP=24525 X_SMTP=24526 D_POP3=24110 X_POP3=24111
+A_SMTP=24527 AM_IN=24524 AM_OUT=24528
 
 die() { printf 'proxy.sh: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root"
 command -v smtp-source >/dev/null || die "smtp-source missing: apt-get install postfix"
+if [ "$AMAVIS" = 1 ]; then
+  command -v amavisd >/dev/null || die "amavisd missing: apt-get install amavisd-new (or AMAVIS=0)"
+  command -v clamd >/dev/null || die "clamd missing: apt-get install clamav-daemon (or AMAVIS=0)"
+fi
 
 dir=$(mktemp -d)
 cleanup() {
   [ -n "${proxy_pid:-}" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
   postfix -c "$dir/postfix" stop >/dev/null 2>&1 || true
   [ -n "${dovecot_pid:-}" ] && kill "$dovecot_pid" 2>/dev/null && wait "$dovecot_pid" 2>/dev/null
+  [ -f "$dir/amavis/amavisd.pid" ] && kill "$(cat "$dir/amavis/amavisd.pid")" 2>/dev/null
+  [ -n "${clamd_pid:-}" ] && kill "$clamd_pid" 2>/dev/null && wait "$clamd_pid" 2>/dev/null
+  sleep 1
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -66,18 +91,50 @@ smtpd_recipient_restrictions = permit
 maillog_file = $dir/postfix/maillog
 maillog_file_prefixes = $dir
 default_process_limit = 400
+message_size_limit = 0
 CF
 awk -v port="127.0.0.1:$P_SMTP" '
   /^#/ || /^[ \t]/ || NF < 8 { print; next }
   { if ($1 == "smtp" && $2 == "inet") $1 = port; $5 = "n"; print }
 ' /etc/postfix/master.cf > "$dir/postfix/master.cf"
+if [ "$AMAVIS" = 1 ]; then
+  # The classic after-queue content filter: Postfix hands each message to
+  # amavisd, which asks clamd and sends it back to a second smtpd.
+  cat >> "$dir/postfix/master.cf" <<CF
+127.0.0.1:$A_SMTP inet n - n - - smtpd
+  -o content_filter=smtp-amavis:[127.0.0.1]:$AM_IN
+smtp-amavis unix - - n - $SESSIONS smtp
+  -o smtp_data_done_timeout=1200
+  -o smtp_send_xforward_command=yes
+  -o disable_dns_lookups=yes
+127.0.0.1:$AM_OUT inet n - n - - smtpd
+  -o content_filter=
+  -o receive_override_options=no_unknown_recipient_checks,no_header_body_checks,no_milters
+CF
+fi
 postfix -c "$dir/postfix" start >/dev/null 2>&1 || die "postfix did not start"
+
+# One signature database for both scanners: random .ndb body signatures
+# and one for the EICAR test string.
+mkdir -p "$dir/db"
+python3 - "$dir/db/bench.ndb" "$SIGS" <<'PY'
+import random, sys
+rng = random.Random(1)
+with open(sys.argv[1], 'w') as f:
+    for i in range(int(sys.argv[2])):
+        n = rng.randint(12, 40)
+        f.write('Bench.Sig-%d:0:*:%s\n' % (i, bytes(rng.getrandbits(8) for _ in range(n)).hex()))
+PY
+printf 'Bench.EICAR:0:*:%s\n' "$(printf '%s' 'X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*' | od -An -tx1 | tr -d ' \n')" >> "$dir/db/bench.ndb"
+chmod -R a+rX "$dir/db"
 
 cat > "$dir/sluice.toml" <<CF
 hostname = "proxy.example.org"
 data_dir = "$dir/data"
 [log]
 level = "warn"
+[scan]
+databases = ["$dir/db"]
 [[proxy]]
 protocol = "smtp"
 listen = "127.0.0.1:$X_SMTP"
@@ -104,26 +161,127 @@ wait_port() {
 wait_port "$P_SMTP"
 wait_port "$X_SMTP"
 
+if [ "$AMAVIS" = 1 ]; then
+  mkdir -p "$dir/clamd" "$dir/amavis/tmp" "$dir/amavis/db" "$dir/amavis/var"
+  cat > "$dir/clamd/clamd.conf" <<CF
+Foreground yes
+LocalSocket $dir/clamd/clamd.sock
+DatabaseDirectory $dir/db
+TemporaryDirectory $dir/clamd
+LogFile $dir/clamd/clamd.log
+MaxThreads $SESSIONS
+CF
+  clamd -c "$dir/clamd/clamd.conf" > /dev/null 2>&1 &
+  clamd_pid=$!
+  chown -R amavis:amavis "$dir/amavis"
+  mkdir -p "$dir/amavis-conf"  # amavisd refuses a config it could write to
+  cat > "$dir/amavis-conf/amavisd.conf" <<CF
+use strict;
+\$MYHOME = '$dir/amavis';
+\$TEMPBASE = "\$MYHOME/tmp";
+\$db_home = "\$MYHOME/db";
+\$helpers_home = "\$MYHOME/var";
+\$pid_file = "\$MYHOME/amavisd.pid";
+\$lock_file = "\$MYHOME/amavisd.lock";
+\$daemon_user = 'amavis';
+\$daemon_group = 'amavis';
+\$myhostname = 'amavis.example.net';
+\$mydomain = 'example.net';
+\$inet_socket_bind = '127.0.0.1';
+\$inet_socket_port = $AM_IN;
+@inet_acl = qw(127.0.0.1);
+\$forward_method = 'smtp:[127.0.0.1]:$AM_OUT';
+\$notify_method = \$forward_method;
+\$max_servers = $SESSIONS;
+\$max_requests = 100000;
+\$DO_SYSLOG = 0;
+\$LOGFILE = "\$MYHOME/amavis.log";
+\$log_level = 0;
+\$enable_db = 0;
+\$enable_global_cache = 0;
+\$enable_dkim_verification = 0;
+\$enable_dkim_signing = 0;
+@bypass_spam_checks_maps = (1);
+@bypass_banned_checks_maps = (1);
+@bypass_header_checks_maps = (1);
+\$final_virus_destiny = D_REJECT;
+\$virus_admin = undef;
+\$warnvirussender = 0;
+@local_domains_maps = (1);
+@av_scanners = (['ClamAV-clamd', \&ask_daemon, ["CONTSCAN {}\n", '$dir/clamd/clamd.sock'],
+  qr/\bOK\$/m, qr/\bFOUND\$/m, qr/^.*?: (?!Infected Archive)(.*) FOUND\$/m ]);
+@av_scanners_backup = ();
+1;
+CF
+  for _ in $(seq 600); do [ -S "$dir/clamd/clamd.sock" ] && break; sleep 0.1; done
+  [ -S "$dir/clamd/clamd.sock" ] || die "clamd did not start: $(tail -5 "$dir/clamd/clamd.log")"
+  amavisd -c "$dir/amavis-conf/amavisd.conf" start > "$dir/amavis/start.log" 2>&1 || die "amavisd did not start: $(cat "$dir/amavis/start.log")"
+  for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$AM_IN") 2>/dev/null && break; sleep 0.1; done
+  (exec 3<>"/dev/tcp/127.0.0.1/$AM_IN") 2>/dev/null ||
+    die "amavisd does not listen: $(cat "$dir/amavis/start.log" "$dir/amavis/amavis.log" 2>&1 | tail -n 8)"
+  wait_port "$A_SMTP"
+  # The chain really scans: EICAR sent through it is found by clamd.
+  python3 - "$A_SMTP" <<'PY'
+import smtplib, sys
+eicar = b'X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*'
+s = smtplib.SMTP('127.0.0.1', int(sys.argv[1]), timeout=30)
+s.sendmail('sender@example.com', ['rcpt@example.net'], b'Subject: eicar\r\n\r\n' + eicar + b'\r\n')
+s.quit()
+PY
+  for _ in $(seq 300); do grep -q 'Bench.EICAR' "$dir/amavis/amavis.log" 2>/dev/null && break; sleep 0.1; done
+  grep -q 'Bench.EICAR' "$dir/amavis/amavis.log" || die "amavisd did not find EICAR: $(tail -n 5 "$dir/amavis/amavis.log")"
+fi
+
+# Messages in Postfix's queue, not yet delivered (discarded).
+queued() {
+  find "$dir/postfix/queue/maildrop" "$dir/postfix/queue/incoming" \
+    "$dir/postfix/queue/active" "$dir/postfix/queue/deferred" -type f 2>/dev/null | wc -l
+}
+
+# run PORT SIZE COUNT: messages/s from the first sent until the queue is empty.
 run() {
   local start end
   start=$(date +%s.%N)
-  smtp-source -c -l "$SIZE" -m "$MESSAGES" -s "$SESSIONS" \
+  smtp-source -c -l "$2" -m "$3" -s "$SESSIONS" \
     -f sender@example.com -t rcpt@example.net "127.0.0.1:$1" > /dev/null
+  for _ in $(seq 12000); do [ "$(queued)" = 0 ] && break; sleep 0.05; done
+  [ "$(queued)" = 0 ] || die "Postfix's queue did not drain: $(tail -3 "$dir/postfix/maillog")"
   end=$(date +%s.%N)
-  echo "$MESSAGES / ($end - $start)" | bc -l
+  echo "$3 / ($end - $start)" | bc -l
 }
 
-# A warm-up of each, then the measured runs, alternating.
-MESSAGES=200 run "$P_SMTP" >/dev/null
-MESSAGES=200 run "$X_SMTP" >/dev/null
-direct=$(run "$P_SMTP")
-proxied=$(run "$X_SMTP")
-direct2=$(run "$P_SMTP")
-proxied2=$(run "$X_SMTP")
-printf 'smtp-source -c -l %s -m %s -s %s, messages/s\n' "$SIZE" "$MESSAGES" "$SESSIONS"
-printf '  direct to Postfix      %8.1f  %8.1f\n' "$direct" "$direct2"
-printf '  through sluice proxy   %8.1f  %8.1f\n' "$proxied" "$proxied2"
-printf '  ratio                  %8.3f\n' "$(echo "($proxied + $proxied2) / ($direct + $direct2)" | bc -l)"
+ports=("$P_SMTP" "$X_SMTP")
+names=("direct to Postfix" "through sluice proxy")
+if [ "$AMAVIS" = 1 ]; then
+  ports+=("$A_SMTP")
+  names+=("Postfix+amavisd+clamd")
+fi
+for size in $SIZES; do
+  n=$((VOLUME / size))
+  [ "$n" -gt "$MESSAGES" ] && n=$MESSAGES
+  [ "$n" -lt 100 ] && n=100
+  # A warm-up of each, then two measured rounds, alternating.
+  for port in "${ports[@]}"; do run "$port" "$size" 50 > /dev/null; done
+  declare -a first second
+  for i in "${!ports[@]}"; do first[i]=$(run "${ports[i]}" "$size" "$n"); done
+  for i in "${!ports[@]}"; do second[i]=$(run "${ports[i]}" "$size" "$n"); done
+  printf 'smtp-source -c -l %s -m %s -s %s, messages/s until the queue is empty (ratio to direct)\n' "$size" "$n" "$SESSIONS"
+  for i in "${!ports[@]}"; do
+    printf '  %-24s %8.1f  %8.1f   %6.3f\n' "${names[i]}" "${first[i]}" "${second[i]}" \
+      "$(echo "(${first[i]} + ${second[i]}) / (${first[0]} + ${second[0]})" | bc -l)"
+  done
+done
+if [ "$AMAVIS" = 1 ]; then
+  # What each message in flight costs the amavis set-up: an amavisd child
+  # (proportional set size: forked children share Perl's pages) and
+  # clamd's resident memory, shared by all.
+  pss=0 children=0
+  for p in $(pgrep -f 'amavisd \((ch[0-9]|virgin)'); do
+    pss=$((pss + $(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup"))); children=$((children + 1))
+  done
+  printf 'amavisd: %d children, %d KiB PSS each; clamd RSS %d KiB\n' "$children" \
+    "$((pss / (children > 0 ? children : 1)))" "$(awk '/^VmRSS:/ { print $2 }' "/proc/$clamd_pid/status")"
+fi
 
 if [ "$POP3_MSGS" -gt 0 ]; then
   command -v dovecot >/dev/null && [ -x /usr/lib/dovecot/pop3 ] || die "apt-get install dovecot-pop3d"
@@ -210,7 +368,7 @@ fi
 [ "$HOLD" -gt 0 ] || exit 0
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$proxy_pid/status"; }
 before=$(rss)
-python3 - "$X_SMTP" "$HOLD" "$proxy_pid" "$before" <<'PY'
+python3 - "$X_SMTP" "$HOLD" "$proxy_pid" "$before" "$HOLD_MB" <<'PY'
 import socket, sys, time
 port, n, pid, before = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 def rss():
@@ -226,13 +384,16 @@ for i in range(n):
     for _ in range(4):
         f.readline()
     socks.append((s, f))
-chunk = b'Subject: hold\r\n\r\n' + (b'x' * 998 + b'\r\n') * 1024
+mb = int(sys.argv[5])
+line = b'x' * 998 + b'\r\n'
 for s, _ in socks:
-    s.sendall(chunk)
+    s.sendall(b'Subject: hold\r\n\r\n')
+    for _ in range(mb):
+        s.sendall(line * 1024)
 time.sleep(3)
 during = rss()
-print('%d sessions each 1 MB into DATA: proxy RSS %d KiB before, %d KiB during: %.1f KiB per session'
-      % (n, before, during, (during - before) / n))
+print('%d sessions each %d MB into DATA: proxy RSS %d KiB before, %d KiB during: %.1f KiB per session'
+      % (n, mb, before, during, (during - before) / n))
 for s, f in socks:
     s.sendall(b'.\r\n')
     f.readline()
