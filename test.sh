@@ -29,6 +29,7 @@ packages=(
   chromium                                  # the webmail tests drive Chromium
   sieve-connect                             # an independent ManageSieve client
   pebble                                    # Let's Encrypt's test ACME CA, for certificate issuance and renewal
+  iproute2 nftables                         # a network namespace with a redirect rule, for the proxy's transparent interception
 )
 # Node and npm run the browser driver; any install of them will do (the
 # one from Debian, or NodeSource's, which bundles npm and conflicts with

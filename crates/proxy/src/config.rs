@@ -58,6 +58,9 @@ pub enum ClientAddress {
     ProxyV2,
 }
 
+/// The `upstream` of a transparent entry.
+pub const ORIGINAL_DESTINATION: &str = "original-destination";
+
 /// One `[[proxy]]` entry: a listener and the server it forwards to.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,7 +69,9 @@ pub struct ProxyConfig {
     pub protocol: Protocol,
     /// Where clients connect.
     pub listen: SocketAddr,
-    /// The server behind the proxy, `host:port`.
+    /// The server behind the proxy, `host:port`; or
+    /// [`ORIGINAL_DESTINATION`]: each connection goes where the client sent
+    /// it before a firewall redirected it here (Linux only).
     pub upstream: String,
     /// TLS with clients: `none`, `starttls` (default) or `implicit`.
     #[serde(default)]
@@ -141,8 +146,18 @@ impl ProxyConfig {
             listen: self.listen,
             why: why.to_string(),
         };
-        if self.upstream_host().is_none() {
-            return Err(bad("upstream", "expected host:port"));
+        if self.transparent() {
+            if !cfg!(target_os = "linux") {
+                return Err(bad(
+                    "upstream",
+                    "original-destination needs Linux (SO_ORIGINAL_DST)",
+                ));
+            }
+        } else if self.upstream_host().is_none() {
+            return Err(bad(
+                "upstream",
+                "expected host:port or \"original-destination\"",
+            ));
         }
         if self.protocol == Protocol::Pop3 && self.client_address == ClientAddress::Xclient {
             return Err(bad(
@@ -157,6 +172,12 @@ impl ProxyConfig {
             return Err(bad("max_connections", "limits must be at least 1"));
         }
         Ok(())
+    }
+
+    /// Whether connections go to their original destination (after a
+    /// firewall redirect) instead of one configured upstream.
+    pub fn transparent(&self) -> bool {
+        self.upstream == ORIGINAL_DESTINATION
     }
 
     /// The host part of `upstream` (brackets of an IPv6 literal removed).
@@ -198,6 +219,13 @@ mod tests {
         .unwrap();
         assert_eq!(c.upstream_host(), Some("::1"));
         assert_eq!(c.client_address, ClientAddress::ProxyV2);
+        assert!(!c.transparent());
+        let c = parse(
+            "protocol = \"smtp\"\nlisten = \"0.0.0.0:10025\"\nupstream = \"original-destination\"\n",
+        )
+        .unwrap();
+        assert!(c.transparent());
+        assert_eq!(c.upstream_host(), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod pop3;
 mod proxy_v2;
 mod smtp;
 mod structure;
+mod transparent;
 mod upstream;
 
 use std::net::SocketAddr;

@@ -35,7 +35,7 @@ use tokio::net::TcpStream;
 
 use crate::config::{ClientTls, UpstreamTls};
 use crate::structure::Structure;
-use crate::upstream::{Upstream, UpstreamError};
+use crate::upstream::{Route, Upstream, UpstreamError};
 use crate::Context;
 
 /// Longest command line from a client (SASL answers included).
@@ -58,15 +58,17 @@ struct End;
 
 /// Runs one proxied POP3 connection.
 pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) {
-    let local = socket
-        .local_addr()
-        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let route = Route::of(ctx, &socket, peer);
     let timeout = ctx.timeout();
     let implicit = ctx.client_tls(ClientTls::Implicit);
     let Some(mut client) = net::open_stream(socket, implicit, timeout).await else {
         return;
     };
-    let (up, greeting) = match open_upstream(ctx, peer, local).await {
+    let opened = match route {
+        Ok(route) => open_upstream(ctx, &route).await,
+        Err(e) => Err(e),
+    };
+    let (up, greeting) = match opened {
         Ok(pair) => pair,
         Err(e) => {
             tracing::warn!(upstream = %ctx.config.upstream, error = %e, "upstream unavailable");
@@ -93,12 +95,8 @@ pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) 
     while s.step().await.is_ok() {}
 }
 
-async fn open_upstream(
-    ctx: &Context,
-    peer: SocketAddr,
-    local: SocketAddr,
-) -> Result<(Upstream, Vec<u8>), UpstreamError> {
-    let mut up = Upstream::connect(ctx, peer, local).await?;
+async fn open_upstream(ctx: &Context, route: &Route) -> Result<(Upstream, Vec<u8>), UpstreamError> {
+    let mut up = Upstream::connect(ctx, route).await?;
     let greeting = up.line().await?.to_vec();
     if !greeting.starts_with(b"+OK") {
         return Err(UpstreamError::Refused(

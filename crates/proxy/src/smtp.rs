@@ -27,7 +27,7 @@ use net::{DotStuffer, DotUnstuffer, Input, LineEnds, LineError, Stream};
 use tokio::net::TcpStream;
 
 use crate::config::{ClientAddress, ClientTls, UpstreamTls};
-use crate::upstream::{Upstream, UpstreamError};
+use crate::upstream::{Route, Upstream, UpstreamError};
 use crate::Context;
 
 /// The client's input buffer: the longest command line, and the piece of
@@ -232,8 +232,7 @@ struct Session<'a> {
     client: Stream,
     input: Input,
     up: Option<Upstream>,
-    peer: SocketAddr,
-    local: SocketAddr,
+    route: Route,
     timeout: Duration,
     client_tls: bool,
     /// The last EHLO or HELO line, replayed on a fresh upstream connection.
@@ -249,16 +248,20 @@ struct Session<'a> {
 
 /// Runs one proxied SMTP connection.
 pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) {
-    let local = socket
-        .local_addr()
-        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let route = Route::of(ctx, &socket, peer);
     let timeout = ctx.timeout();
     let implicit = ctx.client_tls(ClientTls::Implicit);
     let Some(mut client) = net::open_stream(socket, implicit, timeout).await else {
         return;
     };
-    let (up, greeting) = match open_upstream(ctx, peer, local).await {
-        Ok(pair) => pair,
+    let opened = match route {
+        Ok(route) => open_upstream(ctx, &route)
+            .await
+            .map(|(up, greeting)| (up, greeting, route)),
+        Err(e) => Err(e),
+    };
+    let (up, greeting, route) = match opened {
+        Ok(opened) => opened,
         Err(e) => {
             tracing::warn!(upstream = %ctx.config.upstream, error = %e, "upstream unavailable");
             let text = format!(
@@ -277,8 +280,7 @@ pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) 
         client,
         input: Input::new(CLIENT_BUFFER),
         up: Some(up),
-        peer,
-        local,
+        route,
         timeout,
         client_tls: implicit.is_some(),
         helo: None,
@@ -292,12 +294,8 @@ pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) 
 
 /// Connects to the upstream, sets up TLS and XCLIENT as configured, and
 /// returns the greeting the client should see.
-async fn open_upstream(
-    ctx: &Context,
-    peer: SocketAddr,
-    local: SocketAddr,
-) -> Result<(Upstream, Reply), UpstreamError> {
-    let mut up = Upstream::connect(ctx, peer, local).await?;
+async fn open_upstream(ctx: &Context, route: &Route) -> Result<(Upstream, Reply), UpstreamError> {
+    let mut up = Upstream::connect(ctx, route).await?;
     let mut greeting = up.reply().await?;
     if greeting.code != 220 {
         return Ok((up, greeting));
@@ -321,8 +319,8 @@ async fn open_upstream(
             // the session starts over as if the client had connected.
             let line = format!(
                 "XCLIENT ADDR={} PORT={}\r\n",
-                xclient_addr(peer),
-                peer.port()
+                xclient_addr(route.client),
+                route.client.port()
             );
             greeting = up.command(line.as_bytes()).await?;
         } else {
@@ -724,7 +722,7 @@ impl Session<'_> {
         if self.authenticated {
             return Ok(());
         }
-        let (mut up, greeting) = match open_upstream(self.ctx, self.peer, self.local).await {
+        let (mut up, greeting) = match open_upstream(self.ctx, &self.route).await {
             Ok(pair) => pair,
             Err(e) => {
                 tracing::warn!(error = %e, "upstream reconnection failed");

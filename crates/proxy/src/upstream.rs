@@ -41,6 +41,8 @@ pub(crate) struct Upstream {
     pub stream: Stream,
     pub input: Input,
     timeout: Duration,
+    /// The redirected connection's destination (transparent entries).
+    original: Option<SocketAddr>,
 }
 
 /// Builds the TLS connector an entry asks for; `None` for `upstream_tls = "none"`.
@@ -132,18 +134,63 @@ impl ServerCertVerifier for Unverified {
     }
 }
 
-impl Upstream {
-    /// Connects for a client at `client` that reached us at `local`: TCP,
-    /// the PROXY header if configured, and the TLS handshake when TLS is
-    /// implicit. The greeting is left for the caller.
-    pub async fn connect(
+/// One client connection's way through the proxy: who the client is,
+/// where it reached us, and, for a transparent entry, where it meant to go.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Route {
+    pub client: SocketAddr,
+    pub local: SocketAddr,
+    /// The destination before the firewall's REDIRECT (transparent
+    /// entries only): the upstream for this connection.
+    pub original: Option<SocketAddr>,
+}
+
+impl Route {
+    /// The route of an accepted connection. A transparent entry takes
+    /// only redirected connections: one made to the proxy's own address
+    /// would have it connect to itself, over and over.
+    pub fn of(
         ctx: &Context,
+        socket: &TcpStream,
         client: SocketAddr,
-        local: SocketAddr,
-    ) -> Result<Upstream, UpstreamError> {
+    ) -> Result<Route, UpstreamError> {
+        let local = socket
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let original = if ctx.config.transparent() {
+            let dst = crate::transparent::original_destination(socket)
+                .map_err(|e| UpstreamError::Connect(format!("no original destination: {e}")))?;
+            if dst == local {
+                return Err(UpstreamError::Connect(
+                    "a transparent proxy takes only redirected connections, not ones made to it directly".into(),
+                ));
+            }
+            Some(dst)
+        } else {
+            None
+        };
+        Ok(Route {
+            client,
+            local,
+            original,
+        })
+    }
+}
+
+impl Upstream {
+    /// Connects for the client of `route`: TCP, the PROXY header if
+    /// configured, and the TLS handshake when TLS is implicit. The
+    /// greeting is left for the caller.
+    pub async fn connect(ctx: &Context, route: &Route) -> Result<Upstream, UpstreamError> {
         let c = &ctx.config;
         let deadline = Duration::from_secs(c.connect_timeout_secs);
-        let tcp = match tokio::time::timeout(deadline, TcpStream::connect(&c.upstream)).await {
+        let connecting = async {
+            match route.original {
+                Some(addr) => TcpStream::connect(addr).await,
+                None => TcpStream::connect(&c.upstream).await,
+            }
+        };
+        let tcp = match tokio::time::timeout(deadline, connecting).await {
             Ok(Ok(tcp)) => tcp,
             Ok(Err(e)) => return Err(UpstreamError::Connect(e.to_string())),
             Err(_) => return Err(UpstreamError::Timeout),
@@ -153,9 +200,11 @@ impl Upstream {
             stream: Box::new(tcp),
             input: Input::new(LINE),
             timeout: ctx.timeout(),
+            original: route.original,
         };
         if c.client_address == ClientAddress::ProxyV2 {
-            up.send(&crate::proxy_v2::header(client, local)).await?;
+            up.send(&crate::proxy_v2::header(route.client, route.local))
+                .await?;
         }
         if c.upstream_tls == UpstreamTls::Implicit {
             up.start_tls(ctx).await?;
@@ -173,6 +222,7 @@ impl Upstream {
             .upstream_name
             .clone()
             .or_else(|| ctx.config.upstream_host().map(str::to_string))
+            .or_else(|| self.original.map(|a| a.ip().to_string()))
             .unwrap_or_default();
         let name = ServerName::try_from(host).map_err(|e| UpstreamError::Tls(e.to_string()))?;
         let plain = std::mem::replace(&mut self.stream, Box::new(tokio::io::empty()));

@@ -1042,3 +1042,104 @@ fn the_smtp_proxy_scans_with_clamd_and_defers_mail_without_it() {
         "{err}"
     );
 }
+
+/// Runs `program args` and panics with its output if it fails.
+fn run_ok(program: &str, args: &[&str]) {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{program}: {e} (./test.sh installs iproute2, nftables and util-linux)")
+        });
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Transparent interception: a firewall rule redirects the client's
+/// connection to Postfix towards the proxy, which finds where it was going
+/// with SO_ORIGINAL_DST and passes it on there, scanning it. The test runs
+/// again inside a network namespace of its own (`unshare --net`, as root),
+/// so the nftables rule touches nothing outside it.
+#[test]
+fn transparent_interception_sends_redirected_mail_where_it_was_going() {
+    const INSIDE: &str = "SLUICE_TEST_IN_NETNS";
+    let name = "transparent_interception_sends_redirected_mail_where_it_was_going";
+    if std::env::var_os(INSIDE).is_none() {
+        kit::require_program("unshare", "util-linux");
+        let status = Command::new("unshare")
+            .arg("--net")
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env(INSIDE, "1")
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "the test inside its network namespace failed"
+        );
+        return;
+    }
+    run_ok("ip", &["link", "set", "lo", "up"]);
+    let postfix = PostfixMx::delivering("upstream.example.net", "");
+    let listen = local(free_port());
+    let proxy = Proxy::start(
+        "",
+        &format!(
+            "[[proxy]]\nprotocol = \"smtp\"\nlisten = \"{listen}\"\nupstream = \"original-destination\"\ntls = \"none\"\n"
+        ),
+    );
+    // Clients on 127.0.0.2 going to Postfix's port are sent to the proxy;
+    // the proxy's own connection, from 127.0.0.1, is not.
+    let rules = format!(
+        "table ip intercept {{\n chain out {{\n  type nat hook output priority -100;\n  ip saddr 127.0.0.2 tcp dport {} redirect to :{}\n }}\n}}\n",
+        postfix.addr.port(),
+        listen.port()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let rules_file = dir.path().join("intercept.nft");
+    std::fs::write(&rules_file, rules).unwrap();
+    kit::require_program("nft", "nftables");
+    run_ok("nft", &["-f", rules_file.to_str().unwrap()]);
+    messages(dir.path());
+    let out = python(
+        r#"
+import smtplib, socket, sys
+host, port = sys.argv[1].rsplit(':', 1)
+for path in sys.argv[2:4]:
+    s = smtplib.SMTP(host, int(port), timeout=30, source_address=('127.0.0.2', 0))
+    try:
+        s.sendmail('sender@example.com', ['rcpt@example.net'], open(path, 'rb').read())
+        print('250 sent')
+    except smtplib.SMTPDataError as e:
+        print(e.smtp_code, e.smtp_error.decode())
+    s.quit()
+# Straight to the proxy, not redirected: refused, not looped back to itself.
+host, port = sys.argv[4].rsplit(':', 1)
+s = socket.create_connection((host, int(port)), timeout=30)
+print(s.makefile('rb').readline().decode().strip())
+"#,
+        &[
+            &postfix.addr.to_string(),
+            dir.path().join("clean.eml").to_str().unwrap(),
+            dir.path().join("infected.eml").to_str().unwrap(),
+            &listen.to_string(),
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "250 sent", "{out}\n{}", proxy.log());
+    // Postfix does not scan: the refusal shows the proxy was in the way.
+    assert!(
+        lines[1].starts_with("554 5.7.1") && lines[1].contains(scan::EICAR_NAME),
+        "{out}\n{}",
+        proxy.log()
+    );
+    assert!(lines[2].starts_with("421 4.3.0"), "{out}");
+    proxy.wait_log("only redirected connections");
+    let got = delivered(&postfix, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(postfix.delivered().len(), 1, "only the clean message");
+    assert!(String::from_utf8_lossy(&got[0]).contains("clean message"));
+}
