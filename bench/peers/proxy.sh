@@ -44,7 +44,7 @@ HOLD=${HOLD:-200}
 HOLD_MB=${HOLD_MB:-10}
 POP3_MSGS=${POP3_MSGS:-300}
 P_SMTP=24525 X_SMTP=24526 D_POP3=24110 X_POP3=24111
-A_SMTP=24527 AM_IN=24524 AM_OUT=24528
+A_SMTP=24527 AM_IN=24524 AM_OUT=24528 U_SMTP=24529
 
 die() { printf 'proxy.sh: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root"
@@ -57,6 +57,7 @@ fi
 dir=$(mktemp -d)
 cleanup() {
   [ -n "${proxy_pid:-}" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
+  [ -n "${unscanned_pid:-}" ] && kill "$unscanned_pid" 2>/dev/null && wait "$unscanned_pid" 2>/dev/null
   postfix -c "$dir/postfix" stop >/dev/null 2>&1 || true
   [ -n "${dovecot_pid:-}" ] && kill "$dovecot_pid" 2>/dev/null && wait "$dovecot_pid" 2>/dev/null
   [ -f "$dir/amavis/amavisd.pid" ] && kill "$(cat "$dir/amavis/amavisd.pid")" 2>/dev/null
@@ -150,6 +151,23 @@ max_connections_per_ip = 1000
 CF
 "$SLUICE" proxy --config "$dir/sluice.toml" 2> "$dir/proxy.log" &
 proxy_pid=$!
+# The same proxy with scanning off: what the extra hop alone costs.
+cat > "$dir/unscanned.toml" <<CF
+hostname = "proxy.example.org"
+data_dir = "$dir/data-unscanned"
+[log]
+level = "error"
+[scan]
+enabled = false
+[[proxy]]
+protocol = "smtp"
+listen = "127.0.0.1:$U_SMTP"
+upstream = "127.0.0.1:$P_SMTP"
+tls = "none"
+max_connections_per_ip = 1000
+CF
+"$SLUICE" proxy --config "$dir/unscanned.toml" 2> "$dir/unscanned.log" &
+unscanned_pid=$!
 
 wait_port() {
   for _ in $(seq 100); do
@@ -160,6 +178,7 @@ wait_port() {
 }
 wait_port "$P_SMTP"
 wait_port "$X_SMTP"
+wait_port "$U_SMTP"
 
 if [ "$AMAVIS" = 1 ]; then
   mkdir -p "$dir/clamd" "$dir/amavis/tmp" "$dir/amavis/db" "$dir/amavis/var"
@@ -232,6 +251,11 @@ PY
   grep -q 'Bench.EICAR' "$dir/amavis/amavis.log" || die "amavisd did not find EICAR: $(tail -n 5 "$dir/amavis/amavis.log")"
 fi
 
+# CPU time a process has used so far, in milliseconds.
+cpu_ms() {
+  awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$1/stat"
+}
+
 # Messages in Postfix's queue, not yet delivered (discarded).
 queued() {
   find "$dir/postfix/queue/maildrop" "$dir/postfix/queue/incoming" \
@@ -250,8 +274,8 @@ run() {
   echo "$3 / ($end - $start)" | bc -l
 }
 
-ports=("$P_SMTP" "$X_SMTP")
-names=("direct to Postfix" "through sluice proxy")
+ports=("$P_SMTP" "$X_SMTP" "$U_SMTP")
+names=("direct to Postfix" "through sluice proxy" "  the same, scan off")
 if [ "$AMAVIS" = 1 ]; then
   ports+=("$A_SMTP")
   names+=("Postfix+amavisd+clamd")
@@ -263,13 +287,17 @@ for size in $SIZES; do
   # A warm-up of each, then two measured rounds, alternating.
   for port in "${ports[@]}"; do run "$port" "$size" 50 > /dev/null; done
   declare -a first second
+  cpu0=$(cpu_ms "$proxy_pid")
   for i in "${!ports[@]}"; do first[i]=$(run "${ports[i]}" "$size" "$n"); done
   for i in "${!ports[@]}"; do second[i]=$(run "${ports[i]}" "$size" "$n"); done
+  proxy_cpu=$(( $(cpu_ms "$proxy_pid") - cpu0 ))
   printf 'smtp-source -c -l %s -m %s -s %s, messages/s until the queue is empty (ratio to direct)\n' "$size" "$n" "$SESSIONS"
   for i in "${!ports[@]}"; do
     printf '  %-24s %8.1f  %8.1f   %6.3f\n' "${names[i]}" "${first[i]}" "${second[i]}" \
       "$(echo "(${first[i]} + ${second[i]}) / (${first[0]} + ${second[0]})" | bc -l)"
   done
+  printf '  the scanning proxy used %.2f ms of CPU per message (%.1f ms per MB)\n' \
+    "$(echo "$proxy_cpu / (2 * $n)" | bc -l)" "$(echo "$proxy_cpu * 1048576 / (2 * $n * $size)" | bc -l)"
 done
 if [ "$AMAVIS" = 1 ]; then
   # What each message in flight costs the amavis set-up: an amavisd child

@@ -173,21 +173,28 @@ impl Default for DotStuffer {
 }
 
 impl DotStuffer {
-    /// Appends `input`, stuffed, to `out`.
+    /// Appends `input`, stuffed, to `out`. Only line starts matter, so it
+    /// looks at the byte after each LF (found with memchr) rather than at
+    /// every byte: this runs on every byte the proxy forwards.
     pub fn push(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let Some(&last) = input.last() else {
+            return;
+        };
+        out.reserve(input.len() + 2);
+        if self.at_line_start && input[0] == b'.' {
+            out.push(b'.');
+        }
         let mut start = 0;
-        for (i, &b) in input.iter().enumerate() {
-            if self.at_line_start && b == b'.' {
-                out.extend_from_slice(&input[start..i]);
+        for nl in memchr::memchr_iter(b'\n', input) {
+            if input.get(nl + 1) == Some(&b'.') {
+                out.extend_from_slice(&input[start..=nl]);
                 out.push(b'.');
-                start = i;
+                start = nl + 1;
             }
-            self.at_line_start = b == b'\n';
         }
         out.extend_from_slice(&input[start..]);
-        if let Some(&b) = input.last() {
-            self.last = b;
-        }
+        self.at_line_start = last == b'\n';
+        self.last = last;
     }
 
     /// Appends the end of data to `out`.
