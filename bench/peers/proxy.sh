@@ -31,6 +31,10 @@
 #              before the end, and the proxy's resident memory per session
 #              is printed                        (default: 200; 0: skip)
 #   HOLD_MB    megabytes each held session sends (default: 10)
+#   PIN        1: the mail server and the clients on CPU 0, the scanners
+#              (the proxy; amavisd and clamd) on CPU 1, as if each ran on
+#              a machine of its own, the way the proxy is deployed in front
+#              of a server; default 0: everything shares every core
 set -euo pipefail
 
 SLUICE=${SLUICE:-sluice}
@@ -43,6 +47,13 @@ AMAVIS=${AMAVIS:-1}
 HOLD=${HOLD:-200}
 HOLD_MB=${HOLD_MB:-10}
 POP3_MSGS=${POP3_MSGS:-300}
+PIN=${PIN:-0}
+# Who runs where: "${server[@]}" CMD and "${scanner[@]}" CMD (taskset
+# execs CMD, so $! stays the command's own pid).
+server=() scanner=()
+if [ "$PIN" = 1 ]; then
+  server=(taskset -c 0) scanner=(taskset -c 1)
+fi
 P_SMTP=24525 X_SMTP=24526 D_POP3=24110 X_POP3=24111
 A_SMTP=24527 AM_IN=24524 AM_OUT=24528 U_SMTP=24529
 
@@ -113,7 +124,7 @@ smtp-amavis unix - - n - $SESSIONS smtp
   -o receive_override_options=no_unknown_recipient_checks,no_header_body_checks,no_milters
 CF
 fi
-postfix -c "$dir/postfix" start >/dev/null 2>&1 || die "postfix did not start"
+"${server[@]}" postfix -c "$dir/postfix" start >/dev/null 2>&1 || die "postfix did not start"
 
 # One signature database for both scanners: random .ndb body signatures
 # and one for the EICAR test string.
@@ -149,7 +160,7 @@ upstream = "127.0.0.1:$D_POP3"
 tls = "none"
 max_connections_per_ip = 1000
 CF
-"$SLUICE" proxy --config "$dir/sluice.toml" 2> "$dir/proxy.log" &
+"${scanner[@]}" "$SLUICE" proxy --config "$dir/sluice.toml" 2> "$dir/proxy.log" &
 proxy_pid=$!
 # The same proxy with scanning off: what the extra hop alone costs.
 cat > "$dir/unscanned.toml" <<CF
@@ -166,7 +177,7 @@ upstream = "127.0.0.1:$P_SMTP"
 tls = "none"
 max_connections_per_ip = 1000
 CF
-"$SLUICE" proxy --config "$dir/unscanned.toml" 2> "$dir/unscanned.log" &
+"${scanner[@]}" "$SLUICE" proxy --config "$dir/unscanned.toml" 2> "$dir/unscanned.log" &
 unscanned_pid=$!
 
 wait_port() {
@@ -190,7 +201,7 @@ TemporaryDirectory $dir/clamd
 LogFile $dir/clamd/clamd.log
 MaxThreads $SESSIONS
 CF
-  clamd -c "$dir/clamd/clamd.conf" > /dev/null 2>&1 &
+  "${scanner[@]}" clamd -c "$dir/clamd/clamd.conf" > /dev/null 2>&1 &
   clamd_pid=$!
   chown -R amavis:amavis "$dir/amavis"
   mkdir -p "$dir/amavis-conf"  # amavisd refuses a config it could write to
@@ -234,7 +245,7 @@ use strict;
 CF
   for _ in $(seq 600); do [ -S "$dir/clamd/clamd.sock" ] && break; sleep 0.1; done
   [ -S "$dir/clamd/clamd.sock" ] || die "clamd did not start: $(tail -5 "$dir/clamd/clamd.log")"
-  amavisd -c "$dir/amavis-conf/amavisd.conf" start > "$dir/amavis/start.log" 2>&1 || die "amavisd did not start: $(cat "$dir/amavis/start.log")"
+  "${scanner[@]}" amavisd -c "$dir/amavis-conf/amavisd.conf" start > "$dir/amavis/start.log" 2>&1 || die "amavisd did not start: $(cat "$dir/amavis/start.log")"
   for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$AM_IN") 2>/dev/null && break; sleep 0.1; done
   (exec 3<>"/dev/tcp/127.0.0.1/$AM_IN") 2>/dev/null ||
     die "amavisd does not listen: $(cat "$dir/amavis/start.log" "$dir/amavis/amavis.log" 2>&1 | tail -n 8)"
@@ -266,7 +277,7 @@ queued() {
 run() {
   local start end
   start=$(date +%s.%N)
-  smtp-source -c -l "$2" -m "$3" -s "$SESSIONS" \
+  "${server[@]}" smtp-source -c -l "$2" -m "$3" -s "$SESSIONS" \
     -f sender@example.com -t rcpt@example.net "127.0.0.1:$1" > /dev/null
   for _ in $(seq 12000); do [ "$(queued)" = 0 ] && break; sleep 0.05; done
   [ "$(queued)" = 0 ] || die "Postfix's queue did not drain: $(tail -3 "$dir/postfix/maillog")"
@@ -360,12 +371,12 @@ service pop3-login {
   }
 }
 CF
-  dovecot -F -c "$dir/dovecot/dovecot.conf" > /dev/null 2>&1 &
+  "${server[@]}" dovecot -F -c "$dir/dovecot/dovecot.conf" > /dev/null 2>&1 &
   dovecot_pid=$!
   wait_port "$D_POP3"
   wait_port "$X_POP3"
   fetch() {
-    python3 - "$1" <<'PY'
+    "${server[@]}" python3 - "$1" <<'PY'
 import poplib, sys, threading, time
 port = int(sys.argv[1])
 def run(u):

@@ -78,6 +78,11 @@ pub struct ImapArgs {
     /// timed requests.
     #[arg(long)]
     pub mix_only: bool,
+    /// What the mix's SEARCH commands look for: `text` (a word in the
+    /// whole message: a full-text index helps) or `header` (a sender
+    /// address: both sides answer it from cached headers).
+    #[arg(long, value_enum, default_value_t = MixSearch::Text)]
+    pub mix_search: MixSearch,
     /// Length of the concurrent mix, in seconds.
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,
@@ -90,6 +95,16 @@ pub struct ImapArgs {
     /// Draw the warm request times as a PNG.
     #[arg(long, value_name = "FILE.png")]
     pub plot: Option<PathBuf>,
+}
+
+/// The SEARCH of the concurrent mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MixSearch {
+    /// `SEARCH TEXT word`.
+    Text,
+    /// `SEARCH FROM address`.
+    Header,
 }
 
 /// The report of `sluice bench imap`.
@@ -713,7 +728,8 @@ fn track_size(mut n: u64, untagged: &[Vec<u8>]) -> u64 {
 }
 
 /// The concurrent mix: each client logs in and selects INBOX once, then
-/// loops random FETCH (a 20-message window, 30%), SEARCH (20%), STORE
+/// loops random FETCH (a 20-message window, 30%), SEARCH (20%, as
+/// `--mix-search` says), STORE
 /// (\Seen on and off, 20%), re-SELECT (10%), APPEND of a corpus message
 /// (10%) and EXPUNGE of one message marked \Deleted (10%), so the
 /// mailbox keeps its size while every kind of change reaches the others.
@@ -727,18 +743,24 @@ async fn concurrent(
     let deadline = start + Duration::from_secs_f64(args.duration);
     let totals: Arc<Mutex<MixTotals>> = Arc::default();
     let mut tasks = tokio::task::JoinSet::new();
-    let words: Vec<String> = corpus
-        .spec()
-        .markers
-        .iter()
-        .map(|m| m.word.clone())
-        .collect();
+    let searches: Vec<String> = match (args.mix_search, &corpus.spec().from_marker) {
+        (MixSearch::Header, Some((from, _))) => vec![format!("SEARCH FROM {}", quoted(from))],
+        (MixSearch::Header, None) => {
+            anyhow::bail!("--mix-search header: the corpus has no sender marker")
+        }
+        (MixSearch::Text, _) => corpus
+            .spec()
+            .markers
+            .iter()
+            .map(|m| format!("SEARCH TEXT {}", quoted(&m.word)))
+            .collect(),
+    };
     for c in 0..args.clients {
-        let (user, pass, totals, words) = (
+        let (user, pass, totals, searches) = (
             args.user.clone(),
             args.password.clone(),
             Arc::clone(&totals),
-            words.clone(),
+            searches.clone(),
         );
         let seed = args.seed ^ (c as u64 + 1).wrapping_mul(0x9E37_79B9);
         let corpus = Arc::clone(corpus);
@@ -786,13 +808,7 @@ async fn concurrent(
                                 ),
                             )
                         }
-                        3..=4 => (
-                            "SEARCH",
-                            format!(
-                                "SEARCH TEXT {}",
-                                quoted(&words[rng.gen_range(0..words.len())])
-                            ),
-                        ),
+                        3..=4 => ("SEARCH", searches[rng.gen_range(0..searches.len())].clone()),
                         5..=6 => {
                             let a = rng.gen_range(1..=n);
                             let op = if rng.gen_bool(0.5) { "+" } else { "-" };

@@ -277,13 +277,15 @@ fn imap_long_session_mix_against_sluice_and_dovecot() {
     let s = sluice(1);
     let d = dovecot(1);
     for imap in [s.imap.to_string(), d.imap.to_string()] {
-        long_session_mix(&imap);
+        for search in ["text", "header"] {
+            long_session_mix(&imap, search);
+        }
     }
 }
 
 /// Only the concurrent mix, on 100 loaded messages: every kind of command
 /// ran, none failed, and the seven requests did not run.
-fn long_session_mix(imap: &str) {
+fn long_session_mix(imap: &str, search: &str) {
     let r = bench(&[
         "imap",
         "--server",
@@ -297,6 +299,8 @@ fn long_session_mix(imap: &str) {
         "3",
         "--duration",
         "2",
+        "--mix-search",
+        search,
     ]);
     assert!(r["requests"].as_array().unwrap().is_empty(), "{r:#}");
     let c = &r["concurrent"];
@@ -309,9 +313,12 @@ fn long_session_mix(imap: &str) {
     assert_eq!(
         kinds,
         ["APPEND", "EXPUNGE", "FETCH", "SEARCH", "SELECT", "STORE"],
-        "{imap}: {c:#}"
+        "{imap} {search}: {c:#}"
     );
-    assert!(c["errors"].as_object().unwrap().is_empty(), "{imap}: {c:#}");
+    assert!(
+        c["errors"].as_object().unwrap().is_empty(),
+        "{imap} {search}: {c:#}"
+    );
 }
 
 /// The seven requests on 300 loaded messages, with exact result counts,
