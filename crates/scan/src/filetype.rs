@@ -29,7 +29,7 @@ pub enum FileType {
     Elf,
     /// Mach-O executable.
     MachO,
-    /// PDF document.
+    /// PDF document: its streams are decoded and scanned.
     Pdf,
     /// Shockwave Flash.
     Swf,
@@ -117,7 +117,8 @@ impl FileType {
             | FileType::Tar
             | FileType::Bzip2
             | FileType::Xz
-            | FileType::Ole2 => Action::Unpack,
+            | FileType::Ole2
+            | FileType::Pdf => Action::Unpack,
             _ => Action::Scan,
         }
     }

@@ -51,6 +51,7 @@ mod matcher;
 pub mod mime;
 mod ole2;
 mod pcre;
+mod pdf;
 mod pe;
 mod phish;
 mod pipeline;

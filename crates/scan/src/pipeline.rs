@@ -268,6 +268,7 @@ impl FileNode {
             FileType::Xz => Unpacker::xz(self.depth),
             FileType::Zip => Unpacker::zip(self.depth),
             FileType::Ole2 => Unpacker::ole2(self.depth),
+            FileType::Pdf => Unpacker::pdf(self.depth),
             _ => Unpacker::tar(self.depth),
         });
     }

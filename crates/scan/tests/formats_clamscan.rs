@@ -1402,3 +1402,130 @@ fn ole2_clamav_testfiles() {
         }
     }
 }
+
+fn zlib(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// A minimal PDF with one object per (dictionary entries, stream data).
+fn pdf(objects: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
+    for (n, (dict, data)) in objects.iter().enumerate() {
+        out.extend_from_slice(
+            format!(
+                "{} 0 obj\n<< {dict} /Length {} >>\nstream\n",
+                n + 1,
+                data.len()
+            )
+            .as_bytes(),
+        );
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\nendstream\nendobj\n");
+    }
+    out.extend_from_slice(b"trailer\n<< /Root 1 0 R >>\n%%EOF\n");
+    out
+}
+
+#[test]
+fn pdf_streams_agree_with_clamscan() {
+    const STREAM_MARK: &[u8] = b"sluice pdf stream mark";
+    const PDF_MARK: &[u8] = b"sluice pdf only mark";
+    // Target 0 anywhere; target 10 in PDF files only (the document, not its
+    // decoded streams).
+    let ndb = format!(
+        "Sluice.Test.PdfStream:0:*:{}\nSluice.Test.PdfOnly:10:*:{}\n{}",
+        hex(STREAM_MARK),
+        hex(PDF_MARK),
+        support::eicar_ndb()
+    );
+    let filler = b"filler text, filler text, filler text. ".repeat(10);
+    let marked = [&filler[..], STREAM_MARK].concat();
+    let only = [&filler[..], PDF_MARK].concat();
+    let zipped = support::zip(&[("eicar.com", scan::EICAR)], true);
+    let hex_eicar = format!("{}>", hex(scan::EICAR));
+    let eicar = Some(scan::EICAR_NAME);
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        (
+            "flate-eicar.pdf",
+            pdf(&[("/Filter /FlateDecode", &zlib(scan::EICAR))]),
+            eicar,
+        ),
+        (
+            "flate-zip.pdf",
+            pdf(&[("/Type /EmbeddedFile /Filter /FlateDecode", &zlib(&zipped))]),
+            eicar,
+        ),
+        (
+            "flate-array.pdf",
+            pdf(&[
+                ("", b"q 1 0 0 1 0 0 cm Q"),
+                ("/Filter [/FlateDecode]", &zlib(scan::EICAR)),
+            ]),
+            eicar,
+        ),
+        (
+            "flate-short.pdf",
+            pdf(&[("/Filter /Fl", &zlib(scan::EICAR))]),
+            eicar,
+        ),
+        (
+            "hex-eicar.pdf",
+            pdf(&[("/Filter /ASCIIHexDecode", hex_eicar.as_bytes())]),
+            eicar,
+        ),
+        (
+            "flate-mark.pdf",
+            pdf(&[("/Filter /FlateDecode", &zlib(&marked))]),
+            Some("Sluice.Test.PdfStream"),
+        ),
+        (
+            "plain-mark.pdf",
+            pdf(&[("", &marked)]),
+            Some("Sluice.Test.PdfStream"),
+        ),
+        (
+            "pdf-only-raw.pdf",
+            pdf(&[("", &only)]),
+            Some("Sluice.Test.PdfOnly"),
+        ),
+        (
+            "pdf-only-flate.pdf",
+            pdf(&[("/Filter /FlateDecode", &zlib(&only))]),
+            None,
+        ),
+        (
+            "clean.pdf",
+            pdf(&[("/Filter /FlateDecode", &zlib(&filler)), ("", b"BT ET")]),
+            None,
+        ),
+    ];
+    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
+        .iter()
+        .map(|(n, b, e)| (*n, b.as_slice(), *e))
+        .collect();
+    agree(&[("test.ndb", ndb.as_bytes())], &samples);
+}
+
+/// ClamAV's own test PDF carries its test program in a compressed stream.
+#[test]
+fn pdf_clamav_testfile() {
+    let dir = Path::new("/usr/share/clamav-testfiles");
+    if !dir.exists() {
+        assert!(
+            !sluice_testkit::under_ci(),
+            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
+        );
+        eprintln!("clamav-testfiles is not installed: skipped");
+        return;
+    }
+    let exe = std::fs::read(dir.join("clam.exe")).unwrap();
+    let pdf = std::fs::read(dir.join("clam.pdf")).unwrap();
+    let ndb = format!("Clam.Exe.Body:0:*:{}\n", hex(&exe[200..240]));
+    agree(
+        &[("c.ndb", ndb.as_bytes())],
+        &[("clam.pdf", &pdf, Some("Clam.Exe.Body"))],
+    );
+}
