@@ -1529,3 +1529,106 @@ fn pdf_clamav_testfile() {
         &[("clam.pdf", &pdf, Some("Clam.Exe.Body"))],
     );
 }
+
+#[test]
+fn html_normalisation_agrees_with_clamscan() {
+    // Target 3 sees the normalised forms only (lower-cased: the upper-case
+    // signature never matches); target 0 sees them and the raw bytes.
+    let mark = b"sluice html mark";
+    let ldb = format!(
+        "Sluice.Test.HtmlLdb;Engine:51-255,Target:3;0&1;{};{}\n",
+        hex(b"ldb first half"),
+        hex(b"second half")
+    );
+    let ndb = format!(
+        "Sluice.Test.Html3:3:*:{}\nSluice.Test.Html0:0:*:{}\nSluice.Test.Upper3:3:*:{}\n",
+        hex(mark),
+        hex(b"raw zero mark"),
+        hex(b"SLUICE UPPER MARK")
+    );
+    let page = |body: &str| format!("<html><body>{body}</body></html>\n").into_bytes();
+    let h3 = Some("Sluice.Test.Html3");
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        ("plain.html", page("<p>Hello sluice html mark here</p>"), h3),
+        ("upper.html", page("<P>Hello SLUICE HTML MARK here</P>"), h3),
+        (
+            "entities.html",
+            page("<p>Hello sluice &#104;tml m&#x61;rk &amp; here</p>"),
+            h3,
+        ),
+        (
+            "comment.html",
+            page("<p>Hello sluice <!-- hidden --> html mark</p>"),
+            h3,
+        ),
+        ("tags.html", page("<p>Hello sluice<b>html</b>mark</p>"), h3),
+        (
+            "spaces.html",
+            page("<p>Hello sluice   \r\n\t html    mark</p>"),
+            h3,
+        ),
+        (
+            "attribute.html",
+            page("<a title=\"SLUICE HTML MARK\">x</a>"),
+            h3,
+        ),
+        ("upper-sig.html", page("<p>SLUICE UPPER MARK</p>"), None),
+        (
+            "ldb.html",
+            page("<p>LDB first half, then the <i>second</i> half</p>"),
+            Some("Sluice.Test.HtmlLdb"),
+        ),
+        (
+            "target0.html",
+            page("<p>Hello RAW zero mark</p>"),
+            Some("Sluice.Test.Html0"),
+        ),
+        // No HTML magic: not normalised (a <p> is not enough for ClamAV).
+        (
+            "not-html.txt",
+            b"Hello <p>sluice</p> html mark\n".to_vec(),
+            None,
+        ),
+        // (ClamAV lower-cases any text file for target 0, HTML or not: "Hello RAW
+        // zero mark" in a .txt matches it there, not here. Not HTML's doing.)
+        // The MIME type does not make a part HTML, its content does.
+        (
+            "html-part.eml",
+            single_part("text/html", "7bit", b"Hello <b>sluice</b> html mark"),
+            None,
+        ),
+        (
+            "plain-part.eml",
+            single_part(
+                "text/plain",
+                "7bit",
+                b"<html><body>Hello <b>sluice</b> html mark</body></html>",
+            ),
+            h3,
+        ),
+    ];
+    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
+        .iter()
+        .map(|(n, b, e)| (*n, b.as_slice(), *e))
+        .collect();
+    agree(
+        &[("test.ndb", ndb.as_bytes()), ("test.ldb", ldb.as_bytes())],
+        &samples,
+    );
+
+    // Known difference: ClamAV also scans a page's scripts through its
+    // JavaScript normaliser, which keeps their string literals as they are;
+    // here a script is only in `nocomment`, without its white space.
+    let script = page("<script>var a = \"sluice html mark\";</script>x");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("test.ndb"), &ndb).unwrap();
+    let (db, _) = Database::load_dir(dir.path()).unwrap();
+    let scanner = Scanner::new(Arc::new(db), Limits::default());
+    assert_eq!(scanner.scan_file(&script), Verdict::Clean);
+    if let Some(prog) = clamscan_program() {
+        let p = dir.path().join("script.html");
+        std::fs::write(&p, &script).unwrap();
+        let found = clamscan_all(&prog, dir.path(), std::slice::from_ref(&p));
+        assert!(found[&p].contains("Sluice.Test.Html3"), "{found:?}");
+    }
+}
