@@ -13,21 +13,25 @@
 //! ClamAV's normaliser: in `nocomment`, text and tags lower-cased, white space
 //! squeezed to one space (none inside `<script>` and `<style>`), comments removed
 //! (a comment ends at the first `>`), tag attributes rewritten as ` name="value"`,
-//! character references decoded (`&#101;`, `&#x65;`, `&amp;` and the common named
-//! ones); in `notags`, the text outside tags, scripts and styles, lower-cased, a
-//! space for each tag, white-space run or reference. Its state is a handful of
-//! flags, a tag name cut to [`MAX_TAG`] bytes and an entity name cut to
-//! [`MAX_ENTITY`] bytes: nothing grows with the input.
+//! character references decoded (`&#101;`, `&#x65;`, `&amp;`, the Latin-1 and
+//! the common punctuation entities); in `notags`, the text outside tags, scripts
+//! and styles, lower-cased, a space for each tag, white-space run or reference,
+//! and the `href` of an `<a>` and the `src` of an `<img>` as written. Its state
+//! is a handful of flags, a tag name cut to [`MAX_TAG`] bytes, an entity name cut
+//! to [`MAX_ENTITY`] bytes and, inside `<a>` and `<img>` tags, an attribute value
+//! cut to 1 KiB as ClamAV cuts it: nothing grows with the input. On 60 random
+//! pages of tags, comments, references, scripts and styles, both forms came out
+//! byte for byte as ClamAV 1.4.6 writes them.
 //!
 //! What ClamAV does besides, not done here: it writes the scripts out once more
-//! through its JavaScript normaliser (renamed identifiers) and decodes
-//! `JScript.Encode`/`VBScript.Encode` scripts; it scans the files of `data:` URIs
-//! (RFC 2397) in attributes; it writes `<a href>` and `<img src>` values into
-//! `notags`; it knows every HTML named entity (here those outside a short list are
-//! left as `&name;`); and it skips the white space at the start of each 8 KiB it
-//! reads. A signature on any of those forms matches there and not here. As ClamAV
-//! does, files over 10 MiB are not normalised, and `notags` only for files under
-//! 2 MiB.
+//! through its JavaScript normaliser (renamed identifiers, string literals kept)
+//! and decodes `JScript.Encode`/`VBScript.Encode` scripts; it scans the files of
+//! `data:` URIs (RFC 2397) in attributes, and takes the URI out of `nocomment`;
+//! it knows every HTML named entity (here those outside Latin-1 and a short list
+//! are left as `&name;`); and it skips the white space at the start of each
+//! 8 KiB it reads, not only at the start of the file. A signature on any of
+//! those matches there and not here. As ClamAV does, files over 10 MiB are not
+//! normalised, and `notags` is made only for files under 2 MiB.
 
 use aho_corasick::AhoCorasick;
 
@@ -39,8 +43,11 @@ use crate::matcher::BodyMatcher;
 const MAX_TAG: usize = 16;
 /// Bytes of a named character reference kept; a longer one is not an entity.
 const MAX_ENTITY: usize = 16;
-/// ClamAV's `HTML_STR_LENGTH`: longest entity name it reads.
+/// ClamAV's `HTML_STR_LENGTH`: longest entity name and attribute value it reads.
 const MAX_ENTITY_READ: usize = 1024;
+const MAX_VALUE: usize = 1024;
+/// Bytes of an attribute name kept (enough for `href` and `src`).
+const MAX_ARG: usize = 8;
 /// Files bigger than this are not normalised (ClamAV's `cli_scanhtml`).
 pub(crate) const MAX_NOCOMMENT: u64 = 10 << 20;
 /// Files this big or bigger get no `notags` form.
@@ -207,7 +214,15 @@ pub(crate) struct Normaliser {
     tag: [u8; MAX_TAG],
     tag_len: usize,
     arg_len: usize,
+    /// The first bytes of the attribute name being read.
+    arg: [u8; MAX_ARG],
     val_len: usize,
+    /// The value being read, as ClamAV keeps it (quotes included), when the
+    /// tag is an `<a>` or an `<img>`, whose `href` or `src` goes into `notags`.
+    val: Vec<u8>,
+    /// The `href` or `src` of the tag being read: `Some(None)` when the
+    /// attribute came without a value (only the first one counts).
+    link: Option<Option<Vec<u8>>>,
     quote: Quote,
     entity: [u8; MAX_ENTITY],
     entity_len: usize,
@@ -229,7 +244,10 @@ impl Default for Normaliser {
             tag: [0; MAX_TAG],
             tag_len: 0,
             arg_len: 0,
+            arg: [0; MAX_ARG],
             val_len: 0,
+            val: Vec::new(),
+            link: None,
             quote: Quote::None,
             entity: [0; MAX_ENTITY],
             entity_len: 0,
@@ -240,20 +258,34 @@ impl Default for Normaliser {
     }
 }
 
-/// A named character reference's value, for the common ones.
+/// The HTML 4 entities of ISO 8859-1, for U+00A0 to U+00FF in order.
+const LATIN1: [&str; 96] = [
+    "nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect", "uml", "copy", "ordf",
+    "laquo", "not", "shy", "reg", "macr", "deg", "plusmn", "sup2", "sup3", "acute", "micro",
+    "para", "middot", "cedil", "sup1", "ordm", "raquo", "frac14", "frac12", "frac34", "iquest",
+    "Agrave", "Aacute", "Acirc", "Atilde", "Auml", "Aring", "AElig", "Ccedil", "Egrave", "Eacute",
+    "Ecirc", "Euml", "Igrave", "Iacute", "Icirc", "Iuml", "ETH", "Ntilde", "Ograve", "Oacute",
+    "Ocirc", "Otilde", "Ouml", "times", "Oslash", "Ugrave", "Uacute", "Ucirc", "Uuml", "Yacute",
+    "THORN", "szlig", "agrave", "aacute", "acirc", "atilde", "auml", "aring", "aelig", "ccedil",
+    "egrave", "eacute", "ecirc", "euml", "igrave", "iacute", "icirc", "iuml", "eth", "ntilde",
+    "ograve", "oacute", "ocirc", "otilde", "ouml", "divide", "oslash", "ugrave", "uacute", "ucirc",
+    "uuml", "yacute", "thorn", "yuml",
+];
+
+/// A named character reference's value: the ASCII and Latin-1 ones and the
+/// common punctuation (ClamAV knows all of HTML's).
 fn entity_value(name: &[u8]) -> Option<u16> {
+    if let Some(i) = LATIN1.iter().position(|n| n.as_bytes() == name) {
+        return Some(160 + i as u16);
+    }
     Some(match name {
         b"amp" | b"AMP" => 38,
         b"lt" | b"LT" => 60,
         b"gt" | b"GT" => 62,
         b"quot" | b"QUOT" => 34,
         b"apos" => 39,
-        b"nbsp" => 160,
-        b"copy" | b"COPY" => 169,
-        b"reg" | b"REG" => 174,
-        b"shy" => 173,
-        b"laquo" => 171,
-        b"raquo" => 187,
+        b"COPY" => 169,
+        b"REG" => 174,
         b"euro" => 0x20ac,
         b"hellip" => 0x2026,
         b"ndash" => 0x2013,
@@ -262,6 +294,8 @@ fn entity_value(name: &[u8]) -> Option<u16> {
         b"rsquo" => 0x2019,
         b"ldquo" => 0x201c,
         b"rdquo" => 0x201d,
+        b"bull" => 0x2022,
+        b"trade" => 0x2122,
         b"zwnj" => 0x200c,
         b"zwj" => 0x200d,
         _ => return None,
@@ -372,6 +406,7 @@ impl Normaliser {
                     self.text_space(out);
                     self.st = St::SkipWs;
                     self.tag_len = 0;
+                    self.link = None;
                     self.next = St::Tag;
                 } else if space(b) {
                     self.text_space(out);
@@ -450,18 +485,26 @@ impl Normaliser {
                     self.st = St::SkipWs;
                     self.quote = Quote::None;
                     self.val_len = 0;
+                    self.val.clear();
                     self.next = St::TagArgVal;
                 } else if space(b) {
                     self.st = St::SkipWs;
                     self.next = St::TagArgEqual;
                 } else if b == b'>' {
                     o2(out, b'>');
+                    if self.arg_len > 0 {
+                        self.add_arg(false);
+                    }
                     self.st = St::ProcessTag;
                 } else {
                     if self.arg_len == 0 {
                         o2(out, b' ');
                     }
-                    o2(out, b.to_ascii_lowercase());
+                    let c = b.to_ascii_lowercase();
+                    o2(out, c);
+                    if self.arg_len < MAX_ARG {
+                        self.arg[self.arg_len] = c;
+                    }
                     self.arg_len += 1;
                 }
                 true
@@ -472,9 +515,13 @@ impl Normaliser {
                     self.st = St::SkipWs;
                     self.quote = Quote::None;
                     self.val_len = 0;
+                    self.val.clear();
                     self.next = St::TagArgVal;
                     true
                 } else {
+                    if self.arg_len > 0 {
+                        self.add_arg(false);
+                    }
                     self.arg_len = 0;
                     self.st = St::TagArg;
                     false
@@ -500,7 +547,15 @@ impl Normaliser {
                 self.next = St::Norm;
                 let tag = &self.tag[..self.tag_len.min(MAX_TAG)];
                 let tag = if self.tag_len > MAX_TAG { &[][..] } else { tag };
+                let link = self.link.take().flatten();
                 match tag {
+                    b"a" | b"img" => {
+                        if let Some(v) = link.filter(|v| !v.is_empty()) {
+                            out.notags.extend_from_slice(&v);
+                            out.notags.push(b' ');
+                            self.text_space = true;
+                        }
+                    }
                     b"/script" => self.in_tag = InTag::Text,
                     b"/style" if self.in_tag == InTag::Style => self.in_tag = InTag::Text,
                     b"script" => self.in_tag = InTag::Script,
@@ -526,6 +581,39 @@ impl Normaliser {
         }
     }
 
+    /// Whether the tag being read is one whose link goes into `notags`.
+    fn link_tag(&self) -> bool {
+        matches!(&self.tag[..self.tag_len.min(MAX_TAG)], b"a" | b"img")
+    }
+
+    /// Keeps a byte of the value being read, as ClamAV's `tag_val` does.
+    fn keep(&mut self, c: u8) {
+        if self.link_tag() && self.val.len() < MAX_VALUE {
+            self.val.push(c);
+        }
+    }
+
+    /// An attribute ends (with the value read, if `value`): the first `href` of
+    /// an `<a>` or `src` of an `<img>` is kept, its quotes taken off.
+    fn add_arg(&mut self, value: bool) {
+        if self.link.is_some() || self.arg_len > MAX_ARG {
+            return;
+        }
+        let name = &self.arg[..self.arg_len];
+        let wanted = match &self.tag[..self.tag_len.min(MAX_TAG)] {
+            b"a" => b"href".as_slice(),
+            b"img" => b"src".as_slice(),
+            _ => return,
+        };
+        if name != wanted {
+            return;
+        }
+        self.link = Some(value.then(|| match self.val.split_first() {
+            Some((b'"', rest)) => rest[..rest.len().saturating_sub(1)].to_vec(),
+            _ => self.val.clone(),
+        }));
+    }
+
     fn tag_arg_val(&mut self, b: u8, out: &mut Forms) -> bool {
         match b {
             b'&' => {
@@ -539,9 +627,11 @@ impl Normaliser {
                     Quote::Single
                 };
                 out.nocomment.push(b'"');
+                self.keep(b'"');
                 if self.val_len == 0 {
                     self.quote = q;
                 } else if self.quote == q {
+                    self.add_arg(true);
                     self.st = St::SkipWs;
                     self.arg_len = 0;
                     self.next = St::TagArg;
@@ -550,12 +640,14 @@ impl Normaliser {
             }
             _ if space(b) || b == b'>' => {
                 if self.quote == Quote::None {
+                    self.add_arg(true);
                     self.st = St::SkipWs;
                     self.arg_len = 0;
                     self.next = St::TagArg;
                     return false;
                 }
                 out.nocomment.push(b);
+                self.keep(if b == b'>' { b'>' } else { b' ' });
                 self.val_len += 1;
                 // As ClamAV does, white space in a quoted value ends the quoting.
                 self.st = St::SkipWs;
@@ -565,6 +657,7 @@ impl Normaliser {
             _ => {
                 out.nocomment
                     .push(if b < 0x80 { b.to_ascii_lowercase() } else { b });
+                self.keep(b);
                 self.val_len += 1;
             }
         }
@@ -588,11 +681,17 @@ impl Normaliser {
             let known = (self.entity_len <= MAX_ENTITY)
                 .then(|| entity_value(&self.entity[..self.entity_len]))
                 .flatten();
+            let start = out.nocomment.len();
             match known {
                 Some(v) => push_u16(v, &mut out.nocomment),
                 None => {
                     dump(self, out);
                     out.nocomment.push(b';');
+                }
+            }
+            if self.next == St::TagArgVal {
+                for i in start..out.nocomment.len() {
+                    self.keep(out.nocomment[i]);
                 }
             }
             self.st = self.next;
@@ -614,7 +713,13 @@ impl Normaliser {
             return true;
         }
         if self.entity_len <= MAX_ENTITY {
+            let start = out.nocomment.len();
             dump(self, out);
+            if self.next == St::TagArgVal {
+                for i in start..out.nocomment.len() {
+                    self.keep(out.nocomment[i]);
+                }
+            }
         }
         self.st = self.next;
         false
@@ -628,6 +733,9 @@ impl Normaliser {
             return true;
         }
         if b == b';' {
+            if self.next == St::TagArgVal {
+                self.keep(self.value as u8);
+            }
             if self.value < 0x80 {
                 out.nocomment.push((self.value as u8).to_ascii_lowercase());
             } else {
@@ -791,6 +899,17 @@ mod tests {
                 "<html><body><p>hello sluice html mark</p></body></html>",
                 " hello sluice html mark ",
             ),
+            // Random pieces, as ClamAV 1.4.6 wrote them.
+            (
+                b"<html><img src=Y.png>text-with-dash<script>var a = 'S';</script><html><p>&bogus;<div class=\"A B\" id='c'></a><a href=\"http://X.org/A\"><!-- c --><b>\tWORLDWORLD<div class=\"A B\" id='c'><input value=\"a  b\"><b>\"</a></P>< p ><body><html>Hello\t",
+                "<html><img src=y.png>text-with-dash<script>vara=\"s\";</script><html><p>&bogus;<div class=\"a b\" id=\"c\"></a><a href=\"http://x.org/a\"><b>worldworld<div class=\"a b\" id=\"c\"><input value=\"a b\"><b>\"</a></p><p><body><html>hello",
+                " Y.png text-with-dash http://X.org/A worldworld \" hello ",
+            ),
+            (
+                b"<html>&lt;<div class=\"A B\" id='c'>&lt;</a></a></a></b>< p >\n&gt;</P><img src=Y.png><HTML>&lt;</a><p><style>p { x: y }</style><a href=\"http://X.org/A\">",
+                "<html><<div class=\"a b\" id=\"c\"><</a></a></a></b><p>></p><img src=y.png><html><</a><p><style>p{x:y}</style><a href=\"http://x.org/a\">",
+                " Y.png ",
+            ),
         ] {
             let (o2, text) = norm(html);
             assert_eq!(o2, nocomment, "{}", String::from_utf8_lossy(html));
@@ -800,8 +919,8 @@ mod tests {
 
     #[test]
     fn references_and_bytes() {
-        let (o2, _) = norm_bytes(b"a&nbsp;b &eacute; &#233; &#x3002; &#65; &bogus &#12x");
-        assert_eq!(o2, b"a\xa0b &eacute; \xe9 . a &bogus \x0cx".as_slice());
+        let (o2, _) = norm_bytes(b"a&nbsp;b &eacute; &#233; &#x3002; &#65; &bogus &frob; &#12x");
+        assert_eq!(o2, b"a\xa0b \xe9 \xe9 . a &bogus &frob; \x0cx".as_slice());
         let long = format!("&{};", "x".repeat(40));
         assert_eq!(norm(long.as_bytes()).0, long);
     }
