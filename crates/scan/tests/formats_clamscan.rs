@@ -1403,6 +1403,24 @@ fn ole2_clamav_testfiles() {
     }
 }
 
+/// The EICAR file with spaces after it: long and compressible enough that
+/// deflate codes it rather than storing it, so that its bytes are not in the
+/// PDF as they are.
+fn eicar_padded() -> Vec<u8> {
+    [scan::EICAR, &[b' '; 300][..]].concat()
+}
+
+/// Checks that no sample carries the EICAR string as it is (a match then
+/// comes from decoding, not from the PDF's own bytes).
+fn eicar_hidden(samples: &[(&str, &[u8], Option<&str>)]) {
+    for (name, bytes, _) in samples {
+        assert!(
+            !bytes.windows(20).any(|w| w == &scan::EICAR[..20]),
+            "{name} carries EICAR as it is"
+        );
+    }
+}
+
 fn zlib(data: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
@@ -1444,13 +1462,14 @@ fn pdf_streams_agree_with_clamscan() {
     let filler = b"filler text, filler text, filler text. ".repeat(10);
     let marked = [&filler[..], STREAM_MARK].concat();
     let only = [&filler[..], PDF_MARK].concat();
-    let zipped = support::zip(&[("eicar.com", scan::EICAR)], true);
+    let e = eicar_padded();
+    let zipped = support::zip(&[("eicar.com", &e)], true);
     let hex_eicar = format!("{}>", hex(scan::EICAR));
     let eicar = Some(scan::EICAR_NAME);
     let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
         (
             "flate-eicar.pdf",
-            pdf(&[("/Filter /FlateDecode", &zlib(scan::EICAR))]),
+            pdf(&[("/Filter /FlateDecode", &zlib(&e))]),
             eicar,
         ),
         (
@@ -1462,15 +1481,11 @@ fn pdf_streams_agree_with_clamscan() {
             "flate-array.pdf",
             pdf(&[
                 ("", b"q 1 0 0 1 0 0 cm Q"),
-                ("/Filter [/FlateDecode]", &zlib(scan::EICAR)),
+                ("/Filter [/FlateDecode]", &zlib(&e)),
             ]),
             eicar,
         ),
-        (
-            "flate-short.pdf",
-            pdf(&[("/Filter /Fl", &zlib(scan::EICAR))]),
-            eicar,
-        ),
+        ("flate-short.pdf", pdf(&[("/Filter /Fl", &zlib(&e))]), eicar),
         (
             "hex-eicar.pdf",
             pdf(&[("/Filter /ASCIIHexDecode", hex_eicar.as_bytes())]),
@@ -1506,7 +1521,120 @@ fn pdf_streams_agree_with_clamscan() {
         .iter()
         .map(|(n, b, e)| (*n, b.as_slice(), *e))
         .collect();
+    eicar_hidden(&samples);
     agree(&[("test.ndb", ndb.as_bytes())], &samples);
+}
+
+/// ASCII85 (PDF 1.7 §7.4.3), with its `~>` end.
+fn ascii85(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in data.chunks(4) {
+        let mut g = [0u8; 4];
+        g[..c.len()].copy_from_slice(c);
+        let mut v = u32::from_be_bytes(g);
+        let mut d = [0u8; 5];
+        for k in (0..5).rev() {
+            d[k] = (v % 85) as u8 + b'!';
+            v /= 85;
+        }
+        out.extend_from_slice(&d[..c.len() + 1]);
+    }
+    out.extend_from_slice(b"~>");
+    out
+}
+
+#[test]
+fn pdf_stream_forms_agree_with_clamscan() {
+    let z = zlib(&eicar_padded());
+    let obj = |dict: &str, data: &[u8], eol: &[u8], before_end: &[u8]| {
+        let mut o = format!("1 0 obj\n<< {dict} >>\nstream").into_bytes();
+        o.extend_from_slice(eol);
+        o.extend_from_slice(data);
+        o.extend_from_slice(before_end);
+        o.extend_from_slice(b"endstream\nendobj\n");
+        o
+    };
+    let doc = |body: &[u8]| {
+        let mut d = b"%PDF-1.4\n".to_vec();
+        d.extend_from_slice(body);
+        d.extend_from_slice(b"trailer\n<< /Root 1 0 R >>\n%%EOF\n");
+        d
+    };
+    let hex_z: String = z.iter().map(|b| format!("{b:02x}")).collect();
+    let mut truncated = b"%PDF-1.4\n1 0 obj\n<< /Filter /FlateDecode >>\nstream\n".to_vec();
+    truncated.extend_from_slice(&z);
+    let mut two = obj("/Filter /FlateDecode", &zlib(b"hello"), b"\n", b"\n");
+    two.extend_from_slice(&obj("/Filter /FlateDecode", &z, b"\n", b"\n"));
+    let eicar = Some(scan::EICAR_NAME);
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        (
+            "a85.pdf",
+            doc(&obj(
+                "/Filter /ASCII85Decode",
+                &ascii85(scan::EICAR),
+                b"\n",
+                b"\n",
+            )),
+            eicar,
+        ),
+        (
+            "chain.pdf",
+            doc(&obj(
+                "/Filter [/AHx /Fl]",
+                format!("{hex_z}>").as_bytes(),
+                b"\n",
+                b"\n",
+            )),
+            eicar,
+        ),
+        (
+            "crlf.pdf",
+            doc(&obj("/Filter /FlateDecode", &z, b"\r\n", b"\r\n")),
+            eicar,
+        ),
+        (
+            "no-eol-before-end.pdf",
+            doc(&obj("/Filter /FlateDecode", &z, b"\n", b"")),
+            eicar,
+        ),
+        (
+            "wrong-length.pdf",
+            doc(&obj("/Filter /FlateDecode /Length 5", &z, b"\n", b"\n")),
+            eicar,
+        ),
+        (
+            "indirect-length.pdf",
+            doc(&obj("/Length 2 0 R /Filter /FlateDecode", &z, b"\n", b"\n")),
+            eicar,
+        ),
+        // (A name with `#xx` escapes, `/Fl#61teDecode`, is decoded by both, but
+        // ClamAV also reports `Heuristics.PDF.ObfuscatedNameObject` for it, even
+        // in an otherwise clean PDF; Sluice has no PDF heuristics.)
+        ("truncated.pdf", truncated, eicar),
+        ("second-stream.pdf", doc(&two), eicar),
+        // Neither decodes a raw deflate stream (no zlib header) or LZW.
+        (
+            "raw-deflate.pdf",
+            doc(&obj(
+                "/Filter /FlateDecode",
+                &z[2..z.len() - 4],
+                b"\n",
+                b"\n",
+            )),
+            None,
+        ),
+        (
+            "lzw.pdf",
+            doc(&obj("/Filter /LZWDecode", &z, b"\n", b"\n")),
+            None,
+        ),
+    ];
+    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
+        .iter()
+        .map(|(n, b, e)| (*n, b.as_slice(), *e))
+        .collect();
+    eicar_hidden(&samples);
+    agree(&[("test.ndb", support::eicar_ndb().as_bytes())], &samples);
 }
 
 /// ClamAV's own test PDF carries its test program in a compressed stream.
