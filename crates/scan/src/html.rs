@@ -29,8 +29,9 @@
 //! `data:` URIs (RFC 2397) in attributes, and takes the URI out of `nocomment`;
 //! it knows every HTML named entity (here those outside Latin-1 and a short list
 //! are left as `&name;`); and it skips the white space at the start of each
-//! 8 KiB it reads, not only at the start of the file. A signature on any of
-//! those matches there and not here. As ClamAV does, files over 10 MiB are not
+//! 8 KiB it reads, not only at the start of the file; it also reads UTF-16
+//! pages, which are not text here. A signature on any of those matches there
+//! and not here. As ClamAV does, files over 10 MiB are not
 //! normalised, and `notags` is made only for files under 2 MiB.
 
 use aho_corasick::AhoCorasick;
