@@ -930,6 +930,39 @@ mod tests {
     }
 
     #[test]
+    fn target_3_sees_the_normalised_forms_of_html_only() {
+        use std::sync::Arc;
+
+        use crate::{DatabaseBuilder, Limits, Scanner, Verdict};
+        let mut b = DatabaseBuilder::new();
+        // "evil code" for HTML (target 3), "raw only" anywhere (target 0).
+        b.add_ndb("Html.Test:3:*:6576696c20636f6465\nRaw.Test:0:*:726177206f6e6c79\n");
+        let s = Scanner::new(Arc::new(b.build().unwrap().0), Limits::default());
+        let found = |n: &str| Verdict::Infected { name: n.into() };
+        for (file, want) in [
+            (
+                &b"<html><body>EVIL <!-- x --> &#99;ode</body></html>"[..],
+                found("Html.Test"),
+            ),
+            (b"<html><i>Evil</i>\n  code", found("Html.Test")),
+            // Not HTML: no tag ClamAV counts.
+            (b"<p>evil code</p>", Verdict::Clean),
+            // Target 0: the raw bytes, and the normalised forms of HTML.
+            (b"plain text, raw only", found("Raw.Test")),
+            (b"<html>RAW   only", found("Raw.Test")),
+            (b"RAW only", Verdict::Clean),
+        ] {
+            let whole = s.scan_file(file);
+            let mut session = s.file_session();
+            for byte in file {
+                session.feed(std::slice::from_ref(byte));
+            }
+            assert_eq!(session.finish(), whole, "{}", String::from_utf8_lossy(file));
+            assert_eq!(whole, want, "{}", String::from_utf8_lossy(file));
+        }
+    }
+
+    #[test]
     fn markers_found_across_pieces() {
         for (text, html) in [
             (&b"plain text, nothing <p>here</p>"[..], false),
