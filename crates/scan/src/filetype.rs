@@ -29,7 +29,7 @@ pub enum FileType {
     Elf,
     /// Mach-O executable.
     MachO,
-    /// PDF document.
+    /// PDF document: its streams are decoded and scanned.
     Pdf,
     /// Shockwave Flash.
     Swf,
@@ -42,6 +42,10 @@ pub enum FileType {
     Image,
     /// Anything else.
     Other,
+    /// The normalised forms of an HTML file (ClamAV's `CL_TYPE_HTML`): only they
+    /// have this type, never a file as it comes, so that target-type-3 (HTML)
+    /// signatures see them and nothing else.
+    Html,
     /// A whole mail message as received (only the raw stream of a mail session has
     /// this type; it is what ClamAV target type 4 signatures look at).
     Mail,
@@ -117,7 +121,8 @@ impl FileType {
             | FileType::Tar
             | FileType::Bzip2
             | FileType::Xz
-            | FileType::Ole2 => Action::Unpack,
+            | FileType::Ole2
+            | FileType::Pdf => Action::Unpack,
             _ => Action::Scan,
         }
     }
@@ -131,6 +136,7 @@ impl FileType {
             // The OLE2 file itself (in a zip too), as ClamAV matches it; not its
             // streams or macros, which are files of their own types.
             2 => self == FileType::Ole2,
+            3 => self == FileType::Html,
             4 => self == FileType::Mail,
             5 => self == FileType::Image,
             6 => self == FileType::Elf,
@@ -182,6 +188,9 @@ mod tests {
         assert!(FileType::Mail.matches_target(4));
         assert!(!FileType::Mail.matches_target(0));
         assert!(!FileType::Other.matches_target(4));
+        assert!(FileType::Html.matches_target(3));
+        assert!(FileType::Html.matches_target(0));
+        assert!(!FileType::Other.matches_target(3));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
 //! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
 //! decompression (gzip, zip, tar, bzip2, xz, recursively), OLE2 documents taken
-//! apart into their streams and VBA macro source, and signature matching
+//! apart into their streams and VBA macro source, PDF streams decoded (Flate,
+//! ASCIIHex, ASCII85), HTML normalised as ClamAV normalises it for its target-3
+//! signatures, and signature matching
 //! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip entries and mail attachments,
 //! `.mdb`/`.msb` PE section hashes, with `.ftm` file-type magic, `.ign2` ignore
 //! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
@@ -16,7 +18,9 @@
 //!
 //! What is scanned: every leaf MIME part and uuencoded block, decoded, as a file; every
 //! file inside an archive, recursively; every stream of an OLE2 document and each
-//! of its VBA modules' source code; the archive bytes themselves; and, for
+//! of its VBA modules' source code; every stream of a PDF, decoded; the two
+//! normalised forms of an HTML file (for target-0 and target-3 signatures); the
+//! archive bytes themselves; and, for
 //! target-type-4 (mail) signatures only, the raw message. Unlike ClamAV, target-0
 //! signatures are not run over the raw message (its header lines and encoded text),
 //! which keeps one pass per byte of decoded content.
@@ -45,12 +49,14 @@ mod engine;
 mod error;
 pub mod filetype;
 mod ftm;
+mod html;
 mod links;
 mod logical;
 mod matcher;
 pub mod mime;
 mod ole2;
 mod pcre;
+mod pdf;
 mod pe;
 mod phish;
 mod pipeline;

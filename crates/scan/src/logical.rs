@@ -571,9 +571,9 @@ pub(crate) fn parse_ldb(line: &str) -> Result<LdbLine, LdbRefusal> {
     if exe_header && !matches!(target, 1 | 6 | 9) {
         return Err("ldb: EntryPoint/NumberOfSections outside PE, ELF or Mach-O".into());
     }
-    if !matches!(target, 0 | 1 | 2 | 4 | 5 | 6 | 9 | 10 | 11 | 12) {
+    if !matches!(target, 0..=6 | 9..=12) {
         return Err(LdbRefusal::Skip(
-            "ldb: target type not supported (3 HTML, 7 text, 8 graphics, 13+)",
+            "ldb: target type not supported (7 text, 8 graphics, 13+)",
         ));
     }
 

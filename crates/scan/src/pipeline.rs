@@ -8,6 +8,7 @@ use md5::Digest;
 use crate::cdb::{EntryMeta, Range};
 use crate::database::{Database, HashTable};
 use crate::filetype::{Action, FileType, SNIFF_LEN};
+use crate::html::{looks_like_text, HtmlScan};
 use crate::matcher::BodyMatcher;
 use crate::pe::{PeHasher, Wanted};
 use crate::unpack::Unpacker;
@@ -161,6 +162,8 @@ pub(crate) struct FileNode {
     unpack: Option<Unpacker>,
     /// Section hashes of a PE file, when `.mdb`/`.msb` signatures are loaded.
     pe: Option<PeHasher>,
+    /// The normalised forms of a text file, which may turn out to be HTML.
+    html: Option<Box<HtmlScan>>,
 }
 
 /// Checks a mail attachment's name and size against the `.cdb` signatures, as
@@ -214,6 +217,7 @@ impl FileNode {
             size: 0,
             unpack: None,
             pe: None,
+            html: None,
         }
     }
 
@@ -244,6 +248,12 @@ impl FileNode {
     fn recognise(&mut self, ctx: &mut Ctx<'_>) {
         let ft = ctx.db.file_type(&self.head);
         self.ft = Some(ft);
+        if ft == FileType::Other
+            && looks_like_text(&self.head)
+            && (ctx.db.body_signatures() > 0 || ctx.db.logical_signatures() > 0)
+        {
+            self.html = Some(Box::new(HtmlScan::new(ctx.db)));
+        }
         if ft == FileType::Pe {
             let kinds = ctx.db.section_tables().map(|t| {
                 (!t.is_empty()).then_some(Wanted {
@@ -268,6 +278,7 @@ impl FileNode {
             FileType::Xz => Unpacker::xz(self.depth),
             FileType::Zip => Unpacker::zip(self.depth),
             FileType::Ole2 => Unpacker::ole2(self.depth),
+            FileType::Pdf => Unpacker::pdf(self.depth),
             _ => Unpacker::tar(self.depth),
         });
     }
@@ -293,6 +304,9 @@ impl FileNode {
             ctx.found.detect(ctx.db, ctx.db.hit_name(hit), self.serial);
             self.done = true;
             return;
+        }
+        if let Some(h) = self.html.as_mut() {
+            h.feed(ctx.db, data, ctx.limits.max_regex_window);
         }
         if let Some(u) = self.unpack.as_mut() {
             ctx.found.ancestry.push(ft);
@@ -366,6 +380,14 @@ impl FileNode {
         if let Some(n) = self.pe.take().and_then(|pe| section_hit(ctx.db, pe)) {
             ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
             return;
+        }
+        if let Some(h) = self.html.take() {
+            let (hit, dropped) = h.finish(ctx.db, &ctx.found.ancestry);
+            ctx.found.stats.dropped_candidates += dropped;
+            if let Some(hit) = hit {
+                ctx.found.detect(ctx.db, ctx.db.hit_name(hit), self.serial);
+                return;
+            }
         }
         if let Some(u) = self.unpack.take() {
             ctx.found.ancestry.push(ft);

@@ -121,8 +121,8 @@ pub(crate) fn parse_ndb(line: &str) -> Result<BodySig, Refusal> {
     }
     let name = fields[0].to_string();
     let target: u8 = fields[1].parse().map_err(|_| "ndb: bad target type")?;
-    if !matches!(target, 0 | 1 | 2 | 4 | 5 | 6 | 9 | 10 | 11 | 12) {
-        return Err("ndb: target type not supported (3 HTML, 7 text, 8 graphics, 13+)");
+    if !matches!(target, 0..=6 | 9..=12) {
+        return Err("ndb: target type not supported (7 text, 8 graphics, 13+)");
     }
     let offset = parse_offset(fields[2])?;
     let groups = parse_hex(fields[3])?;
@@ -733,7 +733,8 @@ mod tests {
         assert_eq!(g[2].min_gap, 10);
         assert!(parse_hex("41??42").is_err());
         assert!(parse_ndb("X:0:EP+0:41424344").is_err());
-        assert!(parse_ndb("X:3:*:41424344").is_err());
+        assert!(parse_ndb("X:3:*:41424344").is_ok());
+        assert!(parse_ndb("X:7:*:41424344").is_err());
         assert!(parse_ndb("X:4:*:41424344").is_ok());
         assert!(parse_ndb("X:0:EOF-10:41424344").is_ok());
         assert!(parse_ndb("X:1:0,20:41424344:73").is_ok());

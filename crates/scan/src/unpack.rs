@@ -1,5 +1,6 @@
 //! Streaming, recursive decompressors: gzip, bzip2, xz, zip (read from its local file
-//! headers as the bytes arrive, never from the central directory at the end) and tar.
+//! headers as the bytes arrive, never from the central directory at the end) and tar;
+//! the OLE2 and PDF readers ([`crate::ole2`], [`crate::pdf`]) are reached from here too.
 //!
 //! Zip entries may be stored, deflated or bzip2-compressed (methods 0, 8, 12); other
 //! methods are skipped when their size is known and counted.
@@ -79,9 +80,27 @@ enum Stop {
 
 /// Compressed bytes in and bytes out of one stream or entry, for the ratio limit.
 #[derive(Default)]
-struct Acct {
-    input: u64,
-    output: u64,
+pub(crate) struct Acct {
+    pub input: u64,
+    pub output: u64,
+}
+
+/// Counts `produced` decompressed bytes against the unpacked-bytes limit and the
+/// ratio limit of the stream `acct`; false (the limit recorded) when one is hit.
+pub(crate) fn charge(produced: u64, acct: &mut Acct, ctx: &mut Ctx<'_>) -> bool {
+    acct.output += produced;
+    ctx.found.stats.unpacked_bytes += produced;
+    if ctx.found.stats.unpacked_bytes > ctx.limits.max_unpacked_bytes {
+        ctx.found.limit(LimitKind::UnpackedBytes);
+        return false;
+    }
+    if acct.output > ctx.limits.ratio_floor
+        && acct.output > acct.input.saturating_mul(ctx.limits.max_ratio)
+    {
+        ctx.found.limit(LimitKind::Ratio);
+        return false;
+    }
+    true
 }
 
 /// Pushes `input` through `codec` into `child`, checking the limits on every block.
@@ -100,16 +119,7 @@ fn pump(
         off += c;
         acct.input += c as u64;
         if p > 0 {
-            acct.output += p as u64;
-            ctx.found.stats.unpacked_bytes += p as u64;
-            if ctx.found.stats.unpacked_bytes > ctx.limits.max_unpacked_bytes {
-                ctx.found.limit(LimitKind::UnpackedBytes);
-                return Err(Stop::Halt);
-            }
-            if acct.output > ctx.limits.ratio_floor
-                && acct.output > acct.input.saturating_mul(ctx.limits.max_ratio)
-            {
-                ctx.found.limit(LimitKind::Ratio);
+            if !charge(p as u64, acct, ctx) {
                 return Err(Stop::Halt);
             }
             child.feed(&buf[..p], ctx);
@@ -147,6 +157,7 @@ pub(crate) enum Unpacker {
     Zip(Box<ZipReader>),
     Tar(Box<TarReader>),
     Ole2(Box<crate::ole2::Ole2Reader>),
+    Pdf(Box<crate::pdf::PdfReader>),
 }
 
 impl Unpacker {
@@ -168,6 +179,9 @@ impl Unpacker {
     pub fn ole2(depth: usize) -> Self {
         Unpacker::Ole2(Box::new(crate::ole2::Ole2Reader::new(depth)))
     }
+    pub fn pdf(depth: usize) -> Self {
+        Unpacker::Pdf(Box::new(crate::pdf::PdfReader::new(depth)))
+    }
 
     pub fn feed(&mut self, data: &[u8], ctx: &mut Ctx<'_>) {
         match self {
@@ -175,6 +189,7 @@ impl Unpacker {
             Unpacker::Zip(z) => z.feed(data, ctx),
             Unpacker::Tar(t) => t.feed(data, ctx),
             Unpacker::Ole2(o) => o.feed(data, ctx),
+            Unpacker::Pdf(p) => p.feed(data, ctx),
         }
     }
 
@@ -184,6 +199,7 @@ impl Unpacker {
             Unpacker::Zip(z) => z.finish(ctx),
             Unpacker::Tar(t) => t.finish(ctx),
             Unpacker::Ole2(o) => o.finish(ctx),
+            Unpacker::Pdf(p) => p.finish(ctx),
         }
     }
 }

@@ -110,8 +110,9 @@ pub struct Limits {
     /// First bytes of each file kept for the PCRE subsignatures of logical
     /// signatures, which run when the file ends (only with a database that has
     /// any). A file's regular expressions see no further than this; the memory it
-    /// costs is this much per open file, and files nest at most `max_depth` deep.
-    /// Default 2 MiB (clamd reads up to its `PCREMaxFileSize`, 100 MB, instead).
+    /// costs is this much per open file (three times for a text file, whose two
+    /// normalised HTML forms are matched too), and files nest at most `max_depth`
+    /// deep. Default 2 MiB (clamd reads up to its `PCREMaxFileSize`, 100 MB, instead).
     pub max_regex_window: usize,
     /// Encrypted archive entries: allow or reject. Default reject.
     pub encrypted: EncryptedPolicy,

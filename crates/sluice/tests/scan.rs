@@ -254,6 +254,54 @@ fn office_documents_carrying_a_signature_are_refused_over_smtp() {
     assert_eq!(server.count("SELECT count(*) FROM messages"), 0);
 }
 
+/// Writes a PDF with one FlateDecode stream holding the given text (Python's
+/// zlib, independent of our inflater) to a path.
+const WRITE_PDF: &str = r#"
+import sys, zlib
+path, text = sys.argv[1:3]
+data = zlib.compress(text.encode())
+pdf = b"%%PDF-1.4\n1 0 obj\n<< /Type /EmbeddedFile /Filter /FlateDecode /Length %d >>\nstream\n" % len(data)
+pdf += data + b"\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n"
+with open(path, "wb") as f:
+    f.write(pdf)
+"#;
+
+#[test]
+fn a_pdf_carrying_eicar_in_a_compressed_stream_is_refused_over_smtp() {
+    let server = Server::start();
+    let user = server.add_user("pdf");
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, infected) in [
+        ("clean.pdf", "just a harmless document", false),
+        ("eicar.pdf", EICAR, true),
+    ] {
+        let path = dir.path().join(name);
+        python(WRITE_PDF, &[path.to_str().unwrap(), text]);
+        let bytes = std::fs::read(&path).unwrap();
+        // Compressed: the attachment's bytes do not carry the test file as such.
+        assert!(!bytes.windows(EICAR.len()).any(|w| w == EICAR.as_bytes()));
+        let reply = python(
+            SEND_FILE,
+            &[
+                &server.smtp.to_string(),
+                &user,
+                path.to_str().unwrap(),
+                "pdf",
+            ],
+        );
+        let reply = reply.trim();
+        if infected {
+            assert!(
+                reply.starts_with("554 5.7.1") && reply.contains("Eicar-Signature"),
+                "{name}: {reply}"
+            );
+        } else {
+            assert_eq!(reply, "250", "{name}");
+        }
+    }
+    assert_eq!(server.count("SELECT count(*) FROM messages"), 1);
+}
+
 #[test]
 fn the_clamd_engine_scans_each_decoded_part() {
     let clamd = kit::Clamd::start();
