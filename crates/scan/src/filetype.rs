@@ -17,11 +17,11 @@ pub enum FileType {
     Bzip2,
     /// xz.
     Xz,
-    /// 7-Zip (recognised, not unpacked).
+    /// 7-Zip archive.
     SevenZip,
     /// RAR (recognised, not unpacked).
     Rar,
-    /// Microsoft Cabinet (recognised, not unpacked).
+    /// Microsoft Cabinet.
     Cab,
     /// Windows PE / MS-DOS executable (`MZ`).
     Pe,
@@ -117,7 +117,9 @@ impl FileType {
             | FileType::Tar
             | FileType::Bzip2
             | FileType::Xz
-            | FileType::Ole2 => Action::Unpack,
+            | FileType::Ole2
+            | FileType::SevenZip
+            | FileType::Cab => Action::Unpack,
             _ => Action::Scan,
         }
     }

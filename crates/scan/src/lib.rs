@@ -2,9 +2,10 @@
 //!
 //! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
 //! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
-//! decompression (gzip, zip, tar, bzip2, xz, recursively), OLE2 documents taken
+//! decompression (gzip, zip, tar, bzip2, xz, 7z, cab, recursively; 7z and cab
+//! held in memory up to [`Limits::max_held_archive_size`]), OLE2 documents taken
 //! apart into their streams and VBA macro source, and signature matching
-//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip entries and mail attachments,
+//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip, 7z and cab entries and mail attachments,
 //! `.mdb`/`.msb` PE section hashes, with `.ftm` file-type magic, `.ign2` ignore
 //! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
 //! a `.cvd` only with a good digital signature) and ClamAV's phishing check of the
@@ -36,6 +37,7 @@
 
 mod anchor;
 mod bytecmp;
+mod cab;
 mod cdb;
 pub mod clamd;
 mod cvd;
@@ -44,6 +46,7 @@ pub mod decode;
 mod error;
 pub mod filetype;
 mod ftm;
+mod held;
 mod links;
 mod logical;
 mod matcher;
@@ -54,6 +57,7 @@ mod pe;
 mod phish;
 mod pipeline;
 mod session;
+mod sevenz;
 mod signature;
 mod unpack;
 mod vba;

@@ -268,6 +268,8 @@ impl FileNode {
             FileType::Xz => Unpacker::xz(self.depth),
             FileType::Zip => Unpacker::zip(self.depth),
             FileType::Ole2 => Unpacker::ole2(self.depth),
+            FileType::SevenZip => Unpacker::sevenz(self.depth),
+            FileType::Cab => Unpacker::cab(self.depth),
             _ => Unpacker::tar(self.depth),
         });
     }

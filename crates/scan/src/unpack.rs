@@ -147,6 +147,8 @@ pub(crate) enum Unpacker {
     Zip(Box<ZipReader>),
     Tar(Box<TarReader>),
     Ole2(Box<crate::ole2::Ole2Reader>),
+    SevenZip(Box<crate::sevenz::SevenZipReader>),
+    Cab(Box<crate::cab::CabReader>),
 }
 
 impl Unpacker {
@@ -168,6 +170,12 @@ impl Unpacker {
     pub fn ole2(depth: usize) -> Self {
         Unpacker::Ole2(Box::new(crate::ole2::Ole2Reader::new(depth)))
     }
+    pub fn sevenz(depth: usize) -> Self {
+        Unpacker::SevenZip(Box::new(crate::sevenz::SevenZipReader::new(depth)))
+    }
+    pub fn cab(depth: usize) -> Self {
+        Unpacker::Cab(Box::new(crate::cab::CabReader::new(depth)))
+    }
 
     pub fn feed(&mut self, data: &[u8], ctx: &mut Ctx<'_>) {
         match self {
@@ -175,6 +183,8 @@ impl Unpacker {
             Unpacker::Zip(z) => z.feed(data, ctx),
             Unpacker::Tar(t) => t.feed(data, ctx),
             Unpacker::Ole2(o) => o.feed(data, ctx),
+            Unpacker::SevenZip(s) => s.feed(data, ctx),
+            Unpacker::Cab(c) => c.feed(data, ctx),
         }
     }
 
@@ -184,6 +194,8 @@ impl Unpacker {
             Unpacker::Zip(z) => z.finish(ctx),
             Unpacker::Tar(t) => t.finish(ctx),
             Unpacker::Ole2(o) => o.finish(ctx),
+            Unpacker::SevenZip(s) => s.finish(ctx),
+            Unpacker::Cab(c) => c.finish(ctx),
         }
     }
 }
