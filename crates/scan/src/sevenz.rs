@@ -17,7 +17,10 @@
 //! and grows with the decoded output rather than being allocated up front, and
 //! one piece of output. Nothing sizes an allocation from the archive beyond
 //! those bounds: the crate caps its header counts by the header's length and
-//! its preallocation by 4 MiB.
+//! its preallocation by 4 MiB. An archive whose start header is blank (one
+//! whose writer did not finish) is malformed: the crate would otherwise look
+//! for a header at each of its last million bytes, quadratic work. ClamAV's
+//! reader (the LZMA SDK's) does not look for one either.
 //!
 //! Entries encrypted with AES (7-Zip's `-p`) cannot be decoded: each is
 //! counted as an encrypted entry, as a zip's are, so the verdict follows
@@ -77,6 +80,16 @@ impl SevenZipReader {
             return;
         };
         let mut entries = Entries::new(self.depth, data.len() as u64);
+        if data
+            .get(8..SIGNATURE_HEADER)
+            .is_none_or(|h| h.iter().all(|&b| b == 0))
+        {
+            // An unfinished archive (7-Zip writes the start header last). The
+            // crate would look for a header at every 0x01 or 0x17 byte of the
+            // last MiB and parse from there: work quadratic in the archive.
+            ctx.found.stats.malformed_archives += 1;
+            return;
+        }
         let mut src = Cursor::new(data.as_slice());
         let archive =
             match Archive::read_with_memory_limit(&mut src, &Password::empty(), MEMLIMIT_KB) {
@@ -285,6 +298,15 @@ mod tests {
         let (v, _) = scan(EICAR_7Z, held);
         let kind = crate::LimitKind::HeldArchiveSize;
         assert_eq!(v, crate::Verdict::LimitExceeded(kind));
+    }
+
+    #[test]
+    fn a_blank_start_header_is_not_searched() {
+        let mut blank = EICAR_7Z.to_vec();
+        blank[8..SIGNATURE_HEADER].fill(0);
+        let (v, stats) = scan(&blank, crate::Limits::default());
+        assert_eq!(v, crate::Verdict::Clean);
+        assert_eq!(stats.malformed_archives, 1);
     }
 
     #[test]
