@@ -10,7 +10,7 @@
 //! limits as the streaming archives: entries, depth, unpacked bytes, and the
 //! ratio of everything unpacked from the archive to the archive's size.
 
-use crate::cdb::{EntryMeta, Range};
+use crate::cdb::EntryMeta;
 use crate::pipeline::{Ctx, FileNode};
 use crate::verdict::LimitKind;
 
@@ -125,10 +125,12 @@ impl Entries {
     /// size is known, so a match is a detection at once.
     pub fn check_meta(&self, meta: &EntryMeta<'_>, ctx: &mut Ctx<'_>) -> Result<(), Halt> {
         let size = Some(self.archive);
-        if let Some(sig) = ctx.db.cdb.iter().find(|s| {
-            s.matches_entry(meta)
-                && (s.container_size == Range::Any || s.container_size.allows(size))
-        }) {
+        if let Some(sig) = ctx
+            .db
+            .cdb
+            .iter()
+            .find(|s| s.matches_entry(meta) && s.container_size.allows(size))
+        {
             let serial = ctx.found.chain.last().copied().unwrap_or(0);
             ctx.found.detect(ctx.db, &sig.name, serial);
             if ctx.found.infected.is_some() {

@@ -10,14 +10,18 @@
 //! at a time into its file, the limits checked before every piece: a bomb
 //! stops at the limit, it is never decoded whole.
 //!
-//! Memory while one is taken apart: the archive itself, its parsed directory
-//! (no bigger than the header, which is inside the archive), one decoder at a
-//! time whose dictionary or PPMd model is at most [`MEMLIMIT_KB`] (an archive
-//! that asks for more is malformed and not unpacked, like an `xz -9` stream)
-//! and grows with the decoded output rather than being allocated up front, and
-//! one piece of output. Nothing sizes an allocation from the archive beyond
-//! those bounds: the crate caps its header counts by the header's length and
-//! its preallocation by 4 MiB. An archive whose start header is blank (one
+//! Memory while one is taken apart: the archive itself; its header (the
+//! directory, decoded when 7-Zip compressed it) of at most [`HEADER_LIMIT_KB`]
+//! and what the crate parses from it: it caps every count by the header's
+//! length, so a hostile header of one-byte entries costs some hundred bytes
+//! of parsed entries per header byte, about 150 MiB at worst (a real one, with
+//! names, some bytes per header byte); one decoder at a time whose dictionary
+//! or PPMd model is at most [`MEMLIMIT_KB`], and grows with the decoded output
+//! rather than being allocated up front (except PPMd's model); and one piece
+//! of output. An archive needing more than either bound is not unpacked and
+//! gives [`LimitKind::HeldArchiveSize`] (not a clean verdict for a crafted
+//! header or dictionary). The crate caps its preallocations by 4 MiB.
+//! An archive whose start header is blank (one
 //! whose writer did not finish) is malformed: the crate would otherwise look
 //! for a header at each of its last million bytes, quadratic work. ClamAV's
 //! reader (the LZMA SDK's) does not look for one either.
@@ -44,10 +48,17 @@ use crate::cdb::EntryMeta;
 use crate::filetype::FileType;
 use crate::held::{Entries, Halt, Held, PIECE};
 use crate::pipeline::Ctx;
+use crate::verdict::LimitKind;
 
 /// Most memory, in KiB, one decoder's dictionary or model may take: 7-Zip's
 /// `-mx9` uses a 64 MiB dictionary (and less for smaller inputs).
 const MEMLIMIT_KB: usize = 64 * 1024;
+
+/// Most memory, in KiB, the header and the decoder of a compressed header
+/// may take: 7-Zip compresses headers with a 1 MiB LZMA dictionary, and 1.5
+/// MiB of header lists some 15,000 entries (more than
+/// [`Limits::max_entries`](crate::Limits::max_entries) allows by default).
+const HEADER_LIMIT_KB: usize = 1536;
 
 /// The coder id of 7-Zip's AES-256 + SHA-256 encryption.
 const AES: &[u8] = &[0x06, 0xf1, 0x07, 0x01];
@@ -92,12 +103,16 @@ impl SevenZipReader {
         }
         let mut src = Cursor::new(data.as_slice());
         let archive =
-            match Archive::read_with_memory_limit(&mut src, &Password::empty(), MEMLIMIT_KB) {
+            match Archive::read_with_memory_limit(&mut src, &Password::empty(), HEADER_LIMIT_KB) {
                 Ok(a) => a,
                 Err(_) if header_encrypted(&data) => {
                     if entries.count(ctx).is_ok() {
                         ctx.found.stats.encrypted_entries += 1;
                     }
+                    return;
+                }
+                Err(sevenz_rust2::Error::MaxMemLimited { .. }) => {
+                    ctx.found.limit(LimitKind::HeldArchiveSize);
                     return;
                 }
                 Err(_) => {
@@ -147,8 +162,14 @@ fn walk(
     let mut malformed = false;
     let mut buf = vec![0u8; PIECE];
     for (b, block) in archive.blocks.iter().enumerate() {
+        let first = map.block_first_file_index.get(b).copied().unwrap_or(0);
         if block.coders.iter().any(|c| c.encoder_method_id() == AES) {
-            let in_block = (0..archive.files.len()).filter(|&i| map.file_block_index[i] == Some(b));
+            // The block's files follow one another from its first, among
+            // files without data.
+            let in_block = (first..archive.files.len())
+                .map(|i| (i, map.file_block_index[i]))
+                .take_while(|&(_, k)| k.is_none_or(|k| k == b))
+                .filter_map(|(i, k)| k.map(|_| i));
             for i in in_block {
                 entries.count(ctx)?;
                 ctx.found.stats.encrypted_entries += 1;
@@ -158,7 +179,7 @@ fn walk(
         }
         let decoder =
             BlockDecoder::new_with_memory_limit(1, MEMLIMIT_KB, b, archive, &password, src);
-        let mut index = map.block_first_file_index.get(b).copied().unwrap_or(0);
+        let mut index = first;
         let mut halted = false;
         let mut broken = false;
         let read = decoder.for_each_entries(&mut |entry, reader| {
@@ -181,6 +202,10 @@ fn walk(
             }
         });
         if halted {
+            return Err(Halt);
+        }
+        if let Err(sevenz_rust2::Error::MaxMemLimited { .. }) = read {
+            ctx.found.limit(LimitKind::HeldArchiveSize);
             return Err(Halt);
         }
         malformed |= broken || read.is_err();

@@ -20,8 +20,9 @@ pub enum LimitKind {
     /// An OLE2 file bigger than [`Limits::max_ole2_size`] (its streams and macros
     /// were not looked at), or a VBA module's source longer than that.
     Ole2Size,
-    /// A 7z or cab archive bigger than [`Limits::max_held_archive_size`]: its
-    /// entries were not looked at.
+    /// A 7z or cab archive bigger than [`Limits::max_held_archive_size`], or a
+    /// 7z archive whose header or a decoder needs more memory than the 7z
+    /// reader allows: its entries were not looked at.
     HeldArchiveSize,
 }
 

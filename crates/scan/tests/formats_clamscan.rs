@@ -1711,3 +1711,26 @@ fn oversized_7z_and_cab_give_the_held_archive_limit() {
         );
     }
 }
+
+#[test]
+fn a_7z_asking_for_a_huge_dictionary_gives_the_held_archive_limit() {
+    // A plain header (-mhc=off) whose LZMA coder's dictionary is rewritten to
+    // 1 GiB, the CRCs fixed: not decoded, and not let through as clean.
+    let text = b"nothing to see here\n".repeat(50);
+    let mut a = sevenz(&["-m0=lzma", "-mhc=off"], &[("readme.txt", &text)]);
+    let coder = a
+        .windows(4)
+        .rposition(|w| w == [0x03, 0x01, 0x01, 0x05])
+        .expect("an LZMA coder with 5 property bytes");
+    a[coder + 5..coder + 9].copy_from_slice(&(1u32 << 30).to_le_bytes());
+    let header_at = 32 + u64::from_le_bytes(a[12..20].try_into().unwrap()) as usize;
+    let header_crc = crc32fast::hash(&a[header_at..]);
+    a[28..32].copy_from_slice(&header_crc.to_le_bytes());
+    let start_crc = crc32fast::hash(&a[12..32]);
+    a[8..12].copy_from_slice(&start_crc.to_le_bytes());
+    let scanner = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+    assert_eq!(
+        scanner.scan_file(&a),
+        Verdict::LimitExceeded(scan::LimitKind::HeldArchiveSize)
+    );
+}
