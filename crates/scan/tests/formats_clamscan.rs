@@ -1734,3 +1734,36 @@ fn a_7z_asking_for_a_huge_dictionary_gives_the_held_archive_limit() {
         Verdict::LimitExceeded(scan::LimitKind::HeldArchiveSize)
     );
 }
+
+#[test]
+fn sevenz_and_cab_clamav_testfiles() {
+    // ClamAV's own test archives, each holding its clam.exe test program,
+    // found by its MD5 as clamscan finds it.
+    let dir = Path::new("/usr/share/clamav-testfiles");
+    if !dir.exists() {
+        assert!(
+            !sluice_testkit::under_ci(),
+            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
+        );
+        eprintln!("clamav-testfiles is not installed: skipped");
+        return;
+    }
+    let db = tempfile::tempdir().unwrap();
+    let hdb = "aa15bcf478d165efd2065190eb473bcb:544:ClamAV-Test-File\n";
+    std::fs::write(db.path().join("t.hdb"), hdb).unwrap();
+    let (loaded, _) = Database::load_dir(db.path()).unwrap();
+    let scanner = Scanner::new(Arc::new(loaded), Limits::default());
+    let mut mine = Vec::new();
+    let mut paths = Vec::new();
+    for name in ["clam.7z", "clam.cab"] {
+        let p = dir.join(name);
+        let v = match scanner.scan_file(&std::fs::read(&p).unwrap()) {
+            Verdict::Infected { name } => Some(name),
+            _ => None,
+        };
+        assert_eq!(v.as_deref(), Some("ClamAV-Test-File"), "{name}");
+        mine.push((name, v));
+        paths.push(p);
+    }
+    agree_with_clamscan(db.path(), &mine, &paths);
+}
