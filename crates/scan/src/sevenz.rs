@@ -13,18 +13,18 @@
 //! Memory while one is taken apart: the archive itself; its header (the
 //! directory, decoded when 7-Zip compressed it) of at most [`HEADER_LIMIT_KB`]
 //! and what the crate parses from it: it caps every count by the header's
-//! length, so a hostile header of one-byte entries costs some hundred bytes
-//! of parsed entries per header byte, about 150 MiB at worst (a real one, with
-//! names, some bytes per header byte); one decoder at a time whose dictionary
-//! or PPMd model is at most [`MEMLIMIT_KB`], and grows with the decoded output
-//! rather than being allocated up front (except PPMd's model); and one piece
-//! of output. An archive needing more than either bound is not unpacked and
-//! gives [`LimitKind::HeldArchiveSize`] (not a clean verdict for a crafted
-//! header or dictionary). The crate caps its preallocations by 4 MiB.
-//! An archive whose start header is blank (one
-//! whose writer did not finish) is malformed: the crate would otherwise look
-//! for a header at each of its last million bytes, quadratic work. ClamAV's
-//! reader (the LZMA SDK's) does not look for one either.
+//! length, so a hostile header of one-byte entries costs about a hundred
+//! bytes of parsed entries per header byte, on the order of 150 MiB at worst
+//! (a real header, with names, costs a few bytes per header byte); one
+//! decoder at a time whose dictionary or PPMd model is at most
+//! [`MEMLIMIT_KB`], and grows with the decoded output rather than being
+//! allocated up front (except PPMd's model); and one piece of output. An
+//! archive needing more than either bound is not unpacked and gives
+//! [`LimitKind::HeldArchiveSize`] (not a clean verdict for a crafted header or
+//! dictionary). The crate caps its preallocations by 4 MiB. An archive whose
+//! start header is blank (one whose writer did not finish) is malformed: the
+//! crate would otherwise look for a header at each of its last million bytes,
+//! quadratic work. ClamAV's reader (the LZMA SDK's) does not look either.
 //!
 //! Entries encrypted with AES (7-Zip's `-p`) cannot be decoded: each is
 //! counted as an encrypted entry, as a zip's are, so the verdict follows
