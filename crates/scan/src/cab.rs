@@ -558,6 +558,28 @@ mod tests {
         assert_eq!(stats.unpacked_bytes, 16, "{stats:?}");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn hostile_cabinets_never_panic(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000),
+            at in 0usize..3000,
+        ) {
+            // Random bytes after the magic, and a real MSZIP cabinet with its
+            // bytes from `at` on replaced by them.
+            let mut raw = b"MSCF".to_vec();
+            raw.extend_from_slice(&body);
+            scan(&raw);
+            let mut c = cabinet(
+                ::cab::CompressionType::MsZip,
+                &[("a.txt", &repetitive(5_000)), ("b", b"bbb")],
+            );
+            let at = at.min(c.len());
+            c.truncate(at);
+            c.extend_from_slice(&body);
+            scan(&c);
+        }
+    }
+
     #[test]
     fn a_cabinet_bomb_stops_at_the_ratio() {
         let zeros = vec![0u8; 64 << 20];

@@ -325,6 +325,21 @@ mod tests {
         assert_eq!(v, crate::Verdict::LimitExceeded(kind));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn damaged_packed_data_never_panics(
+            flips in proptest::collection::vec((32usize..200, 1u8..=255), 1..8),
+        ) {
+            // The packed streams have no CRC of their own: damage there
+            // reaches the LZMA2 decoder.
+            let mut a = EICAR_7Z.to_vec();
+            for (at, x) in flips {
+                a[at] ^= x;
+            }
+            scan(&a, crate::Limits::default());
+        }
+    }
+
     #[test]
     fn a_blank_start_header_is_not_searched() {
         let mut blank = EICAR_7Z.to_vec();
