@@ -13,9 +13,10 @@
 //! Memory while one is taken apart: the archive itself; its header (the
 //! directory, decoded when 7-Zip compressed it) of at most [`HEADER_LIMIT_KB`]
 //! and what the crate parses from it: it caps every count by the header's
-//! length, so a hostile header of one-byte entries costs about a hundred
-//! bytes of parsed entries per header byte, on the order of 150 MiB at worst
-//! (a real header, with names, costs a few bytes per header byte); one
+//! length but then makes that many entries (96 bytes each) or blocks (136)
+//! before reading them, so a hostile header declaring 1.5 million of either
+//! costs up to about 200 MiB for a moment (a real header, with names, costs a
+//! few bytes per header byte); one
 //! decoder at a time whose dictionary or PPMd model is at most
 //! [`MEMLIMIT_KB`], and grows with the decoded output rather than being
 //! allocated up front (except PPMd's model); and one piece of output. An
