@@ -1,6 +1,8 @@
 //! Microsoft Cabinet files ([MS-CAB]): every file in a cabinet is scanned as a
 //! file of its own, from folders stored, MSZIP- or LZX-compressed (Quantum
-//! folders are counted as unsupported, their files are not unpacked).
+//! folders are counted as unsupported, their files are not unpacked). LZX
+//! goes through the `lzxd` crate; no Debian tool writes LZX cabinets, so
+//! only the fuzz target exercises that path here.
 //!
 //! A cabinet lists its files first, but each points into a folder (a
 //! compressed stream of data blocks) at an offset, in any order, so the
@@ -23,9 +25,9 @@
 //! Each file's name and real size are checked against the `.cdb` signatures
 //! for container type `CL_TYPE_MSCAB` as ClamAV checks them: compressed size
 //! 0, not encrypted, the 0-based position in the cabinet's file list. ClamAV
-//! extracts each file to a temporary file (libmspack's way, seeking back in a
-//! folder when it must); a file continued from or to another cabinet of a set
-//! is scanned here as far as this cabinet holds it.
+//! extracts each file to a temporary file before scanning it; here a file is
+//! scanned as its bytes come out of the folder. A file continued from or to
+//! another cabinet of a set is scanned as far as this cabinet holds it.
 
 use crate::cdb::EntryMeta;
 use crate::filetype::FileType;
