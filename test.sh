@@ -16,6 +16,7 @@ packages=(
   procps                                    # ps/kill in the kill -9 tests
   isync fetchmail                           # IMAP sync clients
   clamav clamav-daemon clamav-testfiles     # scanner cross-check, test corpus
+  7zip gcab                                 # make the 7z (7zz) and cab archives the scanner cross-check unpacks
   rbldnsd                                   # DNSBL server cross-check
   dovecot-core dovecot-imapd                # IMAP bench workload peer
   dovecot-pop3d                             # upstream POP3 server behind the scanning proxy

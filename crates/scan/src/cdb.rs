@@ -8,9 +8,11 @@
 //! open), as ClamAV reads them; the name is a POSIX extended regular expression
 //! searched anywhere in the entry's name.
 //!
-//! Entries are zip entries and, as ClamAV checks them, the attachments of a mail
+//! Entries are zip entries, 7z entries (`CL_TYPE_7Z`) and cabinet files
+//! (`CL_TYPE_MSCAB`), both with a compressed size of 0 and a 0-based position
+//! as ClamAV gives them, and, as ClamAV checks them, the attachments of a mail
 //! message (container type `CL_TYPE_MAIL`; the name is the part's file name, both
-//! sizes its decoded size, the position 0). ClamAV also walks rar, 7z, cab and
+//! sizes its decoded size, the position 0). ClamAV also walks rar, arj and
 //! others; lines for those container types are valid but counted as not used.
 
 use crate::filetype::FileType;
@@ -125,6 +127,8 @@ pub(crate) fn parse_cdb(line: &str) -> Result<CdbLine, Refusal> {
         "*" => None,
         "CL_TYPE_ZIP" => Some(FileType::Zip),
         "CL_TYPE_MAIL" => Some(FileType::Mail),
+        "CL_TYPE_7Z" => Some(FileType::SevenZip),
+        "CL_TYPE_MSCAB" => Some(FileType::Cab),
         t if t.starts_with("CL_TYPE_") && t.len() > 8 => {
             return Ok(CdbLine::Unused(
                 "cdb: a container type whose entries this engine does not walk",

@@ -17,11 +17,11 @@ pub enum FileType {
     Bzip2,
     /// xz.
     Xz,
-    /// 7-Zip (recognised, not unpacked).
+    /// 7-Zip archive.
     SevenZip,
     /// RAR (recognised, not unpacked).
     Rar,
-    /// Microsoft Cabinet (recognised, not unpacked).
+    /// Microsoft Cabinet.
     Cab,
     /// Windows PE / MS-DOS executable (`MZ`).
     Pe,
@@ -122,7 +122,9 @@ impl FileType {
             | FileType::Bzip2
             | FileType::Xz
             | FileType::Ole2
-            | FileType::Pdf => Action::Unpack,
+            | FileType::Pdf
+            | FileType::SevenZip
+            | FileType::Cab => Action::Unpack,
             _ => Action::Scan,
         }
     }

@@ -2,11 +2,12 @@
 //!
 //! A mail message (or a single file) is fed to a [`Session`] chunk by chunk as it
 //! arrives; MIME parsing, transfer decoding (base64, quoted-printable, uuencode),
-//! decompression (gzip, zip, tar, bzip2, xz, recursively), OLE2 documents taken
+//! decompression (gzip, zip, tar, bzip2, xz, 7z, cab, recursively; 7z and cab
+//! held in memory up to [`Limits::max_held_archive_size`]), OLE2 documents taken
 //! apart into their streams and VBA macro source, PDF streams decoded (Flate,
 //! ASCIIHex, ASCII85), HTML normalised as ClamAV normalises it for its target-3
 //! signatures, and signature matching
-//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip entries and mail attachments,
+//! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip, 7z and cab entries and mail attachments,
 //! `.mdb`/`.msb` PE section hashes, with `.ftm` file-type magic, `.ign2` ignore
 //! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
 //! a `.cvd` only with a good digital signature) and ClamAV's phishing check of the
@@ -40,6 +41,7 @@
 
 mod anchor;
 mod bytecmp;
+mod cab;
 mod cdb;
 pub mod clamd;
 mod cvd;
@@ -50,6 +52,7 @@ mod error;
 pub mod filetype;
 mod ftm;
 mod html;
+mod held;
 mod links;
 mod logical;
 mod matcher;
@@ -61,6 +64,7 @@ mod pe;
 mod phish;
 mod pipeline;
 mod session;
+mod sevenz;
 mod signature;
 mod unpack;
 mod vba;

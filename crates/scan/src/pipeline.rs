@@ -279,6 +279,8 @@ impl FileNode {
             FileType::Zip => Unpacker::zip(self.depth),
             FileType::Ole2 => Unpacker::ole2(self.depth),
             FileType::Pdf => Unpacker::pdf(self.depth),
+            FileType::SevenZip => Unpacker::sevenz(self.depth),
+            FileType::Cab => Unpacker::cab(self.depth),
             _ => Unpacker::tar(self.depth),
         });
     }

@@ -158,6 +158,8 @@ pub(crate) enum Unpacker {
     Tar(Box<TarReader>),
     Ole2(Box<crate::ole2::Ole2Reader>),
     Pdf(Box<crate::pdf::PdfReader>),
+    SevenZip(Box<crate::sevenz::SevenZipReader>),
+    Cab(Box<crate::cab::CabReader>),
 }
 
 impl Unpacker {
@@ -182,6 +184,12 @@ impl Unpacker {
     pub fn pdf(depth: usize) -> Self {
         Unpacker::Pdf(Box::new(crate::pdf::PdfReader::new(depth)))
     }
+    pub fn sevenz(depth: usize) -> Self {
+        Unpacker::SevenZip(Box::new(crate::sevenz::SevenZipReader::new(depth)))
+    }
+    pub fn cab(depth: usize) -> Self {
+        Unpacker::Cab(Box::new(crate::cab::CabReader::new(depth)))
+    }
 
     pub fn feed(&mut self, data: &[u8], ctx: &mut Ctx<'_>) {
         match self {
@@ -190,6 +198,8 @@ impl Unpacker {
             Unpacker::Tar(t) => t.feed(data, ctx),
             Unpacker::Ole2(o) => o.feed(data, ctx),
             Unpacker::Pdf(p) => p.feed(data, ctx),
+            Unpacker::SevenZip(s) => s.feed(data, ctx),
+            Unpacker::Cab(c) => c.feed(data, ctx),
         }
     }
 
@@ -200,6 +210,8 @@ impl Unpacker {
             Unpacker::Tar(t) => t.finish(ctx),
             Unpacker::Ole2(o) => o.finish(ctx),
             Unpacker::Pdf(p) => p.finish(ctx),
+            Unpacker::SevenZip(s) => s.finish(ctx),
+            Unpacker::Cab(c) => c.finish(ctx),
         }
     }
 }

@@ -20,6 +20,10 @@ pub enum LimitKind {
     /// An OLE2 file bigger than [`Limits::max_ole2_size`] (its streams and macros
     /// were not looked at), or a VBA module's source longer than that.
     Ole2Size,
+    /// A 7z or cab archive bigger than [`Limits::max_held_archive_size`], or a
+    /// 7z archive whose header or a decoder needs more memory than the 7z
+    /// reader allows: its entries were not looked at.
+    HeldArchiveSize,
 }
 
 impl LimitKind {
@@ -33,6 +37,7 @@ impl LimitKind {
             LimitKind::Parts => "mime-parts",
             LimitKind::MimeDepth => "mime-depth",
             LimitKind::Ole2Size => "ole2-size",
+            LimitKind::HeldArchiveSize => "held-archive-size",
         }
     }
 }
@@ -123,6 +128,15 @@ pub struct Limits {
     /// but gives [`LimitKind::Ole2Size`]; so does a macro's source that
     /// decompresses to more than this. Default 8 MiB.
     pub max_ole2_size: usize,
+    /// Largest 7z or cab archive unpacked. Neither can be unpacked as it
+    /// streams (7z keeps its directory at its end, a cabinet's files point
+    /// into its folders), so the archive is held in memory until it ends:
+    /// this much per open archive, and files nest at most `max_depth` deep. A
+    /// bigger one is still matched as a whole but gives
+    /// [`LimitKind::HeldArchiveSize`]. Default 16 MiB: twice `max_ole2_size`,
+    /// as archives, unlike documents, are commonly sent near the size mail
+    /// servers accept (a 25 MB message carries about 18 MB of attachment).
+    pub max_held_archive_size: usize,
     /// Report a document with VBA macros as `Heuristics.OLE2.ContainsMacros.VBA`
     /// when no signature matched, as ClamAV's `--alert-macros` (clamd's
     /// `AlertOLE2Macros`). Default off.
@@ -143,6 +157,7 @@ impl Default for Limits {
             max_regex_window: 2 << 20,
             encrypted: EncryptedPolicy::Reject,
             max_ole2_size: 8 << 20,
+            max_held_archive_size: 16 << 20,
             alert_macros: false,
         }
     }

@@ -1760,3 +1760,368 @@ fn html_normalisation_agrees_with_clamscan() {
         assert!(found[&p].contains("Sluice.Test.Html3"), "{found:?}");
     }
 }
+
+/// Runs `tool` (`7zz` from Debian's `7zip`, or `gcab`) in a fresh directory
+/// holding `files` to make the archive `out` with `args`, and returns it. The
+/// tool must be installed (`./test.sh` installs both): these tests fail
+/// rather than skip without it.
+fn archive_with(tool: &str, args: &[&str], out: &str, files: &[(&str, &[u8])]) -> Vec<u8> {
+    let package = if tool == "7zz" { "7zip" } else { tool };
+    let prog = sluice_testkit::require_program(tool, package);
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let mut cmd = std::process::Command::new(prog);
+    cmd.current_dir(dir.path());
+    if tool == "7zz" {
+        cmd.args(["a", "-bd", "-y"]);
+    }
+    cmd.args(args).arg(out);
+    cmd.args(files.iter().map(|(n, _)| n));
+    let done = cmd.output().unwrap();
+    assert!(
+        done.status.success(),
+        "{tool} {args:?}: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    std::fs::read(dir.path().join(out)).unwrap()
+}
+
+fn sevenz(args: &[&str], files: &[(&str, &[u8])]) -> Vec<u8> {
+    archive_with("7zz", args, "a.7z", files)
+}
+
+fn cab(args: &[&str], files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut a = vec!["-c"];
+    a.extend_from_slice(args);
+    archive_with("gcab", &a, "a.cab", files)
+}
+
+const HELD_MARK: &[u8] = b"\xe8\x10\x00\x00\x00 sluice-held-archive-mark \xe8\x20\x00\x00\x00";
+
+/// An executable-like file carrying `HELD_MARK`: what 7-Zip's BCJ filter is for.
+fn exe_with_mark() -> Vec<u8> {
+    let mut v = b"MZ\x90\x00\x03\x00\x00\x00".to_vec();
+    for i in 0..4000u32 {
+        // x86 calls, which BCJ rewrites, among other bytes.
+        v.extend_from_slice(&[0xe8, (i % 251) as u8, (i % 13) as u8, 0, 0, (i % 7) as u8]);
+    }
+    v.extend_from_slice(HELD_MARK);
+    v.extend_from_slice(&[0u8; 300]);
+    v
+}
+
+#[test]
+fn sevenz_and_cab_archives_agree_with_clamscan() {
+    let ndb = format!(
+        "Sluice.Test.Held:0:*:{}\n{}",
+        hex(HELD_MARK),
+        support::eicar_ndb()
+    );
+    let exe = exe_with_mark();
+    let text = b"nothing to see here\n".repeat(50);
+    let eicar = scan::EICAR;
+    let both: &[(&str, &[u8])] = &[("readme.txt", &text), ("eicar.com", eicar)];
+    let marked: &[(&str, &[u8])] = &[("readme.txt", &text), ("prog.exe", &exe)];
+    let clean: &[(&str, &[u8])] = &[("readme.txt", &text)];
+    let pad_text = b"more of the same\n".repeat(500);
+    let zip_eicar = support::zip(&[("eicar.com", eicar)], true);
+    let inner_7z = sevenz(&["-m0=lzma2"], &[("eicar.com", eicar)]);
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        (
+            "lzma.7z",
+            sevenz(&["-m0=lzma"], both),
+            Some(scan::EICAR_NAME),
+        ),
+        (
+            "lzma2.7z",
+            sevenz(&["-m0=lzma2"], both),
+            Some(scan::EICAR_NAME),
+        ),
+        (
+            "lzma2-mark.7z",
+            sevenz(&["-m0=lzma2"], marked),
+            Some("Sluice.Test.Held"),
+        ),
+        (
+            "bcj.7z",
+            sevenz(&["-m0=BCJ", "-m1=LZMA"], marked),
+            Some("Sluice.Test.Held"),
+        ),
+        (
+            "ppmd.7z",
+            sevenz(&["-m0=PPMd"], both),
+            Some(scan::EICAR_NAME),
+        ),
+        (
+            "copy.7z",
+            sevenz(&["-m0=Copy"], both),
+            Some(scan::EICAR_NAME),
+        ),
+        (
+            "solid.7z",
+            sevenz(
+                &["-ms=on"],
+                &[("a.txt", &text), ("b.txt", &pad_text), ("c.com", eicar)],
+            ),
+            Some(scan::EICAR_NAME),
+        ),
+        ("clean.7z", sevenz(&[], clean), None),
+        // Encrypted: nothing to match (Sluice's verdict is "encrypted").
+        ("aes.7z", sevenz(&["-psecret"], both), None),
+        (
+            "aes-headers.7z",
+            sevenz(&["-psecret", "-mhe=on"], both),
+            None,
+        ),
+        (
+            "zip-in.7z",
+            sevenz(&[], &[("inner.zip", &zip_eicar)]),
+            Some(scan::EICAR_NAME),
+        ),
+        (
+            "7z-in.zip",
+            support::zip(&[("inner.7z", &inner_7z)], true),
+            Some(scan::EICAR_NAME),
+        ),
+        ("stored.cab", cab(&[], both), Some(scan::EICAR_NAME)),
+        ("mszip.cab", cab(&["-z"], both), Some(scan::EICAR_NAME)),
+        (
+            "mszip-mark.cab",
+            cab(&["-z"], marked),
+            Some("Sluice.Test.Held"),
+        ),
+        ("clean.cab", cab(&["-z"], clean), None),
+        (
+            "cab-in.7z",
+            sevenz(&[], &[("inner.cab", &cab(&["-z"], both))]),
+            Some(scan::EICAR_NAME),
+        ),
+    ];
+    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
+        .iter()
+        .map(|(n, b, e)| (*n, b.as_slice(), *e))
+        .collect();
+    agree(&[("test.ndb", ndb.as_bytes())], &samples);
+}
+
+#[test]
+fn bzip2_and_deflate_in_7z_are_unpacked_where_clamscan_does_not() {
+    // ClamAV's 7z reader (the LZMA SDK's) has neither decoder ("extraction
+    // failed" in its debug output): it scans such an archive's bytes only.
+    // Sluice unpacks both.
+    let text = b"nothing to see here\n".repeat(50);
+    let files: &[(&str, &[u8])] = &[("readme.txt", &text), ("eicar.com", scan::EICAR)];
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.ndb"), support::eicar_ndb()).unwrap();
+    let scanner = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+    let mut paths = Vec::new();
+    for method in ["-m0=BZip2", "-m0=Deflate"] {
+        let a = sevenz(&[method], files);
+        let name = scan::EICAR_NAME.to_string();
+        assert_eq!(
+            scanner.scan_file(&a),
+            Verdict::Infected { name },
+            "{method}"
+        );
+        let p = dir.path().join(format!("{method}.7z"));
+        std::fs::write(&p, &a).unwrap();
+        paths.push(p);
+    }
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    let found = clamscan_all(&prog, dir.path(), &paths);
+    for p in &paths {
+        assert_eq!(found[p], BTreeSet::new(), "clamscan unpacks {p:?} now");
+    }
+}
+
+#[test]
+fn encrypted_7z_entries_follow_the_encrypted_policy() {
+    let both: &[(&str, &[u8])] = &[("a.txt", b"hello"), ("eicar.com", scan::EICAR)];
+    for args in [&["-psecret"][..], &["-psecret", "-mhe=on"]] {
+        let a = sevenz(args, both);
+        let reject = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+        assert_eq!(reject.scan_file(&a), Verdict::Encrypted, "{args:?}");
+        let allow = Scanner::new(
+            Arc::new(Database::builtin()),
+            Limits {
+                encrypted: scan::EncryptedPolicy::Allow,
+                ..Limits::default()
+            },
+        );
+        assert_eq!(allow.scan_file(&a), Verdict::Clean, "{args:?}");
+    }
+}
+
+#[test]
+fn cdb_for_7z_and_cab_agrees_with_clamscan() {
+    let cdb = "Sluice.Test.Cdb7zName:CL_TYPE_7Z:*:evil[0-9]+\\.exe$:*:*:*:*:*:*\n\
+         Sluice.Test.Cdb7zSize:CL_TYPE_7Z:*:^sized:0:20-30:*:*:*:*\n\
+         Sluice.Test.Cdb7zPos:CL_TYPE_7Z:*:^pos:*:*:*:2:*:*\n\
+         Sluice.Test.Cdb7zEnc:CL_TYPE_7Z:*:^locked:*:*:1:*:*:*\n\
+         Sluice.Test.CdbCabName:CL_TYPE_MSCAB:*:bad[0-9]+\\.dll$:*:*:*:*:*:*\n\
+         Sluice.Test.CdbCabPos:CL_TYPE_MSCAB:*:^cabpos:0:*:0:2:*:*\n";
+    let pad = |n: usize| vec![b'.'; n];
+    let samples: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        (
+            "name.7z",
+            sevenz(&[], &[("readme.txt", b"hello"), ("evil42.exe", b"MZ")]),
+            Some("Sluice.Test.Cdb7zName"),
+        ),
+        (
+            "name-clean.7z",
+            sevenz(&[], &[("evil42.exe.txt", b"MZ")]),
+            None,
+        ),
+        (
+            "size.7z",
+            sevenz(&[], &[("sized.bin", &pad(25))]),
+            Some("Sluice.Test.Cdb7zSize"),
+        ),
+        (
+            "size-clean.7z",
+            sevenz(&[], &[("sized.bin", &pad(40))]),
+            None,
+        ),
+        (
+            "pos.7z",
+            sevenz(&[], &[("a", b"a"), ("b", b"b"), ("pos.txt", b"p")]),
+            Some("Sluice.Test.Cdb7zPos"),
+        ),
+        (
+            "pos-clean.7z",
+            // 7-Zip orders the names: the only file is at position 0.
+            sevenz(&[], &[("pos.txt", b"p")]),
+            None,
+        ),
+        (
+            "enc.7z",
+            sevenz(&["-psecret"], &[("locked.doc", b"secret")]),
+            Some("Sluice.Test.Cdb7zEnc"),
+        ),
+        (
+            "enc-clean.7z",
+            sevenz(&[], &[("locked.doc", b"secret")]),
+            None,
+        ),
+        (
+            "name.cab",
+            cab(&["-z"], &[("readme.txt", b"hello"), ("bad7.dll", b"MZ")]),
+            Some("Sluice.Test.CdbCabName"),
+        ),
+        (
+            "pos.cab",
+            cab(&[], &[("a", b"a"), ("b", b"b"), ("cabpos.txt", b"p")]),
+            Some("Sluice.Test.CdbCabPos"),
+        ),
+        (
+            "pos-clean.cab",
+            cab(&[], &[("a", b"a"), ("cabpos.txt", b"p"), ("b", b"b")]),
+            None,
+        ),
+    ];
+    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
+        .iter()
+        .map(|(n, b, e)| (*n, b.as_slice(), *e))
+        .collect();
+    agree(&[("test.cdb", cdb.as_bytes())], &samples);
+}
+
+#[test]
+fn sevenz_bomb_stops_at_the_limit() {
+    // 200 MB of zeros: a few tens of KB of LZMA2.
+    let zeros = vec![0u8; 200 << 20];
+    let bomb = sevenz(&["-m0=lzma2"], &[("zeros.bin", &zeros)]);
+    drop(zeros);
+    assert!(bomb.len() < 1 << 20, "{}", bomb.len());
+    let scanner = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+    let mut s = scanner.file_session();
+    s.feed(&bomb);
+    let (v, stats) = s.finish_with_stats();
+    assert_eq!(
+        v,
+        Verdict::LimitExceeded(scan::LimitKind::Ratio),
+        "{stats:?}"
+    );
+    // Stopped a piece after the ratio was crossed, not after decoding it all.
+    let bound = (bomb.len() as u64) * Limits::default().max_ratio + 64 * 1024;
+    assert!(stats.unpacked_bytes <= bound, "{stats:?}");
+}
+
+#[test]
+fn oversized_7z_and_cab_give_the_held_archive_limit() {
+    let noise = support::noise(64 * 1024, 7);
+    let limits = Limits {
+        max_held_archive_size: 16 * 1024,
+        ..Limits::default()
+    };
+    let scanner = Scanner::new(Arc::new(Database::builtin()), limits);
+    for a in [
+        sevenz(&["-m0=Copy"], &[("noise.bin", &noise)]),
+        cab(&[], &[("noise.bin", &noise)]),
+    ] {
+        assert_eq!(
+            scanner.scan_file(&a),
+            Verdict::LimitExceeded(scan::LimitKind::HeldArchiveSize)
+        );
+    }
+}
+
+#[test]
+fn a_7z_asking_for_a_huge_dictionary_gives_the_held_archive_limit() {
+    // A plain header (-mhc=off) whose LZMA coder's dictionary is rewritten to
+    // 1 GiB, the CRCs fixed: not decoded, and not let through as clean.
+    let text = b"nothing to see here\n".repeat(50);
+    let mut a = sevenz(&["-m0=lzma", "-mhc=off"], &[("readme.txt", &text)]);
+    let coder = a
+        .windows(4)
+        .rposition(|w| w == [0x03, 0x01, 0x01, 0x05])
+        .expect("an LZMA coder with 5 property bytes");
+    a[coder + 5..coder + 9].copy_from_slice(&(1u32 << 30).to_le_bytes());
+    let header_at = 32 + u64::from_le_bytes(a[12..20].try_into().unwrap()) as usize;
+    let header_crc = crc32fast::hash(&a[header_at..]);
+    a[28..32].copy_from_slice(&header_crc.to_le_bytes());
+    let start_crc = crc32fast::hash(&a[12..32]);
+    a[8..12].copy_from_slice(&start_crc.to_le_bytes());
+    let scanner = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+    assert_eq!(
+        scanner.scan_file(&a),
+        Verdict::LimitExceeded(scan::LimitKind::HeldArchiveSize)
+    );
+}
+
+#[test]
+fn sevenz_and_cab_clamav_testfiles() {
+    // ClamAV's own test archives, each holding its clam.exe test program,
+    // found by its MD5 as clamscan finds it.
+    let dir = Path::new("/usr/share/clamav-testfiles");
+    if !dir.exists() {
+        assert!(
+            !sluice_testkit::under_ci(),
+            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
+        );
+        eprintln!("clamav-testfiles is not installed: skipped");
+        return;
+    }
+    let db = tempfile::tempdir().unwrap();
+    let hdb = "aa15bcf478d165efd2065190eb473bcb:544:ClamAV-Test-File\n";
+    std::fs::write(db.path().join("t.hdb"), hdb).unwrap();
+    let (loaded, _) = Database::load_dir(db.path()).unwrap();
+    let scanner = Scanner::new(Arc::new(loaded), Limits::default());
+    let mut mine = Vec::new();
+    let mut paths = Vec::new();
+    for name in ["clam.7z", "clam.cab"] {
+        let p = dir.join(name);
+        let v = match scanner.scan_file(&std::fs::read(&p).unwrap()) {
+            Verdict::Infected { name } => Some(name),
+            _ => None,
+        };
+        assert_eq!(v.as_deref(), Some("ClamAV-Test-File"), "{name}");
+        mine.push((name, v));
+        paths.push(p);
+    }
+    agree_with_clamscan(db.path(), &mine, &paths);
+}

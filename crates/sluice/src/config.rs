@@ -278,6 +278,9 @@ pub struct ScanConfig {
     /// apart into its streams and macros; it is held in memory while it
     /// arrives, as its sectors can lie anywhere. Past it, `on_limit`.
     pub max_ole2_size: usize,
+    /// Largest 7z or cab archive unpacked; it is held in memory while it
+    /// arrives, as neither can be unpacked as it streams. Past it, `on_limit`.
+    pub max_held_archive_size: usize,
     /// Report documents with VBA macros as
     /// `Heuristics.OLE2.ContainsMacros.VBA`, as clamd's `AlertOLE2Macros`.
     pub alert_macros: bool,
@@ -306,6 +309,7 @@ impl Default for ScanConfig {
             max_mime_depth: limits.max_mime_depth,
             max_regex_window: limits.max_regex_window,
             max_ole2_size: limits.max_ole2_size,
+            max_held_archive_size: limits.max_held_archive_size,
             alert_macros: limits.alert_macros,
             pua: false,
         }
@@ -380,6 +384,7 @@ impl ScanConfig {
             max_mime_depth: self.max_mime_depth,
             max_regex_window: self.max_regex_window,
             max_ole2_size: self.max_ole2_size,
+            max_held_archive_size: self.max_held_archive_size,
             alert_macros: self.alert_macros,
             encrypted: match self.on_encrypted {
                 smtp::Action::Reject => scan::EncryptedPolicy::Reject,

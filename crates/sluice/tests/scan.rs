@@ -211,6 +211,59 @@ with smtplib.SMTP(host, int(port)) as s:
 "#;
 
 #[test]
+fn sevenz_and_cab_attachments_carrying_eicar_are_refused_over_smtp() {
+    // Archives made by Debian's 7zip (7zz) and gcab, which ./test.sh
+    // installs: EICAR compressed together with some text, so that only
+    // unpacking the archive finds it.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("eicar.com"), EICAR).unwrap();
+    std::fs::write(
+        dir.path().join("readme.txt"),
+        "nothing to see here\n".repeat(50),
+    )
+    .unwrap();
+    let run = |prog: std::path::PathBuf, args: &[&str]| {
+        let out = Command::new(&prog)
+            .current_dir(dir.path())
+            .args(args)
+            .args(["readme.txt", "eicar.com"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{prog:?}: {out:?}");
+    };
+    run(
+        kit::require_program("7zz", "7zip"),
+        &["a", "-bd", "-m0=lzma2", "eicar.7z"],
+    );
+    run(
+        kit::require_program("gcab", "gcab"),
+        &["-c", "-z", "eicar.cab"],
+    );
+    let server = Server::start();
+    let user = server.add_user("archives");
+    for (file, subtype) in [
+        ("eicar.7z", "x-7z-compressed"),
+        ("eicar.cab", "vnd.ms-cab-compressed"),
+    ] {
+        let path = dir.path().join(file);
+        let reply = python(
+            SEND_FILE,
+            &[
+                &server.smtp.to_string(),
+                &user,
+                path.to_str().unwrap(),
+                subtype,
+            ],
+        );
+        assert!(
+            reply.starts_with("554 5.7.1") && reply.contains("Eicar-Signature"),
+            "{file}: {reply}"
+        );
+    }
+    assert_eq!(server.count("SELECT count(*) FROM messages"), 0);
+}
+
+#[test]
 fn office_documents_carrying_a_signature_are_refused_over_smtp() {
     // ClamAV's own test documents (Debian's clamav-testfiles, which
     // ./test.sh installs): a Word and a PowerPoint 97-2003 file, each with
