@@ -5,9 +5,10 @@
 //! `notags.html`; target-0 signatures see those forms too, besides the raw
 //! bytes. A file is HTML for this when it is text (by its first bytes) and one of
 //! ClamAV 1.4's built-in HTML magic strings (`<html>`, `<script`, `<a ... href`,
-//! ...) is anywhere in it ([`HtmlMarker`]); the MIME type of a mail part does not
-//! count, as it does not for ClamAV (a `text/html` part without such a tag is not
-//! HTML to it).
+//! ...) is in its first [`DECIDE`] bytes ([`HtmlMarker`]; ClamAV looks through
+//! the whole file, which a stream cannot do without normalising every text file
+//! in case); the MIME type of a mail part does not count, as it does not for
+//! ClamAV (a `text/html` part without such a tag is not HTML to it).
 //!
 //! [`Normaliser`] produces both forms as the bytes stream, with the states of
 //! ClamAV's normaliser: in `nocomment`, text and tags lower-cased, white space
@@ -765,26 +766,45 @@ impl Normaliser {
     }
 }
 
-/// The normalised forms of one file that may be HTML, matched as they are made:
-/// what they matched counts once the file has turned out to be HTML.
+/// Bytes of a text file looked through for an HTML marker before normalising
+/// it: the file is taken as HTML only when a marker appears this early, where
+/// ClamAV looks through the whole file. Normalising every text file in case a
+/// marker comes late would match each text part three times (raw and both
+/// forms) and cost two more matchers' memory; HTML in mail opens with its tags.
+pub(crate) const DECIDE: usize = 8 << 10;
+
+/// The normalised forms of one text file that may be HTML, matched as they are
+/// made. Its first bytes are held (at most [`DECIDE`]) until an HTML marker
+/// shows it is HTML, then normalised from the start; a file with no marker in
+/// them is declined and never normalised.
 pub(crate) struct HtmlScan {
     marker: HtmlMarker,
+    /// The first bytes while undecided.
+    pending: Vec<u8>,
+    /// Set once the file is HTML.
+    forms: Option<Box<Normalising>>,
+    declined: bool,
+    size: u64,
+}
+
+/// Both forms as they are made, and their matchers.
+struct Normalising {
     norm: Normaliser,
     forms: Forms,
     nocomment: BodyMatcher,
     notags: BodyMatcher,
     /// The first signature each form matched while the bytes came.
     hits: [Option<Hit>; 2],
+    /// Bytes normalised so far.
     size: u64,
 }
 
 /// Bytes normalised at a time (each gives at most a few dozen bytes of output).
 const PIECE: usize = 4096;
 
-impl HtmlScan {
-    pub fn new(db: &Database) -> Self {
+impl Normalising {
+    fn new(db: &Database) -> Self {
         Self {
-            marker: HtmlMarker::default(),
             norm: Normaliser::default(),
             forms: Forms::default(),
             nocomment: BodyMatcher::new(db),
@@ -794,8 +814,7 @@ impl HtmlScan {
         }
     }
 
-    pub fn feed(&mut self, db: &Database, data: &[u8], window: usize) {
-        self.marker.feed(data, self.size == 0);
+    fn feed(&mut self, db: &Database, data: &[u8], window: usize) {
         self.size += data.len() as u64;
         if self.size > MAX_NOCOMMENT {
             return;
@@ -817,18 +836,64 @@ impl HtmlScan {
             }
         }
     }
+}
+
+impl HtmlScan {
+    pub fn new() -> Self {
+        Self {
+            marker: HtmlMarker::default(),
+            pending: Vec::new(),
+            forms: None,
+            declined: false,
+            size: 0,
+        }
+    }
+
+    /// Whether the file turned out not to be HTML (no marker early enough):
+    /// nothing more to do for it.
+    pub fn declined(&self) -> bool {
+        self.declined
+    }
+
+    pub fn feed(&mut self, db: &Database, data: &[u8], window: usize) {
+        if self.declined {
+            return;
+        }
+        if let Some(n) = self.forms.as_mut() {
+            n.feed(db, data, window);
+            return;
+        }
+        // Only the first DECIDE bytes count, however the file is cut up.
+        let early = &data[..data.len().min(DECIDE.saturating_sub(self.size as usize))];
+        self.marker.feed(early, self.size == 0);
+        self.size += data.len() as u64;
+        if self.marker.found() {
+            let mut n = Box::new(Normalising::new(db));
+            n.feed(db, &std::mem::take(&mut self.pending), window);
+            n.feed(db, data, window);
+            self.forms = Some(n);
+        } else if self.size >= DECIDE as u64 {
+            self.declined = true;
+            self.pending = Vec::new();
+        } else {
+            self.pending.extend_from_slice(data);
+        }
+    }
 
     /// What the normalised forms matched, if the file is HTML (`nocomment`
     /// first, as ClamAV scans it first), and the anchor hits its matchers dropped.
-    pub fn finish(mut self, db: &Database, ancestry: &[FileType]) -> (Option<Hit>, u64) {
-        if !self.marker.found() || self.size > MAX_NOCOMMENT {
+    pub fn finish(self, db: &Database, ancestry: &[FileType]) -> (Option<Hit>, u64) {
+        let Some(mut n) = self.forms else {
+            return (None, 0);
+        };
+        if n.size > MAX_NOCOMMENT {
             return (None, 0);
         }
-        let mut hit = self.hits[0].or_else(|| self.nocomment.finish(db, FileType::Html, ancestry));
-        if hit.is_none() && self.size < MAX_NOTAGS {
-            hit = self.hits[1].or_else(|| self.notags.finish(db, FileType::Html, ancestry));
+        let mut hit = n.hits[0].or_else(|| n.nocomment.finish(db, FileType::Html, ancestry));
+        if hit.is_none() && n.size < MAX_NOTAGS {
+            hit = n.hits[1].or_else(|| n.notags.finish(db, FileType::Html, ancestry));
         }
-        (hit, self.nocomment.dropped + self.notags.dropped)
+        (hit, n.nocomment.dropped + n.notags.dropped)
     }
 }
 
@@ -939,6 +1004,15 @@ mod tests {
         b.add_ndb("Html.Test:3:*:6576696c20636f6465\nRaw.Test:0:*:726177206f6e6c79\n");
         let s = Scanner::new(Arc::new(b.build().unwrap().0), Limits::default());
         let found = |n: &str| Verdict::Infected { name: n.into() };
+        let check = |file: &[u8], want: Verdict| {
+            let whole = s.scan_file(file);
+            let mut session = s.file_session();
+            for byte in file {
+                session.feed(std::slice::from_ref(byte));
+            }
+            assert_eq!(session.finish(), whole, "{}", String::from_utf8_lossy(file));
+            assert_eq!(whole, want, "{}", String::from_utf8_lossy(file));
+        };
         for (file, want) in [
             (
                 &b"<html><body>EVIL <!-- x --> &#99;ode</body></html>"[..],
@@ -952,14 +1026,17 @@ mod tests {
             (b"<html>RAW   only", found("Raw.Test")),
             (b"RAW only", Verdict::Clean),
         ] {
-            let whole = s.scan_file(file);
-            let mut session = s.file_session();
-            for byte in file {
-                session.feed(std::slice::from_ref(byte));
-            }
-            assert_eq!(session.finish(), whole, "{}", String::from_utf8_lossy(file));
-            assert_eq!(whole, want, "{}", String::from_utf8_lossy(file));
+            check(file, want);
         }
+        // A marker past the first DECIDE bytes: the file is not taken as HTML
+        // (ClamAV would: it looks through the whole file).
+        let mut late = vec![b'x'; DECIDE + 1];
+        late.extend_from_slice(b"<html>evil &#99;ode");
+        check(&late, Verdict::Clean);
+        let mut early = b"<html>".to_vec();
+        early.extend(vec![b'x'; DECIDE + 1]);
+        early.extend_from_slice(b" evil &#99;ode");
+        check(&early, found("Html.Test"));
     }
 
     #[test]

@@ -252,7 +252,7 @@ impl FileNode {
             && looks_like_text(&self.head)
             && (ctx.db.body_signatures() > 0 || ctx.db.logical_signatures() > 0)
         {
-            self.html = Some(Box::new(HtmlScan::new(ctx.db)));
+            self.html = Some(Box::new(HtmlScan::new()));
         }
         if ft == FileType::Pe {
             let kinds = ctx.db.section_tables().map(|t| {
@@ -309,6 +309,9 @@ impl FileNode {
         }
         if let Some(h) = self.html.as_mut() {
             h.feed(ctx.db, data, ctx.limits.max_regex_window);
+            if h.declined() {
+                self.html = None;
+            }
         }
         if let Some(u) = self.unpack.as_mut() {
             ctx.found.ancestry.push(ft);
