@@ -297,17 +297,26 @@ fn mdb_section_hashes_agree_with_clamscan() {
 
 /// ClamAV's own PE test files (Debian's `clamav-testfiles`): `sigtool --mdb`
 /// gives their section hashes, which Sluice must find from the streamed bytes.
+/// Debian's `clamav-testfiles` directory. It must be there under CI
+/// (`./test.sh` installs it); elsewhere a test without it is skipped, saying so.
+fn clamav_testfiles() -> Option<&'static Path> {
+    let dir = Path::new("/usr/share/clamav-testfiles");
+    if dir.exists() {
+        return Some(dir);
+    }
+    assert!(
+        !sluice_testkit::under_ci(),
+        "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
+    );
+    eprintln!("clamav-testfiles is not installed: skipped");
+    None
+}
+
 #[test]
 fn mdb_from_sigtool_on_clamav_testfiles() {
-    let dir = Path::new("/usr/share/clamav-testfiles");
-    if !dir.exists() {
-        assert!(
-            !sluice_testkit::under_ci(),
-            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
-        );
-        eprintln!("clamav-testfiles is not installed: skipped");
+    let Some(dir) = clamav_testfiles() else {
         return;
-    }
+    };
     let sigtool = sluice_testkit::require_program("sigtool", "clamav");
     let mut checked = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -1358,15 +1367,9 @@ fn ole2_target_type_agrees_with_clamscan() {
 /// inside them is found by its body and by its hash, as clamscan finds it.
 #[test]
 fn ole2_clamav_testfiles() {
-    let dir = Path::new("/usr/share/clamav-testfiles");
-    if !dir.exists() {
-        assert!(
-            !sluice_testkit::under_ci(),
-            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
-        );
-        eprintln!("clamav-testfiles is not installed: skipped");
+    let Some(dir) = clamav_testfiles() else {
         return;
-    }
+    };
     let exe = std::fs::read(dir.join("clam.exe")).unwrap();
     for (sig, db) in [
         (
@@ -1640,15 +1643,9 @@ fn pdf_stream_forms_agree_with_clamscan() {
 /// ClamAV's own test PDF carries its test program in a compressed stream.
 #[test]
 fn pdf_clamav_testfile() {
-    let dir = Path::new("/usr/share/clamav-testfiles");
-    if !dir.exists() {
-        assert!(
-            !sluice_testkit::under_ci(),
-            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
-        );
-        eprintln!("clamav-testfiles is not installed: skipped");
+    let Some(dir) = clamav_testfiles() else {
         return;
-    }
+    };
     let exe = std::fs::read(dir.join("clam.exe")).unwrap();
     let pdf = std::fs::read(dir.join("clam.pdf")).unwrap();
     let ndb = format!("Clam.Exe.Body:0:*:{}\n", hex(&exe[200..240]));
@@ -2097,15 +2094,9 @@ fn a_7z_asking_for_a_huge_dictionary_gives_the_held_archive_limit() {
 fn sevenz_and_cab_clamav_testfiles() {
     // ClamAV's own test archives, each holding its clam.exe test program,
     // found by its MD5 as clamscan finds it.
-    let dir = Path::new("/usr/share/clamav-testfiles");
-    if !dir.exists() {
-        assert!(
-            !sluice_testkit::under_ci(),
-            "clamav-testfiles is not installed (apt-get install clamav-testfiles)"
-        );
-        eprintln!("clamav-testfiles is not installed: skipped");
+    let Some(dir) = clamav_testfiles() else {
         return;
-    }
+    };
     let db = tempfile::tempdir().unwrap();
     let hdb = "aa15bcf478d165efd2065190eb473bcb:544:ClamAV-Test-File\n";
     std::fs::write(db.path().join("t.hdb"), hdb).unwrap();

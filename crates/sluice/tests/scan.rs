@@ -210,6 +210,20 @@ with smtplib.SMTP(host, int(port)) as s:
         print(e.smtp_code, e.smtp_error.decode())
 "#;
 
+/// Sends the file at `path` to `to` as an attachment of type
+/// `application/<subtype>`; the server's reply to the end of data.
+fn send_file(server: &Server, to: &str, path: &std::path::Path, subtype: &str) -> String {
+    python(
+        SEND_FILE,
+        &[
+            &server.smtp.to_string(),
+            to,
+            path.to_str().unwrap(),
+            subtype,
+        ],
+    )
+}
+
 #[test]
 fn sevenz_and_cab_attachments_carrying_eicar_are_refused_over_smtp() {
     // Archives made by Debian's 7zip (7zz) and gcab, which ./test.sh
@@ -246,15 +260,7 @@ fn sevenz_and_cab_attachments_carrying_eicar_are_refused_over_smtp() {
         ("eicar.cab", "vnd.ms-cab-compressed"),
     ] {
         let path = dir.path().join(file);
-        let reply = python(
-            SEND_FILE,
-            &[
-                &server.smtp.to_string(),
-                &user,
-                path.to_str().unwrap(),
-                subtype,
-            ],
-        );
+        let reply = send_file(&server, &user, &path, subtype);
         assert!(
             reply.starts_with("554 5.7.1") && reply.contains("Eicar-Signature"),
             "{file}: {reply}"
@@ -290,15 +296,7 @@ fn office_documents_carrying_a_signature_are_refused_over_smtp() {
         ("clam.ppt", "vnd.ms-powerpoint"),
     ] {
         let path = files.join(file);
-        let reply = python(
-            SEND_FILE,
-            &[
-                &server.smtp.to_string(),
-                &user,
-                path.to_str().unwrap(),
-                subtype,
-            ],
-        );
+        let reply = send_file(&server, &user, &path, subtype);
         assert!(
             reply.starts_with("554 5.7.1") && reply.contains("ClamAV-Test-File"),
             "{file}: {reply}"
@@ -333,15 +331,7 @@ fn a_pdf_carrying_eicar_in_a_compressed_stream_is_refused_over_smtp() {
         let bytes = std::fs::read(&path).unwrap();
         // Compressed: the attachment's bytes do not carry the test file as such.
         assert!(!bytes.windows(EICAR.len()).any(|w| w == EICAR.as_bytes()));
-        let reply = python(
-            SEND_FILE,
-            &[
-                &server.smtp.to_string(),
-                &user,
-                path.to_str().unwrap(),
-                "pdf",
-            ],
-        );
+        let reply = send_file(&server, &user, &path, "pdf");
         let reply = reply.trim();
         if infected {
             assert!(
