@@ -482,11 +482,7 @@ impl Normaliser {
             St::TagArg => {
                 if b == b'=' {
                     o2(out, b'=');
-                    self.st = St::SkipWs;
-                    self.quote = Quote::None;
-                    self.val_len = 0;
-                    self.val.clear();
-                    self.next = St::TagArgVal;
+                    self.start_value();
                 } else if space(b) {
                     self.st = St::SkipWs;
                     self.next = St::TagArgEqual;
@@ -512,11 +508,7 @@ impl Normaliser {
             St::TagArgEqual => {
                 if b == b'=' {
                     o2(out, b'=');
-                    self.st = St::SkipWs;
-                    self.quote = Quote::None;
-                    self.val_len = 0;
-                    self.val.clear();
-                    self.next = St::TagArgVal;
+                    self.start_value();
                     true
                 } else {
                     if self.arg_len > 0 {
@@ -591,6 +583,15 @@ impl Normaliser {
         if self.link_tag() && self.val.len() < MAX_VALUE {
             self.val.push(c);
         }
+    }
+
+    /// After an attribute's `=`: its value comes, past any white space.
+    fn start_value(&mut self) {
+        self.st = St::SkipWs;
+        self.quote = Quote::None;
+        self.val_len = 0;
+        self.val.clear();
+        self.next = St::TagArgVal;
     }
 
     /// An attribute ends (with the value read, if `value`): the first `href` of
