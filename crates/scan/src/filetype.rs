@@ -19,7 +19,7 @@ pub enum FileType {
     Xz,
     /// 7-Zip archive.
     SevenZip,
-    /// RAR (recognised, not unpacked).
+    /// RAR (recognised, not unpacked: it gives [`LimitKind::UnsupportedArchive`](crate::LimitKind::UnsupportedArchive)).
     Rar,
     /// Microsoft Cabinet.
     Cab,

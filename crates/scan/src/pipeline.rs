@@ -248,6 +248,10 @@ impl FileNode {
     fn recognise(&mut self, ctx: &mut Ctx<'_>) {
         let ft = ctx.db.file_type(&self.head);
         self.ft = Some(ft);
+        if ft == FileType::Rar {
+            // What is inside cannot be seen: the policy for limits decides.
+            ctx.found.limit(LimitKind::UnsupportedArchive);
+        }
         if ft == FileType::Other
             && looks_like_text(&self.head)
             && (ctx.db.body_signatures() > 0 || ctx.db.logical_signatures() > 0)

@@ -492,6 +492,25 @@ mod tests {
     }
 
     #[test]
+    fn rar_archives_are_an_unsupported_archive_unless_something_is_found() {
+        let s = Scanner::new(Arc::new(Database::builtin()), Limits::default());
+        let mut rar = b"Rar!\x1a\x07\x01\x00".to_vec();
+        rar.extend_from_slice(&[0x5a; 64]);
+        assert_eq!(
+            s.scan_file(&rar),
+            Verdict::LimitExceeded(LimitKind::UnsupportedArchive)
+        );
+        // Its bytes are still matched: a signature found beats the limit.
+        rar.extend_from_slice(crate::EICAR);
+        assert_eq!(
+            s.scan_file(&rar),
+            Verdict::Infected {
+                name: crate::EICAR_NAME.into()
+            }
+        );
+    }
+
+    #[test]
     fn mail_target_signatures_see_the_raw_message() {
         let mut b = crate::DatabaseBuilder::new();
         b.add_ndb(

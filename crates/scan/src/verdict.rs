@@ -24,6 +24,10 @@ pub enum LimitKind {
     /// 7z archive whose header or a decoder needs more memory than the 7z
     /// reader allows: its entries were not looked at.
     HeldArchiveSize,
+    /// An archive in a format the scanner does not unpack (RAR: no decoder
+    /// under a licence that fits, and none in pure Rust that reads every
+    /// version): its bytes were matched, its entries were not looked at.
+    UnsupportedArchive,
 }
 
 impl LimitKind {
@@ -38,6 +42,7 @@ impl LimitKind {
             LimitKind::MimeDepth => "mime-depth",
             LimitKind::Ole2Size => "ole2-size",
             LimitKind::HeldArchiveSize => "held-archive-size",
+            LimitKind::UnsupportedArchive => "unsupported-archive",
         }
     }
 }

@@ -224,6 +224,29 @@ fn send_file(server: &Server, to: &str, path: &std::path::Path, subtype: &str) -
     )
 }
 
+/// RAR is recognised, not unpacked: by default (`on_limit = "reject"`) it is
+/// refused as content that could not be scanned, and with `accept` it goes
+/// through.
+#[test]
+fn rar_attachments_follow_the_limit_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let rar = dir.path().join("archive.rar");
+    let mut bytes = b"Rar!\x1a\x07\x01\x00".to_vec();
+    bytes.extend_from_slice(&[0x33; 300]);
+    std::fs::write(&rar, bytes).unwrap();
+    let server = Server::start();
+    let user = server.add_user("rar");
+    let reply = send_file(&server, &user, &rar, "vnd.rar");
+    assert!(
+        reply.starts_with("554 5.7.1") && reply.contains("unsupported-archive"),
+        "{reply}"
+    );
+    assert_eq!(server.count("SELECT count(*) FROM messages"), 0);
+    let lenient = Server::start_with("[scan]\non_limit = \"accept\"\n");
+    let user = lenient.add_user("rar");
+    assert_eq!(send_file(&lenient, &user, &rar, "vnd.rar").trim(), "250");
+}
+
 #[test]
 fn sevenz_and_cab_attachments_carrying_eicar_are_refused_over_smtp() {
     // Archives made by Debian's 7zip (7zz) and gcab, which ./test.sh
