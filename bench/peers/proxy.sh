@@ -67,6 +67,9 @@ fi
 
 dir=$(mktemp -d)
 cleanup() {
+  # Every step runs, whatever the one before returned (a stopped process's
+  # exit status would end the function under set -e).
+  set +e
   [ -n "${proxy_pid:-}" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
   [ -n "${unscanned_pid:-}" ] && kill "$unscanned_pid" 2>/dev/null && wait "$unscanned_pid" 2>/dev/null
   postfix -c "$dir/postfix" stop >/dev/null 2>&1 || true
