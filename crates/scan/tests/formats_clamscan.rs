@@ -18,8 +18,9 @@ use support::clamscan::{clamscan_all, clamscan_program};
 
 /// Writes the database files and the samples into a temporary directory, scans the
 /// samples with Sluice and with clamscan, and checks that both give `expected`
-/// (sample name → signature name, or `None` for clean).
-fn agree(db_files: &[(&str, &[u8])], samples: &[(&str, &[u8], Option<&str>)]) {
+/// (sample name → signature name, or `None` for clean). Samples are byte
+/// slices or owned vectors.
+fn agree<B: AsRef<[u8]>>(db_files: &[(&str, &[u8])], samples: &[(&str, B, Option<&str>)]) {
     let dir = tempfile::tempdir().unwrap();
     let db_dir = dir.path().join("db");
     std::fs::create_dir(&db_dir).unwrap();
@@ -31,6 +32,7 @@ fn agree(db_files: &[(&str, &[u8])], samples: &[(&str, &[u8], Option<&str>)]) {
     let scanner = Scanner::new(Arc::new(db), Limits::default());
     let mut paths: Vec<PathBuf> = Vec::new();
     for (name, bytes, expected) in samples {
+        let bytes = bytes.as_ref();
         // A mail is scanned as a message, anything else as a file, as `sluice scan` does.
         let verdict = if scan::filetype::looks_like_mail(bytes) {
             scanner.scan_mail(bytes)
@@ -207,10 +209,6 @@ fn cdb_container_metadata_agrees_with_clamscan() {
             None,
         ),
     ];
-    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
-        .iter()
-        .map(|(n, b, e)| (*n, b.as_slice(), *e))
-        .collect();
     agree(&[("test.cdb", cdb.as_bytes())], &samples);
 }
 
@@ -281,7 +279,11 @@ fn mdb_section_hashes_agree_with_clamscan() {
             ("cut.mdb", cut_mdb.as_bytes()),
         ],
         &[
-            ("sect.exe", &pe_image(0x400, 0xcc), Some("Sluice.Test.Mdb")),
+            (
+                "sect.exe",
+                &pe_image(0x400, 0xcc)[..],
+                Some("Sluice.Test.Mdb"),
+            ),
             ("other.exe", &pe_image(0x400, 0xcd), None),
             (
                 "any.exe",
@@ -1258,10 +1260,6 @@ fn ole2_streams_and_macros_agree_with_clamscan() {
             None,
         ),
     ];
-    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
-        .iter()
-        .map(|(n, b, e)| (*n, b.as_slice(), *e))
-        .collect();
     agree(&[("test.ndb", ndb.as_bytes())], &samples);
 }
 
@@ -1415,8 +1413,9 @@ fn eicar_padded() -> Vec<u8> {
 
 /// Checks that no sample carries the EICAR string as it is (a match then
 /// comes from decoding, not from the PDF's own bytes).
-fn eicar_hidden(samples: &[(&str, &[u8], Option<&str>)]) {
+fn eicar_hidden<B: AsRef<[u8]>>(samples: &[(&str, B, Option<&str>)]) {
     for (name, bytes, _) in samples {
+        let bytes = bytes.as_ref();
         assert!(
             !bytes.windows(20).any(|w| w == &scan::EICAR[..20]),
             "{name} carries EICAR as it is"
@@ -1520,10 +1519,6 @@ fn pdf_streams_agree_with_clamscan() {
             None,
         ),
     ];
-    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
-        .iter()
-        .map(|(n, b, e)| (*n, b.as_slice(), *e))
-        .collect();
     eicar_hidden(&samples);
     agree(&[("test.ndb", ndb.as_bytes())], &samples);
 }
@@ -1632,10 +1627,6 @@ fn pdf_stream_forms_agree_with_clamscan() {
             None,
         ),
     ];
-    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
-        .iter()
-        .map(|(n, b, e)| (*n, b.as_slice(), *e))
-        .collect();
     eicar_hidden(&samples);
     agree(&[("test.ndb", support::eicar_ndb().as_bytes())], &samples);
 }
@@ -1732,10 +1723,6 @@ fn html_normalisation_agrees_with_clamscan() {
             h3,
         ),
     ];
-    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
-        .iter()
-        .map(|(n, b, e)| (*n, b.as_slice(), *e))
-        .collect();
     agree(
         &[("test.ndb", ndb.as_bytes()), ("test.ldb", ldb.as_bytes())],
         &samples,
@@ -1896,10 +1883,6 @@ fn sevenz_and_cab_archives_agree_with_clamscan() {
             Some(scan::EICAR_NAME),
         ),
     ];
-    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
-        .iter()
-        .map(|(n, b, e)| (*n, b.as_slice(), *e))
-        .collect();
     agree(&[("test.ndb", ndb.as_bytes())], &samples);
 }
 
@@ -2020,10 +2003,6 @@ fn cdb_for_7z_and_cab_agrees_with_clamscan() {
             None,
         ),
     ];
-    let samples: Vec<(&str, &[u8], Option<&str>)> = samples
-        .iter()
-        .map(|(n, b, e)| (*n, b.as_slice(), *e))
-        .collect();
     agree(&[("test.cdb", cdb.as_bytes())], &samples);
 }
 
