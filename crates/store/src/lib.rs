@@ -11,6 +11,7 @@
 mod auth;
 mod chunk_codec;
 pub use chunk_codec::decode_chunk;
+mod dictionary;
 mod directory;
 mod error;
 mod index;
@@ -38,8 +39,8 @@ pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};
 pub use quota::parse_quota_limit;
 pub use sqlite::{
-    backup_database, disk_stats, restore_database, BackupStats, DiskStats, SqliteOptions,
-    SqliteStore, WriterStats,
+    backup_database, disk_stats, load_dictionaries, restore_database, BackupStats, DiskStats,
+    SqliteOptions, SqliteStore, WriterStats,
 };
 pub use watch::DirectoryWatch;
 

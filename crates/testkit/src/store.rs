@@ -8,6 +8,7 @@ impl Server {
     /// row) picks, its chunks decoded as the store reads them.
     pub fn stored_text(&self, filter: &str) -> Vec<u8> {
         let db = self.db();
+        store::load_dictionaries(&db).unwrap();
         let mut stmt = db
             .prepare(&format!(
                 "SELECT c.codec, c.data FROM blob_chunks c JOIN blobs b ON b.id = c.blob_id

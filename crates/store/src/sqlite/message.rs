@@ -77,7 +77,7 @@ impl SqliteMessageWriter {
     async fn flush_chunk(&mut self) -> Result<()> {
         let data = std::mem::replace(&mut self.pending, Vec::with_capacity(PIECE_SIZE));
         // Compressed here, so the writer thread only stores it.
-        let chunk = chunk_codec::pack(data);
+        let chunk = chunk_codec::pack(data, self.inner.dictionaries.current().as_deref());
         let blob = self.blob;
         let seq = i64::from(self.next_seq);
         // Not durable: the delivery that completes this blob fsyncs the log,
@@ -213,6 +213,8 @@ impl MessageWriter for SqliteMessageWriter {
         let seq = i64::from(self.next_seq);
         let last = std::mem::take(&mut self.pending);
         let size = self.size + lead.len() as u64;
+        let dictionary = self.inner.dictionaries.current();
+        let dictionary = dictionary.as_deref();
         let chunks: Vec<(i64, (i64, Vec<u8>))> = if blob.is_some() {
             // Pieces are written already: the lead is a piece of its own
             // before them (seq -1), which `read_chunk` folds back into
@@ -220,7 +222,7 @@ impl MessageWriter for SqliteMessageWriter {
             [(LEAD_SEQ, lead.clone()), (seq, last)]
                 .into_iter()
                 .filter(|(_, data)| !data.is_empty())
-                .map(|(n, data)| (n, chunk_codec::pack(data)))
+                .map(|(n, data)| (n, chunk_codec::pack(data, dictionary)))
                 .collect()
         } else {
             // The whole message is still here: the lead simply comes first.
@@ -228,7 +230,7 @@ impl MessageWriter for SqliteMessageWriter {
                 .concat()
                 .chunks(PIECE_SIZE)
                 .enumerate()
-                .map(|(n, data)| (seq + n as i64, chunk_codec::pack(data.to_vec())))
+                .map(|(n, data)| (seq + n as i64, chunk_codec::pack(data.to_vec(), dictionary)))
                 .collect()
         };
         let mut header = std::mem::take(&mut self.header);
@@ -245,7 +247,7 @@ impl MessageWriter for SqliteMessageWriter {
             size,
             index,
             structure,
-            header: chunk_codec::pack(header),
+            header: chunk_codec::pack(header, dictionary),
             keywords,
             mailbox_flags,
         };
@@ -258,6 +260,7 @@ impl MessageWriter for SqliteMessageWriter {
             // Durable now: IDLE sessions on the target mailboxes may look.
             Ok(receipt) => {
                 self.inner.fts.push(receipt.blob, text);
+                self.inner.dictionaries.delivered(receipt.blob, &self.inner);
                 let m = metrics::get();
                 m.deliveries
                     .get_or_create(&[("kind", "local")])

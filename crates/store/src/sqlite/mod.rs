@@ -7,6 +7,7 @@
 
 mod backup;
 mod checkpoint;
+mod dictionaries;
 mod dkim;
 mod entries;
 mod fts_batch;
@@ -46,6 +47,7 @@ use crate::password::hash_password;
 use crate::{MessageWriter, Store, CHUNK_SIZE};
 
 pub use backup::{backup_database, restore_database, BackupStats};
+pub use dictionaries::load_dictionaries;
 use entries::{entry_from_row, Which, ENTRY_COLUMNS};
 use mailboxes::{lookup_name, valid_new_name, valid_special_use};
 use notify::Watchers;
@@ -105,6 +107,8 @@ pub(crate) struct Inner {
     index_writer: Writer,
     _checkpointer: checkpoint::Checkpointer,
     _index_checkpointer: checkpoint::Checkpointer,
+    /// The zstd dictionary new chunks are packed with.
+    dictionaries: dictionaries::Dictionaries,
 }
 
 fn now() -> i64 {
@@ -180,6 +184,7 @@ impl SqliteStore {
         // the log's frames are bounded by the writer (checkpoint.rs), and
         // this bounds the file they leave behind.
         conn.pragma_update(None, "journal_size_limit", options.wal_limit as i64)?;
+        let dictionaries = dictionaries::Dictionaries::load(&conn)?;
         let checkpointer = checkpoint::Checkpointer::start(&path)?;
         // The index file, created if needed, before readers attach it.
         let index_conn = fts_file::open_writer(&path, &conn, options.wal_limit)?;
@@ -221,6 +226,7 @@ impl SqliteStore {
                 index_writer,
                 _checkpointer: checkpointer,
                 _index_checkpointer: index_checkpointer,
+                dictionaries,
             }),
         })
     }

@@ -483,6 +483,16 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE blobs ADD COLUMN piece_size INTEGER NOT NULL DEFAULT 131072;
     "#,
+    // zstd dictionaries trained on the store's own mail (dictionary.rs),
+    // by the id their frames carry; chunks packed with one say so (codec
+    // 2). Never deleted while a chunk may name them.
+    r#"
+    CREATE TABLE zstd_dictionaries (
+        id INTEGER PRIMARY KEY,
+        dict BLOB NOT NULL,
+        created INTEGER NOT NULL
+    ) STRICT;
+    "#,
 ];
 
 // The count triggers spell the flag bits out in SQL.
