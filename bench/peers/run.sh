@@ -310,6 +310,10 @@ done
 
 # IMAP: Dovecot always; Sluice when it listens for IMAP.
 if want imap; then
+# Bytes on disk of a side's mail after the IMAP load and requests:
+# Dovecot's Maildirs with their indexes, Sluice's data directory (both
+# hold only the IMAP mailbox when ROWS=imap runs alone).
+disk() { printf '{"bytes": %s}\n' "$(du -sb "$1" | cut -f1)" >"$R/disk-$2.json"; }
 cat >"$T/cold-dovecot.sh" <<EOF
 #!/bin/sh
 pid=\$(cat $T/dovecot-run/master.pid)
@@ -321,6 +325,7 @@ EOF
 chmod +x "$T/cold-dovecot.sh"
 bench peers-imap imap --server "127.0.0.1:$D_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
     --load "$IMAP_MESSAGES" --repeat 3 --cold-cmd "$T/cold-dovecot.sh"
+disk "$T/mail" peers
 # Long sessions: clients logged in once for the whole run, a steady mix of
 # FETCH, SEARCH, STORE, SELECT, APPEND and EXPUNGE on what the requests
 # left in the mailbox.
@@ -344,6 +349,7 @@ EOF
     chmod +x "$T/cold-sluice.sh"
     bench sluice-imap imap --server "127.0.0.1:$S_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
         --load "$IMAP_MESSAGES" --repeat 3 --cold-cmd "$T/cold-sluice.sh"
+    disk "$T/sluice/data" sluice
     bench sluice-imap-mix imap --server "127.0.0.1:$S_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
         --mix-only --clients "$IMAP_CLIENTS" --duration "$DURATION"
     bench sluice-imap-mix-header imap --server "127.0.0.1:$S_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
@@ -438,6 +444,10 @@ if pi:
         if q.get("cold_ms") is not None:
             sc = si["requests"][k].get("cold_ms") if si else None
             row("IMAP %s on %s msgs: cold ms (lower better)" % (q["name"], imap_n), sc, q["cold_ms"], False)
+sd, pd = load("disk-sluice"), load("disk-peers")
+if pd:
+    row("IMAP mail on disk after %s msgs: MiB (lower better)" % imap_n,
+        sd["bytes"] / 1048576 if sd else None, pd["bytes"] / 1048576, False)
 for suffix, what in (("", "SEARCH TEXT"), ("-header", "SEARCH FROM")):
     sm, pm = load("sluice-imap-mix" + suffix), load("peers-imap-mix" + suffix)
     if pm:
