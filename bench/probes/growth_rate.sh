@@ -36,9 +36,10 @@ echo pw | s user add u@example.org --password-stdin >/dev/null
 "$sluice" --config "$dir/sluice.toml" serve 2>"$dir/log" & pid=$!
 for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
 
-# A counter from the metrics page (0 before its first sample).
+# A counter from the metrics page as an integer (0 before its first
+# sample; large ones are printed with an exponent).
 metric() {
-  curl -s "http://127.0.0.1:$metrics/metrics" | awk -v m="$1" '$1 == m { v = $2 } END { print v + 0 }'
+  curl -s "http://127.0.0.1:$metrics/metrics" | awk -v m="$1" '$1 == m { v = $2 } END { printf "%.0f\n", v }'
 }
 mb() { [ -e "$1" ] && echo "scale=1; $(stat -c %s "$1") / 1000000" | bc || echo 0; }
 
