@@ -639,6 +639,41 @@ pub(crate) fn parse_section_hash(line: &str) -> Result<HashSig, Refusal> {
     })
 }
 
+/// Parses one `.imp` line: `Hash:Size:Name[:MinFLevel[:MaxFLevel]]`, the hash of
+/// a PE file's import table (see [`crate::imports`]; MD5, SHA-1 or SHA-256) and
+/// the length of the string hashed. A `*` size is allowed at any level, as ClamAV
+/// allows it for `.imp` (the format is younger than wildcard sizes); a zero size
+/// is refused, as ClamAV refuses it.
+pub(crate) fn parse_import_hash(line: &str) -> Result<HashSig, Refusal> {
+    let fields: Vec<&str> = line.split(':').collect();
+    if !(3..=5).contains(&fields.len()) {
+        return Err("imp: wrong number of fields");
+    }
+    let level = |i: usize| -> Result<Option<u32>, Refusal> {
+        fields
+            .get(i)
+            .map(|l| l.parse::<u32>().map_err(|_| "imp: bad functionality level"))
+            .transpose()
+    };
+    let (min, max) = (level(3)?, level(4)?);
+    if min.is_some_and(|l| l > crate::logical::FLEVEL) {
+        return Err("imp: needs a newer engine");
+    }
+    if max.is_some_and(|l| l < crate::logical::FLEVEL) {
+        return Err("imp: for older engines only");
+    }
+    let sig =
+        parse_hash(&format!("{}:{}:{}", fields[0], fields[1], fields[2])).map_err(|r| match r {
+            "hdb: bad size" => "imp: bad size",
+            "hdb: bad hex" => "imp: bad hex",
+            _ => "imp: hash length is not MD5, SHA-1 or SHA-256",
+        })?;
+    if sig.size.is_some_and(|s| s == 0 || s >= 0xffff_ffff) {
+        return Err("imp: bad size");
+    }
+    Ok(sig)
+}
+
 /// Decodes a hex string.
 pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
@@ -657,6 +692,50 @@ pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn import_hash_lines() {
+        let md5 = "0123456789abcdef0123456789abcdef";
+        let h = parse_import_hash(&format!("{md5}:58:Imp")).unwrap();
+        assert_eq!(
+            (h.size, h.name.as_str(), h.kind),
+            (Some(58), "Imp", HashKind::Md5)
+        );
+        assert_eq!(
+            parse_import_hash(&format!("{md5}:*:Any")).unwrap().size,
+            None,
+            "no level needed for a wildcard"
+        );
+        assert_eq!(
+            parse_import_hash(&format!("{md5}:0:N")).unwrap_err(),
+            "imp: bad size"
+        );
+        assert_eq!(
+            parse_import_hash(&format!("{md5}:4294967295:N")).unwrap_err(),
+            "imp: bad size"
+        );
+        assert_eq!(
+            parse_import_hash(&format!("{md5}:12:N:9999")).unwrap_err(),
+            "imp: needs a newer engine"
+        );
+        assert_eq!(
+            parse_import_hash(&format!("{md5}:12:N:10:20")).unwrap_err(),
+            "imp: for older engines only"
+        );
+        assert_eq!(
+            parse_import_hash("ab:12:N").unwrap_err(),
+            "imp: hash length is not MD5, SHA-1 or SHA-256"
+        );
+        assert_eq!(
+            parse_import_hash("1:2").unwrap_err(),
+            "imp: wrong number of fields"
+        );
+        let sha256 = "ab".repeat(32);
+        assert_eq!(
+            parse_import_hash(&format!("{sha256}:7:S")).unwrap().kind,
+            HashKind::Sha256
+        );
+    }
 
     #[test]
     fn section_hash_lines() {
