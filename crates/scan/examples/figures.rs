@@ -6,7 +6,7 @@
 //! cargo run --release -p sluice-scan --example figures [-- [OUTDIR] [--reps N]]
 //! ```
 //!
-//! Writes into OUTDIR (default `$TMPDIR/sluice-figures`, about 60 MB):
+//! Writes into OUTDIR (default `$TMPDIR/sluice-figures`, about 70 MB):
 //! - `db/`: 300,000 `.hdb` MD5 signatures, 100,000 `.ndb` body signatures,
 //!   50,000 `.ldb` logical ones of which 5,000 with a PCRE subsignature (from
 //!   the `gen_ldb` example), 20,000 `.mdb` section hashes and 1,000 `.imp`
