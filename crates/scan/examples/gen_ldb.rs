@@ -17,21 +17,21 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-struct Rng(u64);
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
     }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
     }
 }
 
@@ -50,6 +50,30 @@ fn main() {
     let mb: usize = args.next().map_or(10, |a| a.parse().unwrap());
     std::fs::create_dir_all(out.join("db")).unwrap();
     let mut rng = Rng(15);
+    let (ldb, triggers) = generate(&mut rng, sigs, pcre);
+    std::fs::write(out.join("db/bench.ldb"), &ldb).unwrap();
+    let mut sample = rng.bytes(mb << 20);
+    for (k, t) in triggers.iter().enumerate() {
+        let at = (k * 4099 + 1000) % (sample.len() - t.len());
+        sample[at..at + t.len()].copy_from_slice(t);
+    }
+    std::fs::File::create(out.join("sample.bin"))
+        .unwrap()
+        .write_all(&sample)
+        .unwrap();
+    println!(
+        "{} signatures ({pcre} with PCRE) in {}, {} MB sample in {}",
+        sigs,
+        out.join("db/bench.ldb").display(),
+        mb,
+        out.join("sample.bin").display()
+    );
+}
+
+/// SIGS logical signatures, PCRE of them with a PCRE subsignature (the `.ldb`
+/// text), and the first subsignatures of up to 50 PCRE ones (to plant in a
+/// sample so that their triggers fire).
+pub fn generate(rng: &mut Rng, sigs: usize, pcre: usize) -> (String, Vec<Vec<u8>>) {
     let mut ldb = String::new();
     let mut triggers: Vec<Vec<u8>> = Vec::new();
     for i in 0..sigs {
@@ -124,21 +148,5 @@ fn main() {
         }
         let _ = writeln!(ldb, "Bench.Ldb.{i};{tdb};{expr};{}", subs.join(";"));
     }
-    std::fs::write(out.join("db/bench.ldb"), &ldb).unwrap();
-    let mut sample = rng.bytes(mb << 20);
-    for (k, t) in triggers.iter().enumerate() {
-        let at = (k * 4099 + 1000) % (sample.len() - t.len());
-        sample[at..at + t.len()].copy_from_slice(t);
-    }
-    std::fs::File::create(out.join("sample.bin"))
-        .unwrap()
-        .write_all(&sample)
-        .unwrap();
-    println!(
-        "{} signatures ({pcre} with PCRE) in {}, {} MB sample in {}",
-        sigs,
-        out.join("db/bench.ldb").display(),
-        mb,
-        out.join("sample.bin").display()
-    );
+    (ldb, triggers)
 }

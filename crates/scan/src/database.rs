@@ -2,7 +2,7 @@
 //! anchors ([`crate::anchor`]), logical signatures ([`crate::logical`]) whose body
 //! subsignatures share that index, whole-file and PE section hash tables, container
 //! metadata signatures and file-type magic; loading from ClamAV database files
-//! (`.ndb`, `.ldb`, `.hdb`, `.hsb`, `.mdb`, `.msb`, `.cdb`, `.ftm`, the phishing
+//! (`.ndb`, `.ldb`, `.hdb`, `.hsb`, `.mdb`, `.msb`, `.imp`, `.cdb`, `.ftm`, the phishing
 //! lists `.pdb`, `.wdb` and `.gdb` (see [`crate::phish`]), the `.ign`/`.ign2`
 //! ignore lists, the `.fp`/`.sfp` false-positive hashes, and `.cvd`/`.cld`/`.cud`
 //! containers, a `.cvd` only when its digital signature checks out; the PUA twins
@@ -22,8 +22,8 @@ use crate::ftm::{parse_ftm, FtmLine, Magic};
 use crate::logical::{parse_ldb, LdbRefusal, LogicalSig};
 use crate::phish::{parse_line, ListKind, PhishDb, PhishLine};
 use crate::signature::{
-    decode_hex, fold_variants, parse_hash, parse_ndb, parse_section_hash, BodySig, HashKind,
-    HashSig, Offset, Refusal,
+    decode_hex, fold_variants, parse_hash, parse_import_hash, parse_ndb, parse_section_hash,
+    BodySig, HashKind, HashSig, Offset, Refusal,
 };
 
 /// Most parse errors the load report keeps word for word (all are counted).
@@ -57,6 +57,8 @@ pub struct LoadReport {
     pub container_signatures: usize,
     /// PE section hash (`.mdb`/`.msb`) signatures loaded.
     pub section_hash_signatures: usize,
+    /// PE import table hash (`.imp`) signatures loaded.
+    pub import_hash_signatures: usize,
     /// PCRE subsignatures among them, and how many of those needed the backtracking
     /// engine (see [`crate::pcre`]).
     pub pcre_subsignatures: usize,
@@ -77,7 +79,7 @@ pub struct LoadReport {
     /// Valid lines this engine reads but has no use for (an `.ftm` line for a file
     /// type it does not distinguish, say), by reason.
     pub unused_lines: BTreeMap<String, usize>,
-    /// Files of formats this engine does not read (`.imp`, `.crb`, `.cbc`, ...), by extension.
+    /// Files of formats this engine does not read (`.crb`, `.cbc`, ...), by extension.
     pub unsupported_files: BTreeMap<String, usize>,
     /// Signatures in those files, by extension (lines of the line-based formats;
     /// a bytecode `.cbc` file is one), so that what is not loaded is counted too.
@@ -116,12 +118,13 @@ impl LoadReport {
         }
         let _ = writeln!(
             t,
-            "  (built-in EICAR included: {} body, {} logical, {} hash, {} container, {} PE section hash)",
+            "  (built-in EICAR included: {} body, {} logical, {} hash, {} container, {} PE section hash, {} PE import hash)",
             self.body_signatures,
             self.logical_signatures,
             self.hash_signatures,
             self.container_signatures,
-            self.section_hash_signatures
+            self.section_hash_signatures,
+            self.import_hash_signatures
         );
         let _ = writeln!(t, "Lines refused: {}", self.refused());
         for (reason, n) in &self.refused_lines {
@@ -169,13 +172,14 @@ impl std::fmt::Display for LoadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} files: {} body, {} logical ({} PCRE subsignatures), {} container, {} PE section hash and {} hash signatures loaded, {} refused, {} ignored",
+            "{} files: {} body, {} logical ({} PCRE subsignatures), {} container, {} PE section hash, {} PE import hash and {} hash signatures loaded, {} refused, {} ignored",
             self.files,
             self.body_signatures,
             self.logical_signatures,
             self.pcre_subsignatures,
             self.container_signatures,
             self.section_hash_signatures,
+            self.import_hash_signatures,
             self.hash_signatures,
             self.refused(),
             self.ignored
@@ -246,9 +250,11 @@ impl HashTable {
     /// Adds a digest with its size (`None`: any size) and name index.
     fn add(&mut self, digest: Vec<u8>, size: Option<u64>, name: u32) {
         self.note_size(size);
+        // Nearly every digest has one entry: room for one, not the four a first
+        // push would make (72 bytes each, 20 MB over 300,000 hashes).
         self.map
             .entry(digest.into_boxed_slice())
-            .or_default()
+            .or_insert_with(|| Vec::with_capacity(1))
             .push((size, name));
     }
 
@@ -307,6 +313,8 @@ pub struct Database {
     pub(crate) cdb: Vec<ContainerSig>,
     /// PE section hashes (`.mdb` MD5, `.msb` SHA-1/SHA-256), by section size.
     pub(crate) sections: [HashTable; 3],
+    /// PE import table hashes (`.imp`), by the length of the hashed string.
+    pub(crate) imports: [HashTable; 3],
     /// Phishing lists (`.pdb`, `.wdb`, `.gdb`), for the links of mail text parts.
     pub(crate) phish: PhishDb,
 }
@@ -361,6 +369,11 @@ impl Database {
     /// The PE section hash tables: MD5, SHA-1, SHA-256.
     pub(crate) fn section_tables(&self) -> [&HashTable; 3] {
         [&self.sections[0], &self.sections[1], &self.sections[2]]
+    }
+
+    /// The PE import hash tables: MD5, SHA-1, SHA-256.
+    pub(crate) fn import_tables(&self) -> [&HashTable; 3] {
+        [&self.imports[0], &self.imports[1], &self.imports[2]]
     }
 
     /// Whether any false-positive hash is loaded.
@@ -422,6 +435,7 @@ pub struct DatabaseBuilder {
     magic: Vec<Magic>,
     cdb: Vec<ContainerSig>,
     section_hashes: Vec<HashSig>,
+    import_hashes: Vec<HashSig>,
     phish: PhishDb,
     report: LoadReport,
     automaton_only: bool,
@@ -576,6 +590,21 @@ impl DatabaseBuilder {
         }
         let ext = file.rsplit_once('.').map_or("mdb", |(_, e)| e).to_string();
         self.loaded(&ext, self.section_hashes.len() - before);
+        self
+    }
+
+    /// Adds `.imp` text (PE import table hashes, `Hash:Size:Name`, see
+    /// [`crate::imports`]); `file` names it in error messages.
+    pub fn add_import_hashes(&mut self, file: &str, text: &str) -> &mut Self {
+        let before = self.import_hashes.len();
+        for (n, line) in numbered_lines(text) {
+            match parse_import_hash(line) {
+                Ok(h) if self.ignored(&h.name, line) => {}
+                Ok(h) => self.import_hashes.push(h),
+                Err(r) => self.refuse_at(file, n, r),
+            }
+        }
+        self.loaded("imp", self.import_hashes.len() - before);
         self
     }
 
@@ -776,6 +805,10 @@ impl DatabaseBuilder {
                 self.report.files += 1;
                 self.add_section_hashes(name, &text());
             }
+            "imp" => {
+                self.report.files += 1;
+                self.add_import_hashes(name, &text());
+            }
             "pdb" | "gdb" => {
                 self.report.files += 1;
                 self.add_phish(name, &text(), ListKind::Protected);
@@ -796,8 +829,8 @@ impl DatabaseBuilder {
                 // ClamAV's line-based formats this engine does not read yet.
                 let sigs = match ext {
                     "cbc" => Some(1),
-                    "imp" | "crb" | "idb" | "ioc" | "yar" | "yara" | "db" | "zmd" | "rmd"
-                    | "sdb" | "hwp" => Some(lines(&text()).count()),
+                    "crb" | "idb" | "ioc" | "yar" | "yara" | "db" | "zmd" | "rmd" | "sdb"
+                    | "hwp" => Some(lines(&text()).count()),
                     _ => None,
                 };
                 if let Some(n) = sigs {
@@ -1015,8 +1048,27 @@ impl DatabaseBuilder {
             table.add(h.digest, h.size, intern(&h.name, &mut names));
             report.section_hash_signatures += 1;
         }
+        let mut imports: [HashTable; 3] = Default::default();
+        for h in std::mem::take(&mut self.import_hashes) {
+            if ignore.contains(&h.name) {
+                report.ignored += 1;
+                continue;
+            }
+            let table = &mut imports[match h.kind {
+                HashKind::Md5 => 0,
+                HashKind::Sha1 => 1,
+                HashKind::Sha256 => 2,
+            }];
+            table.add(h.digest, h.size, intern(&h.name, &mut names));
+            report.import_hash_signatures += 1;
+        }
         let has_mail_sigs =
             sigs.iter().any(|s| s.target == 4) || lsigs.iter().any(|l| l.target == 4);
+        // The tables live as long as the database: no room left from growing them.
+        sigs.shrink_to_fit();
+        lsigs.shrink_to_fit();
+        patterns.shrink_to_fit();
+        names.shrink_to_fit();
         let db = Database {
             sigs,
             lsigs,
@@ -1037,6 +1089,7 @@ impl DatabaseBuilder {
             magic: std::mem::take(&mut self.magic),
             cdb: cdb_sigs,
             sections,
+            imports,
             phish: std::mem::take(&mut self.phish),
         };
         Ok((db, report))
@@ -1066,7 +1119,7 @@ mod tests {
         let mut b = DatabaseBuilder::new();
         b.add_ndb("Good:0:*:41424344\nBad:0:EP+0:41424344\n# comment\n");
         b.add_hashes("44d88612fea8a8f36de82e1278abb02f:68:Eicar-Hash\nzz:1:x\n");
-        b.add_file("main.imp", b"x\n# c\ny\n").unwrap();
+        b.add_file("main.crb", b"x\n# c\ny\n").unwrap();
         b.add_file(
             "main.ldb",
             b"Good.L;Target:0;0&1;41424344;45464748\n# c\n\nBad.L;Target:0;0&1;41424344\n",
@@ -1083,7 +1136,7 @@ mod tests {
             report.errors,
             ["main.ldb:4: ldb: subsignature count does not match the logical expression"]
         );
-        assert_eq!(report.unsupported_files.get("imp"), Some(&1));
+        assert_eq!(report.unsupported_files.get("crb"), Some(&1));
         assert_eq!(report.pua_files_skipped.get("ldu"), Some(&1));
         assert_eq!(report.loaded_by_format.get("ldb"), Some(&1));
         assert_eq!(db.body_signatures(), 4);
@@ -1091,7 +1144,7 @@ mod tests {
         assert_eq!(db.hash_signatures(), 1);
         let text = report.to_string();
         assert!(
-            text.contains("1 unsupported .imp file(s) (2 signatures)"),
+            text.contains("1 unsupported .crb file(s) (2 signatures)"),
             "{text}"
         );
         assert!(
@@ -1101,7 +1154,7 @@ mod tests {
         let table = report.table();
         assert!(table.contains("  .ldb             1\n"), "{table}");
         assert!(
-            table.contains("  .imp       1 file(s)          2 signature(s)"),
+            table.contains("  .crb       1 file(s)          2 signature(s)"),
             "{table}"
         );
         assert!(table.contains("Lines refused: 3\n"), "{table}");

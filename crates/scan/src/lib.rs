@@ -8,7 +8,9 @@
 //! ASCIIHex, ASCII85), HTML normalised as ClamAV normalises it for its target-3
 //! signatures, and signature matching
 //! (ClamAV `.ndb`, `.ldb`, `.hdb`, `.hsb`, `.cdb` container metadata on zip, 7z and cab entries and mail attachments,
-//! `.mdb`/`.msb` PE section hashes, with `.ftm` file-type magic, `.ign2` ignore
+//! `.mdb`/`.msb` PE section hashes, `.imp` PE import table hashes (a PE file
+//! held in memory for it, up to the same limit, only while `.imp` signatures
+//! are loaded), with `.ftm` file-type magic, `.ign2` ignore
 //! lists and `.fp`/`.sfp` false-positive hashes, in `.cvd`/`.cld` containers too,
 //! a `.cvd` only with a good digital signature) and ClamAV's phishing check of the
 //! links in mail text parts (`.pdb` protected domains, `.wdb` allowed links, `.gdb`
@@ -53,11 +55,13 @@ pub mod filetype;
 mod ftm;
 mod held;
 mod html;
+mod imports;
 mod links;
 mod logical;
 mod matcher;
 pub mod mime;
 mod ole2;
+mod ordinals;
 mod pcre;
 mod pdf;
 mod pe;

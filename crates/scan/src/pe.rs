@@ -45,6 +45,10 @@ pub(crate) struct Layout {
     pub entry: u32,
     /// `SizeOfHeaders`, aligned up to the section alignment.
     pub header_size: u64,
+    /// The import directory (data directory 1): RVA and size, zero when absent.
+    pub imports: (u32, u32),
+    /// A PE32+ (64-bit) image: its import thunks are 8 bytes.
+    pub plus: bool,
 }
 
 /// The headers parsed so far.
@@ -145,6 +149,15 @@ pub(crate) fn parse(head: &[u8]) -> Parse {
     if opt_size < fixed + dirs * 8 {
         return Parse::NotPe;
     }
+    // Data directories beyond the count given do not exist, as for the loader.
+    let dir = |i: usize| {
+        if i < dirs {
+            (field(fixed + i * 8), field(fixed + i * 8 + 4))
+        } else {
+            (0, 0)
+        }
+    };
+    let imports = dir(1);
     let raw_section = |i: usize| &head[table + i * 40..table + (i + 1) * 40];
     // A file alignment the sections do not follow, where 0x200 fits them: ClamAV
     // falls back to 0x200.
@@ -177,6 +190,8 @@ pub(crate) fn parse(head: &[u8]) -> Parse {
         sections,
         entry,
         header_size: align_up(size_of_headers, salign),
+        imports,
+        plus,
     })
 }
 

@@ -9,6 +9,7 @@ use crate::cdb::{EntryMeta, Range};
 use crate::database::{Database, HashTable};
 use crate::filetype::{Action, FileType, SNIFF_LEN};
 use crate::html::{looks_like_text, HtmlScan};
+use crate::imports::{ImportHolder, NoHash};
 use crate::matcher::BodyMatcher;
 use crate::pe::{PeHasher, Wanted};
 use crate::unpack::Unpacker;
@@ -143,6 +144,26 @@ fn section_hit(db: &Database, pe: PeHasher) -> Option<u32> {
     })
 }
 
+/// The first `.imp` signature this PE file's import hash matches; a file not
+/// hashed for a limit is counted.
+fn import_hit(ctx: &mut Ctx<'_>, imports: ImportHolder) -> Option<u32> {
+    let tables = ctx.db.import_tables();
+    match imports.finish(tables.map(|t| !t.is_empty())) {
+        Ok(h) => {
+            let [md5, sha1, sha256] = tables;
+            h.md5
+                .and_then(|d| md5.lookup(&d, h.size))
+                .or_else(|| h.sha1.and_then(|d| sha1.lookup(&d, h.size)))
+                .or_else(|| h.sha256.and_then(|d| sha256.lookup(&d, h.size)))
+        }
+        Err(NoHash::Limit) => {
+            ctx.found.stats.imports_not_hashed += 1;
+            None
+        }
+        Err(NoHash::NotHashed) => None,
+    }
+}
+
 /// One file being scanned.
 pub(crate) struct FileNode {
     depth: usize,
@@ -162,6 +183,8 @@ pub(crate) struct FileNode {
     unpack: Option<Unpacker>,
     /// Section hashes of a PE file, when `.mdb`/`.msb` signatures are loaded.
     pe: Option<PeHasher>,
+    /// The bytes of a PE file, for its import hash, when `.imp` signatures are loaded.
+    imports: Option<ImportHolder>,
     /// The normalised forms of a text file, which may turn out to be HTML.
     html: Option<Box<HtmlScan>>,
 }
@@ -217,6 +240,7 @@ impl FileNode {
             size: 0,
             unpack: None,
             pe: None,
+            imports: None,
             html: None,
         }
     }
@@ -268,6 +292,9 @@ impl FileNode {
             if kinds.iter().any(Option::is_some) {
                 self.pe = Some(PeHasher::new(kinds));
             }
+            if ctx.db.import_tables().iter().any(|t| !t.is_empty()) {
+                self.imports = Some(ImportHolder::new());
+            }
         }
         if ft.action() != Action::Unpack {
             return;
@@ -302,6 +329,9 @@ impl FileNode {
         self.hashes.update(ctx.db.hash_tables(), self.size, data);
         if let Some(pe) = self.pe.as_mut() {
             pe.feed(data);
+        }
+        if let Some(i) = self.imports.as_mut() {
+            i.feed(data, ctx.limits.max_held_archive_size);
         }
         if let Some(hit) = self
             .matcher
@@ -387,6 +417,10 @@ impl FileNode {
             return;
         }
         if let Some(n) = self.pe.take().and_then(|pe| section_hit(ctx.db, pe)) {
+            ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
+            return;
+        }
+        if let Some(n) = self.imports.take().and_then(|i| import_hit(ctx, i)) {
             ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
             return;
         }

@@ -141,6 +141,10 @@ pub struct Limits {
     /// [`LimitKind::HeldArchiveSize`]. Default 16 MiB: twice `max_ole2_size`,
     /// as archives, unlike documents, are commonly sent near the size mail
     /// servers accept (a 25 MB message carries about 18 MB of attachment).
+    ///
+    /// While `.imp` signatures are loaded, PE files are held up to the same size
+    /// for their import hash; a bigger one is not import-hashed (counted in
+    /// [`Stats::imports_not_hashed`], with no limit verdict).
     pub max_held_archive_size: usize,
     /// Report a document with VBA macros as `Heuristics.OLE2.ContainsMacros.VBA`
     /// when no signature matched, as ClamAV's `--alert-macros` (clamd's
@@ -204,4 +208,9 @@ pub struct Stats {
     /// Links of mail text parts checked against the phishing lists (`.pdb`,
     /// `.wdb`, `.gdb`), text URLs included.
     pub links_checked: u64,
+    /// PE files whose import table was not hashed for the `.imp` signatures
+    /// loaded: bigger than [`Limits::max_held_archive_size`] (a PE file is held
+    /// whole for its import hash) or importing more functions than the scanner
+    /// hashes (65,536).
+    pub imports_not_hashed: u64,
 }

@@ -297,6 +297,152 @@ fn mdb_section_hashes_agree_with_clamscan() {
     );
 }
 
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `.imp` import table hashes: PE32 and PE32+ images importing from several DLLs
+/// by name and by ordinal (Winsock and OLE Automation ordinals, which ClamAV
+/// names, and others, which it numbers), with and without import lookup tables
+/// (PE32+ ones are not matched: clamscan does not get to their imports);
+/// each image's `.imp` line is worked out from ClamAV's description of the hash
+/// by [`support::pe::import_string`], not by the scanner.
+#[test]
+fn imp_import_hashes_agree_with_clamscan() {
+    use support::pe::{import_string, pe_with_imports, Func, Options};
+    let kernel: &[Func] = &[
+        Func::Name("CreateFileA"),
+        Func::Name("ExitProcess"),
+        Func::Name("GetProcAddress"),
+    ];
+    let sock: &[Func] = &[
+        Func::Ordinal(1),
+        Func::Ordinal(3),
+        Func::Ordinal(23),
+        Func::Ordinal(115),
+        Func::Ordinal(999),
+    ];
+    let mixed: &[(&str, &[Func])] = &[
+        ("KERNEL32.dll", kernel),
+        ("WS2_32.dll", sock),
+        ("OLEAUT32.DLL", &[Func::Ordinal(2), Func::Ordinal(6)]),
+        (
+            "advapi32.dll",
+            &[Func::Ordinal(7), Func::Name("RegOpenKeyA")],
+        ),
+        ("user32.dll", &[Func::Name("MessageBoxA")]),
+        ("my.ctl.ocx", &[Func::Name("Run")]),
+        ("two.dots.dll", &[Func::Name("F")]),
+        ("noext", &[Func::Name("X_y.z")]),
+    ];
+    // ClamAV does not check DLL names (only function names).
+    let small: &[(&str, &[Func])] = &[
+        ("wsock32.dll", sock),
+        ("kernel32.dll", kernel),
+        ("Odd Name-1.DLL", &[Func::Name("F")]),
+    ];
+    let other: &[(&str, &[Func])] = &[("kernel32.dll", &kernel[..2])];
+    let line = |imports: &[(&str, &[Func])], name: &str| {
+        let s = import_string(imports);
+        format!("{}:{}:{name}\n", md5_hex(s.as_bytes()), s.len())
+    };
+    let mut imp = String::new();
+    let mut samples: Vec<(&str, Vec<u8>, Option<&str>)> = Vec::new();
+    for (plus, lookup_table, file, name) in [
+        (false, true, "pe32.exe", "Sluice.Test.Imp32"),
+        // clamscan 1.4 stops scanning a PE32+ file before its imports: no match.
+        (true, true, "pe64.exe", "Sluice.Test.Imp64"),
+        (false, false, "iat32.exe", "Sluice.Test.ImpIat32"),
+        (true, false, "iat64.exe", "Sluice.Test.ImpIat64"),
+    ] {
+        let o = Options {
+            plus,
+            lookup_table,
+            ..Options::default()
+        };
+        // The same imports hash alike in every form: each form gets its own
+        // signature on its own copy, told apart by a first DLL of its own.
+        let own: Vec<(&str, &[Func])> = std::iter::once((file, kernel))
+            .chain(mixed.iter().copied())
+            .collect();
+        imp.push_str(&line(&own, name));
+        samples.push((file, pe_with_imports(&own, o), (!plus).then_some(name)));
+    }
+    // A wildcard size, a SHA-256 hash, a wrong size.
+    let s = import_string(small);
+    imp.push_str(&format!("{}:*:Sluice.Test.ImpAny\n", md5_hex(s.as_bytes())));
+    let s = import_string(other);
+    imp.push_str(&format!(
+        "{}:{}:Sluice.Test.ImpSha256\n",
+        sha256_hex(s.as_bytes()),
+        s.len()
+    ));
+    let wrong: &[(&str, &[Func])] = &[("user32.dll", &[Func::Name("MessageBoxW")])];
+    let s = import_string(wrong);
+    imp.push_str(&format!(
+        "{}:{}:Sluice.Test.ImpWrongSize\n",
+        md5_hex(s.as_bytes()),
+        s.len() + 1
+    ));
+    // A directory whose size leaves out the null descriptor loses its last DLL:
+    // the signature on the first DLL alone matches.
+    let cut: &[(&str, &[Func])] = &[("shell32.dll", &[Func::Name("ShellExecuteA")])];
+    imp.push_str(&line(cut, "Sluice.Test.ImpCut"));
+    let no_null = Options {
+        count_null: false,
+        ..Options::default()
+    };
+    samples.extend([
+        (
+            "any.exe",
+            pe_with_imports(small, Options::default()),
+            Some("Sluice.Test.ImpAny"),
+        ),
+        (
+            "sha256.exe",
+            pe_with_imports(other, Options::default()),
+            Some("Sluice.Test.ImpSha256"),
+        ),
+        (
+            "wrong.exe",
+            pe_with_imports(wrong, Options::default()),
+            None,
+        ),
+        (
+            "cut.exe",
+            pe_with_imports(&[cut[0], ("kernel32.dll", kernel)], no_null),
+            Some("Sluice.Test.ImpCut"),
+        ),
+        // A function name ClamAV refuses leaves the table unhashed.
+        (
+            "badname.exe",
+            pe_with_imports(
+                &[
+                    ("wsock32.dll", sock),
+                    ("kernel32.dll", &[Func::Name("Bad-Name")]),
+                ],
+                Options::default(),
+            ),
+            None,
+        ),
+    ]);
+    let mail = support::mail_with("pe32.exe", &samples[0].1, "base64");
+    samples.push(("pe32.eml", mail, Some("Sluice.Test.Imp32")));
+    let (db, report) = {
+        let mut b = scan::DatabaseBuilder::new();
+        b.add_file("test.imp", imp.as_bytes()).unwrap();
+        b.build().unwrap()
+    };
+    assert_eq!(report.import_hash_signatures, 8, "{report}");
+    assert!(report.unsupported_files.is_empty(), "{report}");
+    assert_eq!(db.hash_signatures(), 0);
+    agree(&[("test.imp", imp.as_bytes())], &samples);
+}
+
 /// ClamAV's own PE test files (Debian's `clamav-testfiles`): `sigtool --mdb`
 /// gives their section hashes, which Sluice must find from the streamed bytes.
 /// Debian's `clamav-testfiles` directory. It must be there under CI
@@ -374,6 +520,79 @@ fn mdb_from_sigtool_on_clamav_testfiles() {
 
 /// A `.cvd` whose body does not have the header's MD5 is refused, with an error
 /// naming the file; clamscan refuses it too.
+/// ClamAV's own PE test files: `clamscan --debug` prints the import hash
+/// (`IMP: md5:size`) of each PE file it scans, the outer file and those it
+/// finds embedded or unpacks. Sluice, which hashes the outer file only, must
+/// find one of them from the streamed bytes (an empty table's, size 0, through
+/// a wildcard size, as ClamAV matches it).
+#[test]
+fn imp_from_clamscan_debug_on_clamav_testfiles() {
+    let Some(dir) = clamav_testfiles() else {
+        return;
+    };
+    let Some(prog) = clamscan_program() else {
+        return;
+    };
+    // The import table is hashed only while some `.imp` signature is loaded.
+    let db_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        db_dir.path().join("none.imp"),
+        format!("{}:1:Sluice.Test.None\n", "0".repeat(32)),
+    )
+    .unwrap();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "exe") {
+            continue;
+        }
+        let out = std::process::Command::new(&prog)
+            .arg("--debug")
+            .arg("--database")
+            .arg(db_dir.path())
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        let hashes: BTreeSet<(&str, &str)> = text
+            .lines()
+            .filter_map(|l| l.split_once("IMP: ")?.1.trim().split_once(':'))
+            .collect();
+        if hashes.is_empty() {
+            continue;
+        }
+        let imp: String = hashes
+            .iter()
+            .map(|(md5, size)| {
+                let any = if *size == "0" { "*" } else { size };
+                format!("{md5}:{any}:Imp.{md5}.{size}\n")
+            })
+            .collect();
+        let mut b = scan::DatabaseBuilder::new();
+        b.add_file("clamscan.imp", imp.as_bytes()).unwrap();
+        let (db, report) = b.build().unwrap();
+        assert_eq!(report.import_hash_signatures, hashes.len(), "{report}");
+        let scanner = Scanner::new(Arc::new(db), Limits::default());
+        let bytes = std::fs::read(&path).unwrap();
+        let mut s = scanner.file_session();
+        for c in bytes.chunks(333) {
+            s.feed(c);
+        }
+        let v = s.finish();
+        assert!(
+            matches!(&v, Verdict::Infected { name } if name.starts_with("Imp.")),
+            "{}: {v:?}, clamscan's hashes {hashes:?}",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 3,
+        "only {checked} PE test files had an import hash"
+    );
+}
+
 #[test]
 fn tampered_cvd_is_refused_by_both() {
     let mut tar_bytes = Vec::new();

@@ -5,6 +5,7 @@
 
 pub mod cfb;
 pub mod clamscan;
+pub mod pe;
 
 use std::io::{Cursor, Write};
 
