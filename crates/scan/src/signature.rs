@@ -628,28 +628,47 @@ pub(crate) fn parse_hash(line: &str) -> Result<HashSig, Refusal> {
     })
 }
 
+/// The three to five fields of a hash line whose fourth and fifth are the
+/// lowest and highest functionality level (`.mdb`/`.msb`, `.imp`), checked
+/// against this engine's; the lowest level back. `errors` word the refusals
+/// for the format: a wrong field count, a bad level, a line for newer engines,
+/// one for older engines only.
+fn levelled_fields(line: &str, errors: [Refusal; 4]) -> Result<(Vec<&str>, Option<u32>), Refusal> {
+    let [count, bad_level, newer, older] = errors;
+    let fields: Vec<&str> = line.split(':').collect();
+    if !(3..=5).contains(&fields.len()) {
+        return Err(count);
+    }
+    let level = |i: usize| -> Result<Option<u32>, Refusal> {
+        fields
+            .get(i)
+            .map(|l| l.parse::<u32>().map_err(|_| bad_level))
+            .transpose()
+    };
+    let (min, max) = (level(3)?, level(4)?);
+    if min.is_some_and(|l| l > crate::logical::FLEVEL) {
+        return Err(newer);
+    }
+    if max.is_some_and(|l| l < crate::logical::FLEVEL) {
+        return Err(older);
+    }
+    Ok((fields, min))
+}
+
 /// Parses one `.mdb`/`.msb` line: `SectionSize:Hash:Name[:MinFLevel[:MaxFLevel]]`,
 /// the hash of one PE section's raw bytes (MD5 in `.mdb`, SHA-1 or SHA-256 in
 /// `.msb`). A `*` size is allowed, as ClamAV allows it, only on lines that ask for
 /// functionality level 73 or later.
 pub(crate) fn parse_section_hash(line: &str) -> Result<HashSig, Refusal> {
-    let fields: Vec<&str> = line.split(':').collect();
-    if !(3..=5).contains(&fields.len()) {
-        return Err("mdb: wrong number of fields");
-    }
-    let level = |i: usize| -> Result<Option<u32>, Refusal> {
-        fields
-            .get(i)
-            .map(|l| l.parse::<u32>().map_err(|_| "mdb: bad functionality level"))
-            .transpose()
-    };
-    let (min, max) = (level(3)?, level(4)?);
-    if min.is_some_and(|l| l > crate::logical::FLEVEL) {
-        return Err("mdb: needs a newer engine");
-    }
-    if max.is_some_and(|l| l < crate::logical::FLEVEL) {
-        return Err("mdb: for older engines only");
-    }
+    let (fields, min) = levelled_fields(
+        line,
+        [
+            "mdb: wrong number of fields",
+            "mdb: bad functionality level",
+            "mdb: needs a newer engine",
+            "mdb: for older engines only",
+        ],
+    )?;
     if fields[0] == "*" && min.is_none_or(|l| l < 73) {
         return Err("mdb: a wildcard size needs functionality level 73 or later");
     }
@@ -666,23 +685,15 @@ pub(crate) fn parse_section_hash(line: &str) -> Result<HashSig, Refusal> {
 /// allows it for `.imp` (the format is younger than wildcard sizes); a zero size
 /// is refused, as ClamAV refuses it.
 pub(crate) fn parse_import_hash(line: &str) -> Result<HashSig, Refusal> {
-    let fields: Vec<&str> = line.split(':').collect();
-    if !(3..=5).contains(&fields.len()) {
-        return Err("imp: wrong number of fields");
-    }
-    let level = |i: usize| -> Result<Option<u32>, Refusal> {
-        fields
-            .get(i)
-            .map(|l| l.parse::<u32>().map_err(|_| "imp: bad functionality level"))
-            .transpose()
-    };
-    let (min, max) = (level(3)?, level(4)?);
-    if min.is_some_and(|l| l > crate::logical::FLEVEL) {
-        return Err("imp: needs a newer engine");
-    }
-    if max.is_some_and(|l| l < crate::logical::FLEVEL) {
-        return Err("imp: for older engines only");
-    }
+    let (fields, _) = levelled_fields(
+        line,
+        [
+            "imp: wrong number of fields",
+            "imp: bad functionality level",
+            "imp: needs a newer engine",
+            "imp: for older engines only",
+        ],
+    )?;
     let sig =
         parse_hash(&format!("{}:{}:{}", fields[0], fields[1], fields[2])).map_err(|r| match r {
             "hdb: bad size" => "imp: bad size",
