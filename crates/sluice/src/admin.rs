@@ -69,6 +69,11 @@ pub(crate) fn open(config: &Config) -> anyhow::Result<SqliteStore> {
         SqliteOptions {
             group_commit: false,
             readers: 1,
+            // The server trains the store's dictionary: training holds
+            // about 15 MB for a moment, and `sluice import` keeps its
+            // memory that of a small import whatever it reads. An import
+            // packs with the dictionary the store has when it starts.
+            train_dictionary: false,
             ..SqliteOptions::default()
         },
     )

@@ -247,6 +247,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             group_commit: config.store.group_commit,
             readers: config.store.readers,
             wal_limit: config.store.wal_limit_mb * 1024 * 1024,
+            train_dictionary: true,
         },
     )
     .with_context(|| format!("cannot open the store in {}", config.data_dir.display()))?;

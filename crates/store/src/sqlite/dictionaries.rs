@@ -2,8 +2,9 @@
 //! `zstd_dictionaries` table, loaded at open, and the first one trained in
 //! the background once the store holds [`TRAIN_AFTER`] blobs.
 //!
-//! Training is one pass over the newest [`SAMPLES`] messages' first
-//! piece, about a second of one core, in a thread of its own; deliveries
+//! Training is one pass over the start of the newest [`SAMPLES`]
+//! messages (2 MiB at most, about 10 MiB of memory while it runs), under
+//! a second of one core, in a thread of its own; deliveries
 //! go on packing without a dictionary meanwhile. The new dictionary's row
 //! is committed before any chunk packed with it: chunks are packed only
 //! after it is installed, and their deliveries commit after its row (a
@@ -23,7 +24,7 @@ use rusqlite::{params, Connection};
 
 use super::{now, open_connection, Inner};
 use crate::chunk_codec;
-use crate::dictionary::{self, Dictionary, SAMPLES, SAMPLE_BYTES, TRAIN_AFTER};
+use crate::dictionary::{self, Dictionary, Samples, SAMPLES, TRAIN_AFTER};
 use crate::error::Result;
 use crate::BlobId;
 
@@ -37,11 +38,12 @@ pub(crate) struct Dictionaries {
 
 impl Dictionaries {
     /// Registers every dictionary the database holds; the newest packs.
-    pub(crate) fn load(c: &Connection) -> Result<Dictionaries> {
+    /// Without `train`, the store never trains one itself.
+    pub(crate) fn load(c: &Connection, train: bool) -> Result<Dictionaries> {
         Ok(Dictionaries {
             current: RwLock::new(register_all(c)?.map(Arc::new)),
             training: AtomicBool::new(false),
-            next_try: AtomicI64::new(TRAIN_AFTER),
+            next_try: AtomicI64::new(if train { TRAIN_AFTER } else { i64::MAX }),
         })
     }
 
@@ -133,18 +135,18 @@ fn train_in_background(store: Weak<Inner>, path: PathBuf, blob: BlobId) {
 }
 
 /// The start of the newest messages' first pieces, decoded.
-fn samples(c: &Connection) -> Result<Vec<Vec<u8>>> {
+fn samples(c: &Connection) -> Result<Samples> {
     let mut stmt = c.prepare(
         "SELECT blob_id, codec, data FROM blob_chunks WHERE seq <= 0
          ORDER BY blob_id DESC LIMIT ?1",
     )?;
     let mut rows = stmt.query([SAMPLES])?;
-    let mut samples = Vec::new();
+    let mut samples = Samples::default();
     while let Some(row) = rows.next()? {
         let data = row.get_ref(2)?.as_blob().unwrap_or_default();
-        let mut text = chunk_codec::unpack(row.get(1)?, data, row.get(0)?)?.into_owned();
-        text.truncate(SAMPLE_BYTES);
-        samples.push(text);
+        if !samples.push(&chunk_codec::unpack(row.get(1)?, data, row.get(0)?)?) {
+            break;
+        }
     }
     Ok(samples)
 }

@@ -76,6 +76,10 @@ pub struct SqliteOptions {
     /// Bytes the write-ahead log may grow to before it is checkpointed
     /// and truncated (checkpoint.rs).
     pub wal_limit: u64,
+    /// Train the store's zstd dictionary once it is large enough
+    /// (dictionaries.rs). Either way, chunks are packed with the newest
+    /// dictionary the store had when it opened.
+    pub train_dictionary: bool,
 }
 
 impl Default for SqliteOptions {
@@ -84,6 +88,7 @@ impl Default for SqliteOptions {
             group_commit: true,
             readers: 4,
             wal_limit: 64 * 1024 * 1024,
+            train_dictionary: true,
         }
     }
 }
@@ -184,7 +189,7 @@ impl SqliteStore {
         // the log's frames are bounded by the writer (checkpoint.rs), and
         // this bounds the file they leave behind.
         conn.pragma_update(None, "journal_size_limit", options.wal_limit as i64)?;
-        let dictionaries = dictionaries::Dictionaries::load(&conn)?;
+        let dictionaries = dictionaries::Dictionaries::load(&conn, options.train_dictionary)?;
         let checkpointer = checkpoint::Checkpointer::start(&path)?;
         // The index file, created if needed, before readers attach it.
         let index_conn = fts_file::open_writer(&path, &conn, options.wal_limit)?;
