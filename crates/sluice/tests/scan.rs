@@ -416,8 +416,8 @@ fn scan_stats_reports_what_the_database_loaded() {
             "0:0:1f8b:GZip:CL_TYPE_ANY:CL_TYPE_GZ\n0:0:46726f6d3a20:Mail:CL_TYPE_ANY:CL_TYPE_MAIL\n",
         ),
         ("test.pdb", "R:example\\.com\nH:example.org\nH:example.net\n"),
-        // PE import hashes: a format this engine does not read yet.
-        ("test.imp", "x\n# comment\ny\n"),
+        // Authenticode certificate rules: a format this engine does not read.
+        ("test.crb", "x\n# comment\ny\n"),
     ];
     for (name, text) in files {
         std::fs::write(db.join(name), text).unwrap();
@@ -442,7 +442,7 @@ fn scan_stats_reports_what_the_database_loaded() {
     has("1 ndb: offset type not supported (EP, Sx, SL, SE need executable parsing)");
     has("1 cdb: a container type whose entries this engine does not walk");
     has("1 ftm: a file type this engine does not distinguish");
-    has(".imp 1 file(s) 2 signature(s)");
+    has(".crb 1 file(s) 2 signature(s)");
     let load = out
         .lines()
         .find(|l| l.starts_with("Load: load time "))
