@@ -1440,3 +1440,45 @@ async fn small_messages_are_packed_with_a_dictionary_trained_on_the_store() {
     let text = store::decode_chunk(codec, &data).unwrap();
     assert!(text.starts_with(b"Received: from mx"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_opened_without_training_packs_with_the_dictionary_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = SqliteOptions {
+        train_dictionary: false,
+        ..SqliteOptions::default()
+    };
+    let store = SqliteStore::open(dir.path(), tool.clone()).unwrap();
+    store.add_domain("example.org").await.unwrap();
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    for n in 0..1100 {
+        deliver_one(&store, mbox, &office_mail(n)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(count(&store, "SELECT count(*) FROM zstd_dictionaries"), 0);
+    drop(store);
+
+    // A server trains one; a tool opened after packs with it.
+    let server = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    deliver_one(&server, mbox, &office_mail(1100)).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while count(&server, "SELECT count(*) FROM zstd_dictionaries") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no dictionary trained"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    drop(server);
+    let store = SqliteStore::open(dir.path(), tool).unwrap();
+    let blob = deliver_one(&store, mbox, &office_mail(1101)).await;
+    assert_eq!(
+        count(
+            &store,
+            &format!("SELECT codec FROM blob_chunks WHERE blob_id = {blob}")
+        ),
+        2
+    );
+    assert_eq!(read_back(&store, blob).await, office_mail(1101));
+}
