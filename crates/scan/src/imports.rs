@@ -37,7 +37,7 @@
 //! hashed, because ClamAV sets none and a hostile file could otherwise make a
 //! thousand DLLs share one thunk array as long as the file.
 
-use md5::Digest;
+use crate::digests::{Digested, Digests};
 
 use crate::pe::{parse, Layout, Parse, Section, MAX_SECTIONS};
 
@@ -52,13 +52,7 @@ const MAX_DLLS: usize = 1024;
 const MAX_NAME: u64 = 256;
 
 /// A file's import hash: the length of the hashed string and the digests asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ImportHash {
-    pub size: u64,
-    pub md5: Option<[u8; 16]>,
-    pub sha1: Option<[u8; 20]>,
-    pub sha256: Option<[u8; 32]>,
-}
+pub(crate) type ImportHash = Digested;
 
 /// Why a file has no import hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,28 +105,10 @@ impl Map<'_> {
     }
 }
 
-/// The digests being computed and the length hashed so far.
-struct Digests {
-    md5: Option<md5::Md5>,
-    sha1: Option<sha1::Sha1>,
-    sha256: Option<sha2::Sha256>,
-    size: u64,
+/// The import string being hashed, and the thunks read so far.
+struct Hashing {
+    digests: Digests,
     thunks: usize,
-}
-
-impl Digests {
-    fn update(&mut self, part: &[u8]) {
-        if let Some(h) = self.md5.as_mut() {
-            h.update(part);
-        }
-        if let Some(h) = self.sha1.as_mut() {
-            h.update(part);
-        }
-        if let Some(h) = self.sha256.as_mut() {
-            h.update(part);
-        }
-        self.size += part.len() as u64;
-    }
 }
 
 /// Whether ClamAV takes `name` for a function name: letters, digits, `_`, `.`
@@ -206,11 +182,8 @@ fn import_hash_of(file: &[u8], layout: &Layout, kinds: [bool; 3]) -> Result<Impo
     if dir + u64::from(dir_size) > map.size() {
         return Err(NotHashed);
     }
-    let mut d = Digests {
-        md5: kinds[0].then(md5::Md5::new),
-        sha1: kinds[1].then(sha1::Sha1::new),
-        sha256: kinds[2].then(sha2::Sha256::new),
-        size: 0,
+    let mut d = Hashing {
+        digests: Digests::new(kinds),
         thunks: 0,
     };
     let mut left = u64::from(dir_size);
@@ -242,16 +215,12 @@ fn import_hash_of(file: &[u8], layout: &Layout, kinds: [bool; 3]) -> Result<Impo
         };
         functions(&map, dll, thunks, &mut d)?;
     }
-    Ok(ImportHash {
-        size: d.size,
-        md5: d.md5.map(|h| h.finalize().into()),
-        sha1: d.sha1.map(|h| h.finalize().into()),
-        sha256: d.sha256.map(|h| h.finalize().into()),
-    })
+    let size = d.digests.hashed();
+    Ok(d.digests.finish(size))
 }
 
 /// Hashes the functions of one DLL, from its thunk array at file offset `at`.
-fn functions(map: &Map<'_>, dll: &[u8], mut at: u64, d: &mut Digests) -> Result<(), NoHash> {
+fn functions(map: &Map<'_>, dll: &[u8], mut at: u64, d: &mut Hashing) -> Result<(), NoHash> {
     let stem = dll[..dll_stem(dll)].to_ascii_lowercase();
     // A thunk cut by the end of the file ends the array, as a null one does.
     while let Some(thunk) = map.u32_at(at).filter(|&t| t != 0) {
@@ -277,12 +246,13 @@ fn functions(map: &Map<'_>, dll: &[u8], mut at: u64, d: &mut Digests) -> Result<
             return Err(NoHash::NotHashed);
         }
         // Every entry adds at least its dot: the first finds nothing hashed yet.
-        if d.size > 0 {
-            d.update(b",");
+        let digests = &mut d.digests;
+        if digests.hashed() > 0 {
+            digests.update(b",");
         }
-        d.update(&stem);
-        d.update(b".");
-        d.update(&name.to_ascii_lowercase());
+        digests.update(&stem);
+        digests.update(b".");
+        digests.update(&name.to_ascii_lowercase());
     }
     Ok(())
 }
@@ -360,6 +330,7 @@ mod pe_builder;
 mod tests {
     use super::pe_builder::{import_string, pe_with_imports, Func, Options};
     use super::*;
+    use md5::Digest;
     use proptest::prelude::*;
 
     const ALL: [bool; 3] = [true, true, true];

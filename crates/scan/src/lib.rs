@@ -49,6 +49,7 @@ pub mod clamd;
 mod cvd;
 mod database;
 pub mod decode;
+mod digests;
 mod engine;
 mod error;
 pub mod filetype;

@@ -13,7 +13,7 @@
 //! (a file with only such a section is not a PE), the others cut at the end, and
 //! the file refused when its entry point is in no section.
 
-use md5::Digest;
+use crate::digests::{Digested, Digests};
 
 /// Most header bytes held before the section table must have been seen.
 pub const MAX_HEADERS: usize = 64 * 1024;
@@ -243,28 +243,14 @@ impl Layout {
     }
 }
 
-/// The digests one section gets.
-#[derive(Clone)]
-struct SectionDigests {
-    md5: Option<md5::Md5>,
-    sha1: Option<sha1::Sha1>,
-    sha256: Option<sha2::Sha256>,
-}
-
 /// A section's size in the file and its digests (those asked for).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SectionHash {
-    pub size: u64,
-    pub md5: Option<[u8; 16]>,
-    pub sha1: Option<[u8; 20]>,
-    pub sha256: Option<[u8; 32]>,
-}
+pub(crate) type SectionHash = Digested;
 
 enum State {
     Headers(Vec<u8>),
     Hashing {
         layout: Layout,
-        digests: Vec<SectionDigests>,
+        digests: Vec<Digests>,
     },
     NotPe,
 }
@@ -333,14 +319,10 @@ impl PeHasher {
                     .kinds
                     .map(|k| move |rsz: u64| k.is_some_and(|w: Wanted| w.section(rsz)));
                 // Only the digests some signature could match are computed.
-                let mut digests: Vec<SectionDigests> = layout
+                let mut digests: Vec<Digests> = layout
                     .sections
                     .iter()
-                    .map(|s| SectionDigests {
-                        md5: m(s.rsz).then(md5::Md5::new),
-                        sha1: s1(s.rsz).then(sha1::Sha1::new),
-                        sha256: s2(s.rsz).then(sha2::Sha256::new),
-                    })
+                    .map(|s| Digests::new([m(s.rsz), s1(s.rsz), s2(s.rsz)]))
                     .collect();
                 // The held bytes are the file from its start: sections that begin
                 // there get them now.
@@ -360,7 +342,7 @@ impl PeHasher {
         let Some(kept) = layout.settle(self.pos) else {
             return Vec::new();
         };
-        let mut digests: Vec<Option<SectionDigests>> = digests.into_iter().map(Some).collect();
+        let mut digests: Vec<Option<Digests>> = digests.into_iter().map(Some).collect();
         let mut out = Vec::new();
         for (i, s) in kept {
             let Some(d) = digests[i].take() else {
@@ -369,35 +351,21 @@ impl PeHasher {
             if s.rsz == 0 {
                 continue;
             }
-            out.push(SectionHash {
-                size: s.rsz,
-                md5: d.md5.map(|h| h.finalize().into()),
-                sha1: d.sha1.map(|h| h.finalize().into()),
-                sha256: d.sha256.map(|h| h.finalize().into()),
-            });
+            out.push(d.finish(s.rsz));
         }
         out
     }
 }
 
 /// Hashes the part of `data` (at file offset `start`) inside each section.
-fn update(layout: &Layout, digests: &mut [SectionDigests], start: u64, data: &[u8]) {
+fn update(layout: &Layout, digests: &mut [Digests], start: u64, data: &[u8]) {
     let end = start + data.len() as u64;
     for (s, d) in layout.sections.iter().zip(digests) {
         let (from, to) = (s.raw.max(start), (s.raw + s.rsz).min(end));
         if from >= to {
             continue;
         }
-        let part = &data[(from - start) as usize..(to - start) as usize];
-        if let Some(h) = d.md5.as_mut() {
-            h.update(part);
-        }
-        if let Some(h) = d.sha1.as_mut() {
-            h.update(part);
-        }
-        if let Some(h) = d.sha256.as_mut() {
-            h.update(part);
-        }
+        d.update(&data[(from - start) as usize..(to - start) as usize]);
     }
 }
 
@@ -445,6 +413,7 @@ pub(crate) fn test_image(sections: &[(u32, u32, u8)]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use md5::Digest;
     use proptest::prelude::*;
 
     fn hashes(file: &[u8], chunk: usize) -> Vec<SectionHash> {

@@ -3,10 +3,9 @@
 //! archive. Files nest (a file in a tar in a gzip in a mail part), each level holding
 //! a bounded amount of state, and the depth is bounded by [`Limits::max_depth`].
 
-use md5::Digest;
-
 use crate::cdb::{EntryMeta, Range};
 use crate::database::{Database, HashTable};
+use crate::digests::Digests;
 use crate::filetype::{Action, FileType, SNIFF_LEN};
 use crate::html::{looks_like_text, HtmlScan};
 use crate::imports::{ImportHolder, NoHash};
@@ -76,72 +75,37 @@ pub(crate) struct Ctx<'a> {
 
 /// Streaming digests for a set of hash tables (the detection ones, or the
 /// false-positive ones).
-struct Hashes {
-    md5: Option<md5::Md5>,
-    sha1: Option<sha1::Sha1>,
-    sha256: Option<sha2::Sha256>,
-}
+struct Hashes(Digests);
 
 impl Hashes {
-    fn new([md5, sha1, sha256]: [&HashTable; 3]) -> Self {
-        Self {
-            md5: (!md5.is_empty()).then(md5::Md5::new),
-            sha1: (!sha1.is_empty()).then(sha1::Sha1::new),
-            sha256: (!sha256.is_empty()).then(sha2::Sha256::new),
-        }
+    fn new(tables: [&HashTable; 3]) -> Self {
+        Self(Digests::new(tables.map(|t| !t.is_empty())))
     }
 
     /// Hashes the next bytes; digests no entry could match at this size are dropped.
     fn update(&mut self, [md5, sha1, sha256]: [&HashTable; 3], size_after: u64, data: &[u8]) {
-        if self.md5.is_some() && !md5.wants(size_after) {
-            self.md5 = None;
+        let d = &mut self.0;
+        if d.md5.is_some() && !md5.wants(size_after) {
+            d.md5 = None;
         }
-        if self.sha1.is_some() && !sha1.wants(size_after) {
-            self.sha1 = None;
+        if d.sha1.is_some() && !sha1.wants(size_after) {
+            d.sha1 = None;
         }
-        if self.sha256.is_some() && !sha256.wants(size_after) {
-            self.sha256 = None;
+        if d.sha256.is_some() && !sha256.wants(size_after) {
+            d.sha256 = None;
         }
-        if let Some(h) = self.md5.as_mut() {
-            h.update(data);
-        }
-        if let Some(h) = self.sha1.as_mut() {
-            h.update(data);
-        }
-        if let Some(h) = self.sha256.as_mut() {
-            h.update(data);
-        }
+        d.update(data);
     }
 
-    fn lookup(self, [md5, sha1, sha256]: [&HashTable; 3], size: u64) -> Option<u32> {
-        if let Some(h) = self.md5 {
-            if let Some(n) = md5.lookup(&h.finalize(), size) {
-                return Some(n);
-            }
-        }
-        if let Some(h) = self.sha1 {
-            if let Some(n) = sha1.lookup(&h.finalize(), size) {
-                return Some(n);
-            }
-        }
-        if let Some(h) = self.sha256 {
-            if let Some(n) = sha256.lookup(&h.finalize(), size) {
-                return Some(n);
-            }
-        }
-        None
+    fn lookup(self, tables: [&HashTable; 3], size: u64) -> Option<u32> {
+        self.0.finish(size).lookup(tables)
     }
 }
 
 /// The first `.mdb`/`.msb` signature a section of this PE file matches.
 fn section_hit(db: &Database, pe: PeHasher) -> Option<u32> {
-    let [md5, sha1, sha256] = db.section_tables();
-    pe.finish().into_iter().find_map(|s| {
-        s.md5
-            .and_then(|d| md5.lookup(&d, s.size))
-            .or_else(|| s.sha1.and_then(|d| sha1.lookup(&d, s.size)))
-            .or_else(|| s.sha256.and_then(|d| sha256.lookup(&d, s.size)))
-    })
+    let tables = db.section_tables();
+    pe.finish().into_iter().find_map(|s| s.lookup(tables))
 }
 
 /// The first `.imp` signature this PE file's import hash matches; a file not
@@ -149,13 +113,7 @@ fn section_hit(db: &Database, pe: PeHasher) -> Option<u32> {
 fn import_hit(ctx: &mut Ctx<'_>, imports: ImportHolder) -> Option<u32> {
     let tables = ctx.db.import_tables();
     match imports.finish(tables.map(|t| !t.is_empty())) {
-        Ok(h) => {
-            let [md5, sha1, sha256] = tables;
-            h.md5
-                .and_then(|d| md5.lookup(&d, h.size))
-                .or_else(|| h.sha1.and_then(|d| sha1.lookup(&d, h.size)))
-                .or_else(|| h.sha256.and_then(|d| sha256.lookup(&d, h.size)))
-        }
+        Ok(h) => h.lookup(tables),
         Err(NoHash::Limit) => {
             ctx.found.stats.imports_not_hashed += 1;
             None
@@ -406,12 +364,7 @@ impl FileNode {
             ctx.found.detect(ctx.db, ctx.db.hit_name(hit), self.serial);
             return;
         }
-        let none = Hashes {
-            md5: None,
-            sha1: None,
-            sha256: None,
-        };
-        let hashes = std::mem::replace(&mut self.hashes, none);
+        let hashes = std::mem::replace(&mut self.hashes, Hashes(Digests::none()));
         if let Some(n) = hashes.lookup(ctx.db.hash_tables(), self.size) {
             ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
             return;

@@ -70,6 +70,15 @@ thread_local! {
 }
 
 impl Dictionary {
+    /// Prepares `bytes` (a dictionary as stored) for packing.
+    pub(crate) fn new(bytes: &[u8]) -> Result<Dictionary> {
+        Ok(Dictionary {
+            id: id_of(bytes)?,
+            small: EncoderDictionary::copy(bytes, SMALL_LEVEL),
+            large: EncoderDictionary::copy(bytes, LARGE_LEVEL),
+        })
+    }
+
     /// The id its frames carry.
     pub(crate) fn id(&self) -> u32 {
         self.id
@@ -93,11 +102,10 @@ impl Dictionary {
     }
 }
 
-/// Registers a stored dictionary for reading and makes it ready for
-/// packing. The same dictionary may be registered again (another store
-/// holding a copy, a reopened store); another one under a known id is
-/// refused.
-pub(crate) fn register(bytes: &[u8]) -> Result<Dictionary> {
+/// Registers a stored dictionary for reading the frames that name it. The
+/// same dictionary may be registered again (another store holding a copy,
+/// a reopened store); another one under a known id is refused.
+pub(crate) fn register(bytes: &[u8]) -> Result<()> {
     let id = id_of(bytes)?;
     {
         let mut decoders = DECODERS.write().expect("dictionary registry");
@@ -119,11 +127,7 @@ pub(crate) fn register(bytes: &[u8]) -> Result<Dictionary> {
             }
         }
     }
-    Ok(Dictionary {
-        id,
-        small: EncoderDictionary::copy(bytes, SMALL_LEVEL),
-        large: EncoderDictionary::copy(bytes, LARGE_LEVEL),
-    })
+    Ok(())
 }
 
 /// The id a dictionary's frames will carry.
@@ -226,7 +230,8 @@ mod tests {
     fn a_trained_dictionary_packs_small_mail_tighter_and_reads_back() {
         let samples = samples_of(0..500);
         let bytes = train(&samples).unwrap();
-        let dictionary = register(&bytes).unwrap();
+        register(&bytes).unwrap();
+        let dictionary = Dictionary::new(&bytes).unwrap();
         assert!(PRIVATE_IDS.contains(&dictionary.id()));
         let message = mail(10_000);
         let plain = zstd::bulk::compress(&message, 1).unwrap();

@@ -37,11 +37,17 @@ pub(crate) struct Dictionaries {
 }
 
 impl Dictionaries {
-    /// Registers every dictionary the database holds; the newest packs.
+    /// Registers every dictionary the database holds; the newest packs
+    /// (only it is prepared for packing).
     /// Without `train`, the store never trains one itself.
     pub(crate) fn load(c: &Connection, train: bool) -> Result<Dictionaries> {
         Ok(Dictionaries {
-            current: RwLock::new(register_all(c)?.map(Arc::new)),
+            current: RwLock::new(
+                (register_stored(c)?.as_deref())
+                    .map(Dictionary::new)
+                    .transpose()?
+                    .map(Arc::new),
+            ),
             training: AtomicBool::new(false),
             next_try: AtomicI64::new(if train { TRAIN_AFTER } else { i64::MAX }),
         })
@@ -76,17 +82,19 @@ impl Dictionaries {
 /// test reading the file directly), so that `decode_chunk` decodes its
 /// chunks.
 pub fn load_dictionaries(c: &Connection) -> Result<()> {
-    register_all(c).map(drop)
+    register_stored(c).map(drop)
 }
 
-/// Registers every dictionary of `c`; the newest back.
-fn register_all(c: &Connection) -> Result<Option<Dictionary>> {
+/// Registers every dictionary of `c` for reading; the newest one's bytes
+/// back.
+fn register_stored(c: &Connection) -> Result<Option<Vec<u8>>> {
     let mut stmt = c.prepare("SELECT dict FROM zstd_dictionaries ORDER BY created, id")?;
     let mut rows = stmt.query([])?;
     let mut newest = None;
     while let Some(row) = rows.next()? {
         let bytes = row.get_ref(0)?.as_blob().unwrap_or_default();
-        newest = Some(dictionary::register(bytes)?);
+        dictionary::register(bytes)?;
+        newest = Some(bytes.to_vec());
     }
     Ok(newest)
 }
@@ -107,7 +115,8 @@ fn train_in_background(store: Weak<Inner>, path: PathBuf, blob: BlobId) {
             )?;
             Ok(())
         })?;
-        dictionary::register(&bytes).map(Some)
+        dictionary::register(&bytes)?;
+        Dictionary::new(&bytes).map(Some)
     })();
     let Some(inner) = store.upgrade() else {
         return;
