@@ -25,7 +25,7 @@ use std::collections::{HashMap, VecDeque};
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::Anchored;
 
-use crate::anchor::{bit, gram_maybe};
+use crate::anchor::bit;
 use crate::database::{Database, Hit};
 use crate::filetype::FileType;
 use crate::logical::PcreSub;
@@ -239,32 +239,10 @@ impl BodyMatcher {
             if from < end {
                 let lo = (from - self.buf_start) as usize;
                 let hi = (end - self.buf_start) as usize;
-                let (four, three, two) = (
-                    !idx.gram_bits.is_empty(),
-                    !idx.tri_bits.is_empty(),
-                    !idx.bi_bits.is_empty(),
-                );
-                for (i, w) in self.buf[lo..hi + 3].windows(4).enumerate() {
-                    let at = from + i as u64;
-                    let g = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                    if four && gram_maybe(&idx.gram_bits, g) {
-                        if let Some(pids) = idx.grams.get(&g) {
-                            push_candidates(&mut self.fresh, db, pids, at);
-                        }
-                    }
-                    let g3 = g & 0x00ff_ffff;
-                    if three && bit(&idx.tri_bits, g3) {
-                        if let Some(pids) = idx.tris.get(&g3) {
-                            push_candidates(&mut self.fresh, db, pids, at);
-                        }
-                    }
-                    let g2 = g & 0xffff;
-                    if two && bit(&idx.bi_bits, g2) {
-                        if let Some(pids) = idx.bis.get(&g2) {
-                            push_candidates(&mut self.fresh, db, pids, at);
-                        }
-                    }
-                }
+                let fresh = &mut self.fresh;
+                idx.scan_grams(&self.buf[lo..hi + 3], |i, pids| {
+                    push_candidates(fresh, db, pids, from + i as u64)
+                });
                 self.next_gram = end;
             }
         }
