@@ -233,6 +233,8 @@ pub(crate) struct HashTable {
     /// Smallest size any sized entry has.
     pub min_size: Option<u64>,
     pub any_size: bool,
+    /// Every size a sized entry has, sorted once the table is built ([`Self::seal`]).
+    sizes: Vec<u64>,
 }
 
 impl HashTable {
@@ -240,6 +242,7 @@ impl HashTable {
     fn note_size(&mut self, size: Option<u64>) {
         match size {
             Some(s) => {
+                self.sizes.push(s);
                 self.max_size = self.max_size.max(s);
                 self.min_size = Some(self.min_size.map_or(s, |m| m.min(s)));
             }
@@ -265,6 +268,20 @@ impl HashTable {
     /// Whether a file of `size` bytes could match any entry.
     pub fn wants(&self, size: u64) -> bool {
         !self.map.is_empty() && (self.any_size || size <= self.max_size)
+    }
+
+    /// Whether a file known to be exactly `size` bytes long could match any
+    /// entry: a digest no entry of that size could match is not worth computing
+    /// (ClamAV computes a file's hashes only for sizes its tables hold, too).
+    pub fn wants_exactly(&self, size: u64) -> bool {
+        !self.map.is_empty() && (self.any_size || self.sizes.binary_search(&size).is_ok())
+    }
+
+    /// Sorts the sizes for [`Self::wants_exactly`], once every entry is in.
+    fn seal(&mut self) {
+        self.sizes.sort_unstable();
+        self.sizes.dedup();
+        self.sizes.shrink_to_fit();
     }
 
     pub fn lookup(&self, digest: &[u8], size: u64) -> Option<u32> {
@@ -1062,6 +1079,14 @@ impl DatabaseBuilder {
             table.add(h.digest, h.size, intern(&h.name, &mut names));
             report.import_hash_signatures += 1;
         }
+        for table in [&mut md5, &mut sha1, &mut sha256]
+            .into_iter()
+            .chain(&mut fp)
+            .chain(&mut sections)
+            .chain(&mut imports)
+        {
+            table.seal();
+        }
         let has_mail_sigs =
             sigs.iter().any(|s| s.target == 4) || lsigs.iter().any(|l| l.target == 4);
         // The tables live as long as the database: no room left from growing them.
@@ -1113,6 +1138,21 @@ fn lines(text: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_digest_is_wanted_for_the_sizes_entries_have() {
+        let mut t = HashTable::default();
+        assert!(!t.wants_exactly(10), "an empty table wants nothing");
+        t.add(vec![1; 16], Some(300), 0);
+        t.add(vec![2; 16], Some(10), 1);
+        t.add(vec![3; 16], Some(300), 2);
+        t.seal();
+        assert!(t.wants_exactly(10) && t.wants_exactly(300));
+        assert!(!t.wants_exactly(11) && !t.wants_exactly(0));
+        t.add(vec![4; 16], None, 3);
+        t.seal();
+        assert!(t.wants_exactly(11), "an any-size entry wants every size");
+    }
 
     #[test]
     fn report_counts_refusals_and_unsupported() {

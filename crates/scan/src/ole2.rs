@@ -467,6 +467,11 @@ impl Ole2Reader {
         }
     }
 
+    /// The file so far, unless it went past the size limit.
+    pub fn held(&self) -> Option<&[u8]> {
+        (!self.over).then_some(&self.buf)
+    }
+
     pub fn feed(&mut self, data: &[u8], ctx: &mut Ctx<'_>) {
         if self.over {
             return;
@@ -533,7 +538,16 @@ impl Ole2Reader {
             if e.kind != Kind::Stream || e.size == 0 {
                 continue;
             }
-            let mut node = self.open_child(ctx)?;
+            // The bytes the chain gives (fewer than the entry's size when it
+            // is broken), counted first so that the stream's file knows its
+            // size and computes no digest no hash signature of that size
+            // could want.
+            let mut len = 0u64;
+            cfb.stream_each(e, |s| {
+                len += s.len() as u64;
+                true
+            });
+            let mut node = self.open_child(ctx, Some(len))?;
             let mut fed = true;
             malformed |= !cfb.stream_each(e, |s| {
                 fed = feed_child(&mut node, s, ctx);
@@ -582,7 +596,7 @@ impl Ole2Reader {
         for e in streams_named(cfb, tree, "PowerPoint Document") {
             let read = cfb.stream(e);
             for object in ppt_objects(&read.bytes) {
-                let mut node = self.open_child(ctx)?;
+                let mut node = self.open_child(ctx, None)?;
                 malformed |= !crate::unpack::inflate_zlib(object, &mut node, ctx)?;
                 node.finish(ctx);
                 if ctx.found.infected.is_some() {
@@ -594,8 +608,9 @@ impl Ole2Reader {
     }
 
     /// A file for one stream or module source inside this one, counted as an
-    /// archive entry; `None` when a limit stops the scan.
-    fn open_child(&self, ctx: &mut Ctx<'_>) -> Option<FileNode> {
+    /// archive entry, of exactly `size` bytes when that is known; `None` when
+    /// a limit stops the scan.
+    fn open_child(&self, ctx: &mut Ctx<'_>, size: Option<u64>) -> Option<FileNode> {
         let stats = &mut ctx.found.stats;
         stats.entries += 1;
         if stats.entries > ctx.limits.max_entries {
@@ -607,13 +622,16 @@ impl Ole2Reader {
             return None;
         }
         stats.files += 1;
-        Some(FileNode::new(self.depth + 1, ctx.db))
+        Some(match size {
+            Some(size) => FileNode::sized(self.depth + 1, ctx.db, size),
+            None => FileNode::new(self.depth + 1, ctx.db),
+        })
     }
 
     /// Scans `bytes` as a whole file inside this one. False when the scan must
     /// stop.
     fn child(&self, bytes: &[u8], ctx: &mut Ctx<'_>) -> bool {
-        let Some(mut node) = self.open_child(ctx) else {
+        let Some(mut node) = self.open_child(ctx, Some(bytes.len() as u64)) else {
             return false;
         };
         if !feed_child(&mut node, bytes, ctx) {

@@ -82,6 +82,12 @@ impl Hashes {
         Self(Digests::new(tables.map(|t| !t.is_empty())))
     }
 
+    /// For a file known to be exactly `size` bytes long: only the digests
+    /// some entry of that size may want.
+    fn sized(tables: [&HashTable; 3], size: u64) -> Self {
+        Self(Digests::new(tables.map(|t| t.wants_exactly(size))))
+    }
+
     /// Hashes the next bytes; digests no entry could match at this size are dropped.
     fn update(&mut self, [md5, sha1, sha256]: [&HashTable; 3], size_after: u64, data: &[u8]) {
         let d = &mut self.0;
@@ -130,6 +136,10 @@ pub(crate) struct FileNode {
     ft: Option<FileType>,
     matcher: BodyMatcher,
     hashes: Hashes,
+    /// The file is held whole by its reader (an OLE2 file), so its digests
+    /// wait for its end, when its size tells whether any is wanted: until
+    /// the reader lets go of it, when they catch up on what it held.
+    hash_later: bool,
     /// Digests for the false-positive hashes (`.fp`, `.sfp`).
     fp: Hashes,
     /// Serial of this file among the session's files (0 until it gets bytes).
@@ -192,6 +202,7 @@ impl FileNode {
             ft: None,
             matcher: BodyMatcher::new(db),
             hashes: Hashes::new(db.hash_tables()),
+            hash_later: false,
             fp: Hashes::new(db.fp_tables()),
             serial: 0,
             done: false,
@@ -200,6 +211,16 @@ impl FileNode {
             pe: None,
             imports: None,
             html: None,
+        }
+    }
+
+    /// A file of which exactly `size` bytes will be fed (a stream of a
+    /// compound file): the digests no hash signature of that size could want
+    /// are not computed.
+    pub fn sized(depth: usize, db: &Database, size: u64) -> Self {
+        Self {
+            hashes: Hashes::sized(db.hash_tables(), size),
+            ..Self::new(depth, db)
         }
     }
 
@@ -272,6 +293,7 @@ impl FileNode {
             FileType::Cab => Unpacker::cab(self.depth),
             _ => Unpacker::tar(self.depth),
         });
+        self.hash_later = ft == FileType::Ole2;
     }
 
     fn process(&mut self, data: &[u8], ctx: &mut Ctx<'_>) {
@@ -284,7 +306,7 @@ impl FileNode {
         if self.done {
             return;
         }
-        self.hashes.update(ctx.db.hash_tables(), self.size, data);
+        self.hash(ctx, data);
         if let Some(pe) = self.pe.as_mut() {
             pe.feed(data);
         }
@@ -312,6 +334,39 @@ impl FileNode {
             ctx.found.chain.pop();
             ctx.found.ancestry.pop();
         }
+    }
+
+    /// Hashes the next bytes (`self.size` counts them already), or leaves
+    /// them to the end while the file's reader holds it.
+    fn hash(&mut self, ctx: &Ctx<'_>, data: &[u8]) {
+        let tables = ctx.db.hash_tables();
+        if self.hash_later {
+            let unpack = self.unpack.as_ref();
+            if unpack.is_some_and(|u| u.holds(self.size, ctx.limits)) {
+                return;
+            }
+            // The reader lets go of the file with these bytes: catch up.
+            self.hash_later = false;
+            if let Some(held) = unpack.and_then(Unpacker::held) {
+                self.hashes.update(tables, held.len() as u64, held);
+            }
+        }
+        self.hashes.update(tables, self.size, data);
+    }
+
+    /// The digests of the file, at its end.
+    fn digests(&mut self, ctx: &Ctx<'_>) -> Hashes {
+        let hashes = std::mem::replace(&mut self.hashes, Hashes(Digests::none()));
+        if !self.hash_later {
+            return hashes;
+        }
+        let tables = ctx.db.hash_tables();
+        let mut hashes = Hashes::sized(tables, self.size);
+        if let Some(held) = self.unpack.as_ref().and_then(Unpacker::held) {
+            debug_assert_eq!(held.len() as u64, self.size);
+            hashes.update(tables, self.size, held);
+        }
+        hashes
     }
 
     /// Ends the file: pending signature checks, hash lookups, and the end of any
@@ -364,8 +419,7 @@ impl FileNode {
             ctx.found.detect(ctx.db, ctx.db.hit_name(hit), self.serial);
             return;
         }
-        let hashes = std::mem::replace(&mut self.hashes, Hashes(Digests::none()));
-        if let Some(n) = hashes.lookup(ctx.db.hash_tables(), self.size) {
+        if let Some(n) = self.digests(ctx).lookup(ctx.db.hash_tables(), self.size) {
             ctx.found.detect(ctx.db, ctx.db.name(n), self.serial);
             return;
         }

@@ -203,6 +203,24 @@ impl Unpacker {
         }
     }
 
+    /// The file's bytes so far, when this reader holds all of them (an OLE2
+    /// file, gathered whole for parsing at its end).
+    pub fn held(&self) -> Option<&[u8]> {
+        match self {
+            Unpacker::Ole2(o) => o.held(),
+            _ => None,
+        }
+    }
+
+    /// Whether this reader still holds all of the file once it is `size`
+    /// bytes long.
+    pub fn holds(&self, size: u64, limits: &crate::Limits) -> bool {
+        match self {
+            Unpacker::Ole2(o) => o.held().is_some() && size <= limits.max_ole2_size as u64,
+            _ => false,
+        }
+    }
+
     pub fn finish(self, ctx: &mut Ctx<'_>) {
         match self {
             Unpacker::Stream(s) => s.finish(ctx),

@@ -318,6 +318,46 @@ fn memory_does_not_follow_message_size() {
     assert!(stats.input_bytes > 19_000_000);
 }
 
+/// A whole OLE2 file's `.hdb` hash is found whether the file is held whole
+/// (hashed at its end) or grows past `max_ole2_size` (the held bytes are hashed
+/// when the reader lets go of them, the rest as it streams), however it is fed.
+#[test]
+fn ole2_whole_file_hash_is_found_held_or_not() {
+    use md5::Digest;
+    let doc = cfb::word_doc(&noise(300_000, 7), &[]);
+    let md5: String = md5::Md5::digest(&doc)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut b = scan::DatabaseBuilder::new();
+    b.add_hashes(&format!("{md5}:{}:Sluice.Test.WholeDoc\n", doc.len()));
+    let db = Arc::new(b.build().unwrap().0);
+    let infected = Verdict::Infected {
+        name: "Sluice.Test.WholeDoc".into(),
+    };
+    for max_ole2_size in [usize::MAX, 100_000, 1] {
+        let s = Scanner::new(
+            Arc::clone(&db),
+            Limits {
+                max_ole2_size,
+                ..Limits::default()
+            },
+        );
+        for chunks in [&[][..], &[1, 7, 4099][..], &[65_536][..], &[99_999, 2][..]] {
+            assert_eq!(
+                verdict_of(&s, "doc", &doc, chunks),
+                infected,
+                "max_ole2_size {max_ole2_size}, chunks {chunks:?}"
+            );
+        }
+    }
+    // One byte more and the size no longer fits: clean.
+    let mut longer = doc.clone();
+    longer.push(0);
+    let s = Scanner::new(db, Limits::default());
+    assert_eq!(s.scan_file(&longer), Verdict::Clean);
+}
+
 #[test]
 fn ole2_size_limit_and_malformed_documents() {
     let doc = cfb::word_doc(

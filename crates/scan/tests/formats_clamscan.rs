@@ -1482,6 +1482,42 @@ fn ole2_streams_and_macros_agree_with_clamscan() {
     agree(&[("test.ndb", ndb.as_bytes())], &samples);
 }
 
+/// `.hdb` hashes of a whole OLE2 file (held whole for parsing, so hashed at
+/// its end, and only when some signature has its size) and of its streams
+/// (sized in advance, so hashed only then too), in the regular and the mini
+/// stream; a stream one byte shorter is clean.
+#[test]
+fn ole2_hash_signatures_agree_with_clamscan() {
+    use support::cfb;
+    let big: Vec<u8> = (0..9000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let small = b"a stream short enough for the mini stream".to_vec();
+    let whole = cfb::word_doc(b"the whole file is hashed", &[]);
+    let hdb = format!(
+        "{}:{}:Sluice.Test.Ole2Whole\n{}:{}:Sluice.Test.BigStream\n{}:{}:Sluice.Test.SmallStream\n",
+        md5_hex(&whole),
+        whole.len(),
+        md5_hex(&big),
+        big.len(),
+        md5_hex(&small),
+        small.len()
+    );
+    let samples = vec![
+        ("whole.doc", whole.clone(), Some("Sluice.Test.Ole2Whole")),
+        (
+            "big-stream.doc",
+            cfb::word_doc(&big, &[]),
+            Some("Sluice.Test.BigStream"),
+        ),
+        (
+            "small-stream.doc",
+            cfb::word_doc(&small, &[]),
+            Some("Sluice.Test.SmallStream"),
+        ),
+        ("shorter.doc", cfb::word_doc(&big[..8999], &[]), None),
+    ];
+    agree(&[("test.hdb", hdb.as_bytes())], &samples);
+}
+
 /// `--alert-macros=yes` and [`Limits::alert_macros`]: a document with VBA
 /// macros is `Heuristics.OLE2.ContainsMacros.VBA` when no signature matched, and a
 /// signature in it is reported instead.
