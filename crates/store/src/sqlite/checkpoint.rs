@@ -110,16 +110,26 @@ impl Checkpointer {
 
 /// The writer's side of the bound: a TRUNCATE checkpoint on the writer's
 /// own connection, between transactions, once the log is over half the
-/// limit.
+/// limit (a quarter for the index's writer, below).
 ///
 /// Why half: the log goes on growing while the checkpoint thread catches
 /// up (up to [`CATCH_UP`]) and by whole transactions. Started at the
 /// limit itself, cutting let the log reach 85 MB (the database's, under
 /// load) and 96 MB (the index's) against a 64 MiB limit; the other half
 /// is the room for that.
+///
+/// The index's writer is a background one: no delivery waits behind it, and
+/// each of its transactions writes megabytes (a batch of messages' words, a
+/// merge step), so the log grew by whole jobs while the writer waited for
+/// the checkpoint thread, and passed the limit (89 MB against 64 MiB while
+/// 21,282 messages streamed in). It cuts the log from a quarter of the
+/// limit, at once after the commit that passed it, copying the rest itself.
 pub(crate) struct Truncation {
     /// Frames in the log from which the writer cuts it.
     cut_from: u64,
+    /// How long the writer waits for the checkpoint thread to catch up
+    /// ([`CATCH_UP`], or nothing for a background writer).
+    catch_up: Duration,
     next_try: Instant,
     progress: Arc<Progress>,
     /// Since when the log is over the limit.
@@ -128,10 +138,16 @@ pub(crate) struct Truncation {
 
 impl Truncation {
     /// Keeps the log under `limit_frames` frames, with the checkpoint
-    /// thread's `progress`.
-    pub(crate) fn new(limit_frames: u64, progress: Arc<Progress>) -> Truncation {
+    /// thread's `progress`; `background` for the index's writer.
+    pub(crate) fn new(limit_frames: u64, progress: Arc<Progress>, background: bool) -> Truncation {
+        let (share, catch_up) = if background {
+            (4, Duration::ZERO)
+        } else {
+            (2, CATCH_UP)
+        };
         Truncation {
-            cut_from: (limit_frames / 2).max(1),
+            cut_from: (limit_frames / share).max(1),
+            catch_up,
             next_try: Instant::now(),
             progress,
             over_since: None,
@@ -160,7 +176,7 @@ impl Truncation {
         });
         let behind = frames.saturating_sub(self.progress.backfilled.load(Ordering::Relaxed));
         if Instant::now() < self.next_try
-            || (behind > LAG_FRAMES && over_since.elapsed() < CATCH_UP)
+            || (behind > LAG_FRAMES && over_since.elapsed() < self.catch_up)
         {
             return false;
         }
@@ -217,5 +233,60 @@ pub(crate) fn checkpoint(conn: &Connection, mode: &str) -> Result<bool> {
 impl Drop for Checkpointer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database in WAL mode that never checkpoints by itself.
+    fn wal_db(dir: &Path) -> Connection {
+        let conn = Connection::open(dir.join("t.db")).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        conn.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
+        conn
+    }
+
+    /// Commits about `pages` pages of rows; the frames now in the log.
+    fn write(conn: &Connection, dir: &Path, pages: usize) -> u64 {
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+             INSERT INTO t SELECT zeroblob(3900) FROM n",
+            [pages as i64],
+        )
+        .unwrap();
+        let size = std::fs::metadata(wal_path(&dir.join("t.db")))
+            .unwrap()
+            .len();
+        size / (4096 + 24)
+    }
+
+    #[test]
+    fn a_background_writer_cuts_its_log_at_once_a_delivery_writer_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = wal_db(dir.path());
+        let limit = 8000;
+        // Past a quarter of the limit, with nothing copied by a checkpoint
+        // thread: the index's writer cuts the log there and then.
+        let frames = write(&conn, dir.path(), 2500);
+        assert!(frames > limit / 4 && frames < limit / 2, "{frames}");
+        let mut background = Truncation::new(limit, Arc::new(Progress::default()), true);
+        assert!(background.after_commit(&conn, frames));
+        assert_eq!(
+            std::fs::metadata(wal_path(&dir.path().join("t.db")))
+                .unwrap()
+                .len(),
+            0
+        );
+        // The delivery writer leaves a log under half the limit alone, and
+        // over it first gives the checkpoint thread time to catch up.
+        let mut delivery = Truncation::new(limit, Arc::new(Progress::default()), false);
+        assert!(!delivery.after_commit(&conn, frames));
+        let frames = write(&conn, dir.path(), 4500);
+        assert!(frames > limit / 2, "{frames}");
+        assert!(!delivery.after_commit(&conn, frames));
+        assert!(delivery.retry_in().is_some(), "it tries again soon");
     }
 }

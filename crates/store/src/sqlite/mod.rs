@@ -200,7 +200,7 @@ impl SqliteStore {
             conn,
             "store-writer",
             options.group_commit,
-            (options.wal_limit, Arc::clone(&checkpointer.progress)),
+            (options.wal_limit, Arc::clone(&checkpointer.progress), false),
             |bytes| {
                 metrics::get().store_wal_bytes.inc_by(bytes);
             },
@@ -209,7 +209,11 @@ impl SqliteStore {
             index_conn,
             "store-fts-writer",
             true,
-            (options.wal_limit, Arc::clone(&index_checkpointer.progress)),
+            (
+                options.wal_limit,
+                Arc::clone(&index_checkpointer.progress),
+                true,
+            ),
             |bytes| {
                 metrics::get().store_index_wal_bytes.inc_by(bytes);
             },

@@ -86,7 +86,7 @@ impl Writer {
         conn: Connection,
         name: &'static str,
         group_commit: bool,
-        (wal_limit, progress): (u64, Arc<Progress>),
+        (wal_limit, progress, background): (u64, Arc<Progress>, bool),
         wal_metric: fn(u64),
     ) -> Writer {
         let (tx, rx) = mpsc::channel::<Job>();
@@ -102,7 +102,7 @@ impl Writer {
                     conn,
                     rx,
                     batch,
-                    (wal_limit, progress, &over),
+                    (wal_limit, progress, background, &over),
                     (&c, wal_metric),
                 )
             })
@@ -331,7 +331,7 @@ fn run(
     conn: Connection,
     rx: mpsc::Receiver<Job>,
     max_batch: usize,
-    (wal_limit, progress, over_limit): (u64, Arc<Progress>, &AtomicBool),
+    (wal_limit, progress, background, over_limit): (u64, Arc<Progress>, bool, &AtomicBool),
     (counters, wal_metric): (&Counters, fn(u64)),
 ) {
     // After `wal_autocheckpoint`, which would replace it.
@@ -340,7 +340,7 @@ fn run(
         .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
         .map_or(4096, |size| size as u64)
         + 24;
-    let mut truncation = Truncation::new(wal_limit / frame_bytes, progress);
+    let mut truncation = Truncation::new(wal_limit / frame_bytes, progress, background);
     let mut synchronous_full = None;
     loop {
         // While the log is over its limit, an idle writer still tries to
