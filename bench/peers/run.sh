@@ -501,4 +501,4 @@ if want outbound; then
     log "outbound rows (outbound.sh)"
     SLUICE="$SLUICE" QUICK="$QUICK" OUT="${OUT:+$OUT/outbound}" "$HERE/outbound.sh"
 fi
-[ -n "${OUT:-}" ] && log "JSON reports kept in $OUT"
+if [ -n "${OUT:-}" ]; then log "JSON reports kept in $OUT"; fi

@@ -299,6 +299,43 @@ async fn concurrent_deliveries_all_land_with_distinct_uids() {
     );
 }
 
+fn page_size(path: &std::path::Path) -> i64 {
+    Connection::open(path)
+        .unwrap()
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// A new store's database has small pages (each commit logs the pages it
+/// touched whole); a store made with SQLite's 4 KiB pages keeps them and
+/// works as before.
+#[tokio::test]
+async fn new_stores_have_small_pages_and_old_ones_keep_theirs() {
+    let (_dir, store, mbox) = open_with_account().await;
+    assert_eq!(page_size(store.path()), 1024);
+    deliver_n(&store, mbox, 3).await;
+    assert_eq!(store.list_messages(mbox).await.unwrap().len(), 3);
+
+    let old = tempfile::tempdir().unwrap();
+    let db = old.path().join("sluice.db");
+    {
+        let c = Connection::open(&db).unwrap();
+        c.pragma_update(None, "page_size", 4096).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.execute_batch("CREATE TABLE made_before (x)").unwrap();
+    }
+    let store = SqliteStore::open(old.path(), SqliteOptions::default()).unwrap();
+    store.add_domain("example.org").await.unwrap();
+    store.add_account("a@example.org", "pw").await.unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    deliver_n(&store, mbox, 3).await;
+    let list = store.list_messages(mbox).await.unwrap();
+    assert_eq!(list.len(), 3);
+    let first = store.read_chunk(list[0].blob, 0).await.unwrap().unwrap();
+    assert_eq!(first, b"Subject: m0\r\n\r\nbody 0\r\n");
+    assert_eq!(page_size(&db), 4096);
+}
+
 #[tokio::test]
 async fn the_log_is_checkpointed_into_the_database_in_the_background() {
     let (dir, store) = open().await;
