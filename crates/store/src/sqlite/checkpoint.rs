@@ -55,7 +55,7 @@ const RETRY: Duration = Duration::from_millis(250);
 const WRITER_BUSY: Duration = Duration::from_secs(10);
 
 /// Frames left uncopied when the writer cuts the log: what it copies
-/// itself while deliveries wait (1 MiB of 1 KiB pages, 4 MiB of 4 KiB ones).
+/// itself while deliveries wait (4 MiB of 4 KiB pages).
 const LAG_FRAMES: u64 = 1024;
 
 /// Longest the writer waits for the checkpoint thread to catch up before
