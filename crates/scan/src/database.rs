@@ -293,6 +293,36 @@ impl HashTable {
     }
 }
 
+/// The MD5, SHA-1 and SHA-256 tables of `sigs`, sealed, and how many
+/// signatures went in; those `ignore` names are left out and counted in
+/// `ignored`. `name` gives a signature name's index.
+fn hash_tables(
+    sigs: Vec<HashSig>,
+    ignore: Option<&HashSet<String>>,
+    ignored: &mut usize,
+    mut name: impl FnMut(&str) -> u32,
+) -> ([HashTable; 3], usize) {
+    let mut tables: [HashTable; 3] = Default::default();
+    let mut added = 0;
+    for h in sigs {
+        if ignore.is_some_and(|i| i.contains(&h.name)) {
+            *ignored += 1;
+            continue;
+        }
+        let table = &mut tables[match h.kind {
+            HashKind::Md5 => 0,
+            HashKind::Sha1 => 1,
+            HashKind::Sha256 => 2,
+        }];
+        table.add(h.digest, h.size, name(&h.name));
+        added += 1;
+    }
+    for table in &mut tables {
+        table.seal();
+    }
+    (tables, added)
+}
+
 /// A loaded, immutable signature database, shared by all sessions (`Arc<Database>`).
 #[derive(Debug)]
 pub struct Database {
@@ -1021,72 +1051,39 @@ impl DatabaseBuilder {
             .iter()
             .any(|l| !l.pcre.is_empty() || !l.bytecmp.is_empty());
 
-        let mut md5 = HashTable::default();
-        let mut sha1 = HashTable::default();
-        let mut sha256 = HashTable::default();
-        for h in std::mem::take(&mut self.hashes) {
-            if ignore.contains(&h.name) {
-                report.ignored += 1;
-                continue;
-            }
-            let table = match h.kind {
-                HashKind::Md5 => &mut md5,
-                HashKind::Sha1 => &mut sha1,
-                HashKind::Sha256 => &mut sha256,
-            };
-            table.add(h.digest, h.size, intern(&h.name, &mut names));
-            report.hash_signatures += 1;
-        }
-        let mut fp: [HashTable; 3] = Default::default();
-        for h in std::mem::take(&mut self.fp_hashes) {
-            let table = &mut fp[match h.kind {
-                HashKind::Md5 => 0,
-                HashKind::Sha1 => 1,
-                HashKind::Sha256 => 2,
-            }];
-            table.add(h.digest, h.size, intern(&h.name, &mut names));
-        }
+        let ([md5, sha1, sha256], n) = hash_tables(
+            std::mem::take(&mut self.hashes),
+            Some(ignore),
+            &mut report.ignored,
+            |n| intern(n, &mut names),
+        );
+        report.hash_signatures += n;
+        // False-positive hashes are not subject to the ignore lists.
+        let (fp, _) = hash_tables(
+            std::mem::take(&mut self.fp_hashes),
+            None,
+            &mut report.ignored,
+            |n| intern(n, &mut names),
+        );
         let mut cdb_sigs = std::mem::take(&mut self.cdb);
         let before = cdb_sigs.len();
         cdb_sigs.retain(|s| !ignore.contains(&s.name));
         report.ignored += before - cdb_sigs.len();
         report.container_signatures = cdb_sigs.len();
-        let mut sections: [HashTable; 3] = Default::default();
-        for h in std::mem::take(&mut self.section_hashes) {
-            if ignore.contains(&h.name) {
-                report.ignored += 1;
-                continue;
-            }
-            let table = &mut sections[match h.kind {
-                HashKind::Md5 => 0,
-                HashKind::Sha1 => 1,
-                HashKind::Sha256 => 2,
-            }];
-            table.add(h.digest, h.size, intern(&h.name, &mut names));
-            report.section_hash_signatures += 1;
-        }
-        let mut imports: [HashTable; 3] = Default::default();
-        for h in std::mem::take(&mut self.import_hashes) {
-            if ignore.contains(&h.name) {
-                report.ignored += 1;
-                continue;
-            }
-            let table = &mut imports[match h.kind {
-                HashKind::Md5 => 0,
-                HashKind::Sha1 => 1,
-                HashKind::Sha256 => 2,
-            }];
-            table.add(h.digest, h.size, intern(&h.name, &mut names));
-            report.import_hash_signatures += 1;
-        }
-        for table in [&mut md5, &mut sha1, &mut sha256]
-            .into_iter()
-            .chain(&mut fp)
-            .chain(&mut sections)
-            .chain(&mut imports)
-        {
-            table.seal();
-        }
+        let (sections, n) = hash_tables(
+            std::mem::take(&mut self.section_hashes),
+            Some(ignore),
+            &mut report.ignored,
+            |n| intern(n, &mut names),
+        );
+        report.section_hash_signatures += n;
+        let (imports, n) = hash_tables(
+            std::mem::take(&mut self.import_hashes),
+            Some(ignore),
+            &mut report.ignored,
+            |n| intern(n, &mut names),
+        );
+        report.import_hash_signatures += n;
         let has_mail_sigs =
             sigs.iter().any(|s| s.target == 4) || lsigs.iter().any(|l| l.target == 4);
         // The tables live as long as the database: no room left from growing them.

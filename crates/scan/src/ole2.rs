@@ -472,11 +472,16 @@ impl Ole2Reader {
         (!self.over).then_some(&self.buf)
     }
 
+    /// Whether the file is still held whole once it is `size` bytes long.
+    pub fn holds(&self, size: u64, limits: &crate::Limits) -> bool {
+        !self.over && size <= limits.max_ole2_size as u64
+    }
+
     pub fn feed(&mut self, data: &[u8], ctx: &mut Ctx<'_>) {
         if self.over {
             return;
         }
-        if self.buf.len() + data.len() > ctx.limits.max_ole2_size {
+        if !self.holds((self.buf.len() + data.len()) as u64, ctx.limits) {
             ctx.found.limit(LimitKind::Ole2Size);
             self.over = true;
             self.buf = Vec::new();

@@ -216,7 +216,7 @@ impl Unpacker {
     /// bytes long.
     pub fn holds(&self, size: u64, limits: &crate::Limits) -> bool {
         match self {
-            Unpacker::Ole2(o) => o.held().is_some() && size <= limits.max_ole2_size as u64,
+            Unpacker::Ole2(o) => o.holds(size, limits),
             _ => false,
         }
     }

@@ -323,12 +323,8 @@ fn memory_does_not_follow_message_size() {
 /// when the reader lets go of them, the rest as it streams), however it is fed.
 #[test]
 fn ole2_whole_file_hash_is_found_held_or_not() {
-    use md5::Digest;
     let doc = cfb::word_doc(&noise(300_000, 7), &[]);
-    let md5: String = md5::Md5::digest(&doc)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let md5 = md5_hex(&doc);
     let mut b = scan::DatabaseBuilder::new();
     b.add_hashes(&format!("{md5}:{}:Sluice.Test.WholeDoc\n", doc.len()));
     let db = Arc::new(b.build().unwrap().0);

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use scan::{Database, Limits, Scanner, Verdict};
 use support::clamscan::{clamscan_all, clamscan_program};
+use support::{hex, md5_hex};
 
 /// Writes the database files and the samples into a temporary directory, scans the
 /// samples with Sluice and with clamscan, and checks that both give `expected`
@@ -246,14 +247,6 @@ fn pe_image(size: u32, fill: u8) -> Vec<u8> {
     f
 }
 
-fn md5_hex(data: &[u8]) -> String {
-    use md5::Digest;
-    md5::Md5::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 #[test]
 fn mdb_section_hashes_agree_with_clamscan() {
     let section = vec![0xccu8; 0x400];
@@ -299,10 +292,7 @@ fn mdb_section_hashes_agree_with_clamscan() {
 
 fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&sha2::Sha256::digest(data))
 }
 
 /// `.imp` import table hashes: PE32 and PE32+ images importing from several DLLs
@@ -1339,10 +1329,6 @@ Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/html\
             .collect();
         assert_eq!(found, [expected], "clamscan on {name}");
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 const STREAM_MARK: &[u8] = b"Sluice-Stream-Mark";

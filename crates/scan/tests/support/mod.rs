@@ -24,12 +24,20 @@ pub const HDB_FILE: &[u8] = b"this exact file is known bad, by its MD5 and size\
 /// Name reported for the hash signature of [`HDB_FILE`].
 pub const HDB_NAME: &str = "Sluice.Test.Hdb-1";
 
+/// Bytes in lower-case hex, as signature files write digests.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The MD5 of `data` in hex, as `.hdb` lines give it.
+pub fn md5_hex(data: &[u8]) -> String {
+    use md5::Digest;
+    hex(&md5::Md5::digest(data))
+}
+
 /// The `.hdb` line for [`HDB_FILE`].
 pub fn hdb_line() -> String {
-    use md5::Digest;
-    let d = md5::Md5::digest(HDB_FILE);
-    let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{hex}:{}:{HDB_NAME}\n", HDB_FILE.len())
+    format!("{}:{}:{HDB_NAME}\n", md5_hex(HDB_FILE), HDB_FILE.len())
 }
 
 /// The EICAR body signature in `.ndb` form, for giving ClamAV the same database.
