@@ -52,6 +52,10 @@ use scan::{DatabaseBuilder, Limits, Scanner, Verdict};
 #[allow(dead_code)]
 mod gen_ldb;
 
+#[path = "../tests/support/base64_body.rs"]
+mod base64_body;
+use base64_body::b64;
+
 #[path = "../tests/support/cfb.rs"]
 #[allow(dead_code)]
 mod cfb;
@@ -141,17 +145,6 @@ fn write_db(db: &Path) -> Vec<(&'static str, usize)> {
         ("mdb", 20_000),
         ("imp", 1_000),
     ]
-}
-
-fn b64(data: &[u8]) -> Vec<u8> {
-    use base64::Engine;
-    let text = base64::engine::general_purpose::STANDARD.encode(data);
-    let mut out = Vec::with_capacity(text.len() * 78 / 76 + 2);
-    for line in text.as_bytes().chunks(76) {
-        out.extend_from_slice(line);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 fn mail(content_type: &str, name: &str, data: &[u8]) -> Vec<u8> {

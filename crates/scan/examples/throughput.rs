@@ -20,6 +20,10 @@ use std::time::Instant;
 
 use scan::{Limits, Scanner};
 
+#[path = "../tests/support/base64_body.rs"]
+mod base64_body;
+use base64_body::b64;
+
 struct Rng(u64);
 
 impl Rng {
@@ -51,18 +55,6 @@ fn ndb_line(r: &mut Rng, i: usize) -> String {
         _ => format!("{}*{}(aabb|ccdd){}", lit(r), lit(r), lit(r)),
     };
     format!("Bench.Ndb.{i}:0:*:{body}\n")
-}
-
-fn b64(data: &[u8]) -> Vec<u8> {
-    use base64::Engine;
-    // MIME bodies: 76-character lines (RFC 2045 §6.8).
-    let text = base64::engine::general_purpose::STANDARD.encode(data);
-    let mut out = Vec::with_capacity(text.len() * 78 / 76 + 2);
-    for line in text.as_bytes().chunks(76) {
-        out.extend_from_slice(line);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 fn mail(name: &str, data: &[u8]) -> Vec<u8> {

@@ -3,10 +3,12 @@
 //! committed as binaries.
 #![allow(dead_code)]
 
+mod base64_body;
 pub mod cfb;
 pub mod clamscan;
 pub mod pe;
 
+pub use base64_body::b64;
 use std::io::{Cursor, Write};
 
 /// Test `.ndb` signatures: a body one (matches [`NDB_PAYLOAD`]) and a target type 4
@@ -44,18 +46,6 @@ pub fn hdb_line() -> String {
 pub fn eicar_ndb() -> String {
     let hex: String = scan::EICAR.iter().map(|b| format!("{b:02x}")).collect();
     format!("{}:0:*:{hex}\n", scan::EICAR_NAME)
-}
-
-pub fn b64(data: &[u8]) -> Vec<u8> {
-    use base64::Engine;
-    // MIME bodies: 76-character lines (RFC 2045 §6.8).
-    let text = base64::engine::general_purpose::STANDARD.encode(data);
-    let mut out = Vec::with_capacity(text.len() * 78 / 76 + 2);
-    for line in text.as_bytes().chunks(76) {
-        out.extend_from_slice(line);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 pub fn qp(data: &[u8]) -> Vec<u8> {
