@@ -997,7 +997,12 @@ for msg in [
     m.append("Encoded", None, None, msg)
 m.select("Encoded")
 for key, text, want in [("SUBJECT", "Köln", [b"1"]), ("SUBJECT", "Rhein", [b"1"]), ("BODY", "Brücke", [b"1"]),
-                        ("BODY", "Straße", [b"2"]), ("TEXT", "Grüße", [b"2"]), ("BODY", "RGllIEJy", [b""])]:
+                        ("BODY", "Straße", [b"2"]), ("TEXT", "Grüße", [b"2"]), ("BODY", "RGllIEJy", [b""]),
+                        # Substrings (RFC 3501 §6.4.4): inside words, across them,
+                        # punctuation as written, diacritics folded.
+                        ("BODY", "rück", [b"1"]), ("BODY", "CKE ÜBER D", [b"1"]), ("BODY", "brucke", [b"1"]),
+                        ("TEXT", "ße und Grü", [b"2"]), ("TEXT", "n am Rh", [b"1"]), ("BODY", "Brücke,", [b""]),
+                        ("BODY", "über Fluss", [b""])]:
     m.literal = text.encode()
     eq(m.search("UTF-8", key), ("OK", want), "SEARCH CHARSET UTF-8 %s %s" % (key, text))
 m.select("INBOX")

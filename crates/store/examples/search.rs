@@ -77,6 +77,13 @@ async fn main() {
     )
     .await;
     time_search(&store, inbox, "TEXT kalo", SearchKey::Text("kalo".into())).await;
+    // Substrings (RFC 3501): inside words, a rare word, one letter, two
+    // words with the punctuation between them.
+    time_search(&store, inbox, "TEXT alo", SearchKey::Text("alo".into())).await;
+    time_search(&store, inbox, "BODY lindq", SearchKey::Body("lindq".into())).await;
+    time_search(&store, inbox, "BODY k", SearchKey::Body("k".into())).await;
+    time_search(&store, inbox, "TEXT \"lo, mi\"", SearchKey::Text("lo, mi".into())).await;
+    time_search(&store, inbox, "TEXT zzqq", SearchKey::Text("zzqq".into())).await;
 
     let uids: Vec<Uid> = store
         .list_messages(inbox)

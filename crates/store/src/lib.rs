@@ -372,22 +372,20 @@ pub trait Store: Send + Sync + 'static {
     ///   written, not decoded. `Header(name, "")` matches messages having
     ///   the field (RFC 3501 §6.4.4); `Bcc("")` matches every message.
     ///   Messages stored before the header block was kept never match.
-    /// - `Body` and `Text` go to the full-text index and match whole words
-    ///   (every word of the query, as a phrase when there are several),
-    ///   after Unicode case and diacritic folding: exact for whole-word
-    ///   queries. Words are split as the index splits them (runs of letters
-    ///   and digits, with their combining marks), so `zebra-report` is the
-    ///   phrase `zebra report` and `zeb` does not match `zebra`. Text in
+    /// - `Body` and `Text` are substring matches (RFC 3501 §6.4.4),
+    ///   answered from the full-text index (sqlite/text_match.rs): the
+    ///   string, trimmed, is in the decoded text parts (`Body`; their first
+    ///   [`INDEX_WINDOW`] bytes), or in those, the subject or the header
+    ///   (`Text`: decoded From/To/Cc, then the raw header block, every
+    ///   field), after folding case and diacritics one character at a
+    ///   time, with every run of white space counted as one space. Text in
     ///   scripts written without spaces (Chinese, Japanese, Thai, Lao,
     ///   Khmer, Myanmar, and Korean for its particles) is indexed one
-    ///   character (grapheme cluster) at a time, so there any substring
-    ///   matches: `日本語` finds `…日本語のテキスト`. `Body` searches the decoded text
-    ///   parts (their first [`INDEX_WINDOW`] bytes); `Text` the subject, the
-    ///   header (decoded From/To/Cc, then the raw header block, every
-    ///   field) or the body (a phrase lies within one of them). Messages
-    ///   indexed before the header block went into the index have only
-    ///   the decoded From/To/Cc there. A string without any word matches
-    ///   every message.
+    ///   character (grapheme cluster) at a time, and white space beside
+    ///   those characters does not count: `日本語` finds
+    ///   `…日本語のテキスト`. Messages indexed before the header block went
+    ///   into the index have only the decoded From/To/Cc there. An empty
+    ///   string matches every message.
     /// - Dates are days since 1970-01-01. `Before`/`On`/`Since` test the
     ///   internal date's UTC day; `SentBefore`/`SentOn`/`SentSince` the day
     ///   the `Date:` field names as written, whatever its time and zone

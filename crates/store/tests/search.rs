@@ -105,9 +105,11 @@ struct Model {
     subject: String,
     /// Header fields, unfolded.
     fields: Vec<(String, String)>,
-    subject_tokens: Vec<String>,
-    address_tokens: Vec<String>,
-    body_tokens: Vec<String>,
+    /// The subject, addresses and header block, and body, as
+    /// [`text_fold`] leaves them.
+    subject_text: String,
+    address_text: String,
+    body_text: String,
 }
 
 /// First day of the dates used: 2025-01-01.
@@ -213,25 +215,31 @@ fn fold(s: &str) -> String {
     s.chars().flat_map(char::to_lowercase).collect()
 }
 
-/// Words, and each character of the scripts written without spaces that
-/// WORDS holds (none of them carries a combining mark).
-fn tokens(s: &str) -> Vec<String> {
+/// Text as TEXT and BODY compare it: diacritics dropped, case folded,
+/// white space runs one space, and no space beside a character of the
+/// scripts written without spaces that WORDS holds.
+fn text_fold(s: &str) -> String {
+    use unicode_normalization::char::is_combining_mark;
+    use unicode_normalization::UnicodeNormalization;
     let unspaced = |c: char| matches!(c, '\u{0E00}'..='\u{0E7F}' | '\u{3040}'..='\u{9FFF}');
-    let mut out = Vec::new();
-    for word in s.split(|c: char| !c.is_alphanumeric()) {
-        let mut rest = word;
-        while let Some(i) = rest.find(unspaced) {
-            out.push(&rest[..i]);
-            let len = rest[i..].chars().next().map_or(1, char::len_utf8);
-            out.push(&rest[i..i + len]);
-            rest = &rest[i + len..];
+    let mut out: Vec<char> = Vec::new();
+    for c in s.nfd().filter(|&c| !is_combining_mark(c)) {
+        if c.is_whitespace() {
+            if out.last() != Some(&' ') {
+                out.push(' ');
+            }
+        } else {
+            out.extend(c.to_lowercase());
         }
-        out.push(rest);
     }
-    out.into_iter()
-        .filter(|t| !t.is_empty())
-        .map(fold)
-        .collect()
+    let kept: Vec<char> = (0..out.len())
+        .filter(|&i| {
+            out[i] != ' '
+                || !(i > 0 && unspaced(out[i - 1]) || out.get(i + 1).is_some_and(|&c| unspaced(c)))
+        })
+        .map(|i| out[i])
+        .collect();
+    kept.into_iter().collect()
 }
 
 fn case_variant(s: &str, upper: bool) -> String {
@@ -292,6 +300,24 @@ fn substring_needle() -> impl Strategy<Value = String> {
     })
 }
 
+/// A cut of some WORDS joined by spaces, in any case.
+fn text_cut() -> impl Strategy<Value = String> {
+    (vec(0..WORDS.len(), 1..4), 0usize..30, 0usize..12, any::<bool>()).prop_map(
+        |(words, start, len, upper)| {
+            let text: Vec<char> = words
+                .iter()
+                .map(|&i| WORDS[i])
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .collect();
+            let start = start % text.len();
+            let end = (start + len).min(text.len());
+            case_variant(&text[start..end].iter().collect::<String>(), upper)
+        },
+    )
+}
+
 fn text_query() -> impl Strategy<Value = String> {
     let pool: Vec<&'static str> = WORDS
         .iter()
@@ -307,6 +333,8 @@ fn text_query() -> impl Strategy<Value = String> {
                 words.join([" ", "-", ", "][sep])
             }
         ),
+        6 => text_cut(),
+        2 => substring_needle(),
         1 => Just(String::new()),
         1 => Just(" -- ".to_string()),
     ]
@@ -366,9 +394,6 @@ fn key() -> impl Strategy<Value = SearchKey> {
     })
 }
 
-fn phrase_in(hay: &[String], query: &[String]) -> bool {
-    query.is_empty() || hay.windows(query.len()).any(|w| w == query)
-}
 
 fn day_of(t: i64) -> i64 {
     t.div_euclid(86_400)
@@ -403,12 +428,10 @@ fn eval(key: &SearchKey, m: &Model) -> bool {
             .fields
             .iter()
             .any(|(n, v)| n.eq_ignore_ascii_case(name) && has(v, value)),
-        Body(q) => phrase_in(&m.body_tokens, &tokens(q)),
+        Body(q) => m.body_text.contains(&text_fold(q.trim())),
         Text(q) => {
-            let q = tokens(q);
-            phrase_in(&m.subject_tokens, &q)
-                || phrase_in(&m.address_tokens, &q)
-                || phrase_in(&m.body_tokens, &q)
+            let q = text_fold(q.trim());
+            m.subject_text.contains(&q) || m.address_text.contains(&q) || m.body_text.contains(&q)
         }
         SentBefore(d) => day_of(m.sent) < *d,
         SentOn(d) => day_of(m.sent) == *d,
@@ -507,15 +530,15 @@ async fn load(store: &SqliteStore, account: i64, case: usize, specs: &[Spec]) ->
             sent: spec
                 .date
                 .map_or(spec.internal, |(utc, offset)| utc + i64::from(offset) * 60),
-            subject_tokens: tokens(&subject),
+            subject_text: text_fold(&subject),
             // The addresses column carries the whole header block too, so
             // TEXT finds words of any field.
-            address_tokens: {
+            address_text: {
                 let text = String::from_utf8_lossy(&raw);
                 let header = text.split("\r\n\r\n").next().unwrap_or_default();
-                tokens(&format!("{from} {to} {cc}\n{header}"))
+                text_fold(&format!("{from} {to} {cc}\n{header}"))
             },
-            body_tokens: tokens(&body.join(" ")),
+            body_text: text_fold(&body.join(" ")),
             from,
             to,
             cc,

@@ -1489,3 +1489,100 @@ async fn a_store_opened_without_training_packs_with_the_dictionary_it_has() {
     );
     assert_eq!(read_back(&store, blob).await, office_mail(1101));
 }
+
+/// The UIDs a search finds.
+async fn found(store: &SqliteStore, mbox: i64, key: SearchKey) -> Vec<u32> {
+    store.search(mbox, &key).await.unwrap()
+}
+
+#[tokio::test]
+async fn text_and_body_find_any_substring_of_the_text() {
+    let (_dir, store, mbox) = open_with_account().await;
+    let mails: [&[u8]; 4] = [
+        b"Subject: The haystack\r\nX-Note: Zurich\r\n\r\nA needle, in the hay-stack.\r\nHello\r\n  world\r\n",
+        b"Subject: =?UTF-8?Q?Z=C3=BCrich?=\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n\
+          \xe0\xb8\xaa\xe0\xb8\xa7\xe0\xb8\xb1\xe0\xb8\xaa\xe0\xb8\x94\xe0\xb8\xb5 haystacks\r\n",
+        b"Subject: other\r\n\r\nNothing here but stacks of hay.\r\n",
+        b"Subject: --\r\n\r\n-- \r\nsignature\r\n",
+    ];
+    for mail in mails {
+        deliver_one(&store, mbox, mail).await;
+    }
+    let body = |s: &str| SearchKey::Body(s.into());
+    let text = |s: &str| SearchKey::Text(s.into());
+    // Inside a word, at its ends, in any case.
+    assert_eq!(found(&store, mbox, body("AYST")).await, [2]);
+    assert_eq!(found(&store, mbox, text("ayst")).await, [1, 2]);
+    assert_eq!(found(&store, mbox, text("haystack")).await, [1, 2]);
+    assert_eq!(found(&store, mbox, text("haystacks")).await, [2]);
+    assert_eq!(found(&store, mbox, body("tack")).await, [1, 2, 3]);
+    assert_eq!(found(&store, mbox, body("eedl")).await, [1]);
+    // Across words and punctuation, exactly as written: white space runs
+    // count as one space, punctuation must be there.
+    assert_eq!(found(&store, mbox, body("hay-stack.")).await, [1]);
+    assert_eq!(found(&store, mbox, body("ay-sta")).await, [1]);
+    assert_eq!(found(&store, mbox, body("dle, in t")).await, [1]);
+    assert!(found(&store, mbox, body("dle in t")).await.is_empty());
+    assert_eq!(found(&store, mbox, body("hello world")).await, [1]);
+    assert_eq!(found(&store, mbox, body("stacks of")).await, [3]);
+    assert!(found(&store, mbox, body("stacks, of")).await.is_empty());
+    // Diacritics fold as the index folds them; the header counts for TEXT.
+    assert_eq!(found(&store, mbox, text("zurich")).await, [1, 2]);
+    assert_eq!(found(&store, mbox, text("ZÜRICH")).await, [1, 2]);
+    assert!(found(&store, mbox, body("zurich")).await.is_empty());
+    // Thai, written without spaces: any run of its characters, in order.
+    assert_eq!(found(&store, mbox, body("\u{e27}\u{e31}\u{e2a}")).await, [2]);
+    assert!(found(&store, mbox, body("\u{e14}\u{e35}\u{e2a}")).await.is_empty());
+    // No word in the needle at all: punctuation is looked for as such.
+    assert_eq!(found(&store, mbox, body("--")).await, [4]);
+    assert_eq!(found(&store, mbox, text(" ")).await, [1, 2, 3, 4]);
+    // A letter or two is in many terms: still exact.
+    assert_eq!(found(&store, mbox, body("y")).await, [1, 2, 3]);
+    assert_eq!(found(&store, mbox, body("ig")).await, [4]);
+}
+
+#[tokio::test]
+async fn a_needle_in_thousands_of_terms_is_found_exactly() {
+    let (_dir, store, mbox) = open_with_account().await;
+    // Message 1 holds 3,000 words with "qz" inside, more than one query
+    // asks for and more than a search reads term by term; message 2
+    // holds one such word, message 3 none, message 4 "qz" split by a line.
+    let mut many = String::from("Subject: words\r\n\r\n");
+    for n in 0..3000 {
+        many.push_str(&format!("w{n}qz{} ", n * 7));
+        if n % 10 == 9 {
+            many.push_str("\r\n");
+        }
+    }
+    deliver_one(&store, mbox, many.as_bytes()).await;
+    deliver_one(&store, mbox, b"Subject: one\r\n\r\nxqzx\r\n").await;
+    deliver_one(&store, mbox, b"Subject: none\r\n\r\nq z\r\n").await;
+    deliver_one(&store, mbox, b"Subject: none\r\n\r\nxq\r\nzx\r\n").await;
+    let key = SearchKey::Body("QZ".into());
+    assert_eq!(found(&store, mbox, key).await, [1, 2]);
+    let key = SearchKey::Body("w2999qz20993".into());
+    assert_eq!(found(&store, mbox, key).await, [1]);
+    let key = SearchKey::Text("9qz6".into());
+    assert_eq!(found(&store, mbox, key).await, [1]);
+}
+
+#[tokio::test]
+async fn an_index_file_made_before_the_terms_finds_substrings_after_reopening() {
+    let (dir, store, mbox) = open_with_account().await;
+    deliver_one(&store, mbox, b"Subject: old\r\n\r\nThe haystack\r\n").await;
+    drop(store);
+    // The index file as the version before left it: no terms.
+    let c = Connection::open(dir.path().join("fts.db")).unwrap();
+    c.execute_batch(
+        "DROP TABLE term_grams; DROP TABLE terms;
+         DELETE FROM index_meta WHERE key = 'terms_complete';",
+    )
+    .unwrap();
+    drop(c);
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    assert_eq!(found(&store, mbox, SearchKey::Body("ayst".into())).await, [1]);
+    assert!(found(&store, mbox, SearchKey::Body("aystacks".into()))
+        .await
+        .is_empty());
+}

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection, OpenFlags};
 
 use super::fts_file;
+use super::terms::{self, SeenWords};
 use super::writer::Writer;
 use crate::error::Result;
 use crate::index::{header_block, index_message, MessageIndex};
@@ -61,12 +62,12 @@ const MERGE_WAIT: Duration = Duration::from_secs(5);
 /// characters of scripts written without spaces set apart
 /// ([`crate::segment`]).
 pub(crate) struct FtsText {
-    subject: String,
+    pub(crate) subject: String,
     /// Decoded addresses, then the whole header block: TEXT searches every
     /// column, so a word only in an X- field is found too (RFC 3501
     /// §6.4.4: TEXT is header and body).
-    addresses: String,
-    body: String,
+    pub(crate) addresses: String,
+    pub(crate) body: String,
 }
 
 impl FtsText {
@@ -136,6 +137,8 @@ struct Shared {
     /// True once the rows a crash left out are back in the index: a
     /// search waits for it, so it never misses mail delivered before.
     recovered: tokio::sync::watch::Sender<bool>,
+    /// Raw words whose terms are in the index's `terms` (terms.rs).
+    seen: Mutex<SeenWords>,
 }
 
 /// Rows waiting for the index, and the thread that writes them.
@@ -171,6 +174,7 @@ impl FtsBatch {
                 lookup: Mutex::new(lookup),
                 cond: Condvar::new(),
                 recovered: tokio::sync::watch::Sender::new(false),
+                seen: Mutex::default(),
             }),
             writer,
             merge_pages: (wal_limit / 8 / 4096).clamp(MERGE_PAGES.0, MERGE_PAGES.1) as i64,
@@ -325,10 +329,22 @@ impl FtsBatch {
              SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM fts_docsize WHERE id = ?1)",
         )?;
         let mut written = 0;
+        let mut kept = Vec::with_capacity(rows.len());
         for ((blob, t), stored) in rows.iter().zip(stored) {
             if stored {
                 written += insert.execute(params![blob, t.subject, t.addresses, t.body])?;
+                kept.push(t);
             }
+        }
+        let mut seen = self.shared.seen.lock().expect("fts seen lock");
+        let words = seen.unseen(
+            kept.iter()
+                .flat_map(|t| [t.subject.as_str(), t.addresses.as_str(), t.body.as_str()]),
+        );
+        if let Err(e) = terms::add(c, &words) {
+            // The job fails whole; its words must be tokenized again.
+            seen.forget();
+            return Err(e);
         }
         Ok(written)
     }
@@ -456,7 +472,7 @@ fn ready(w: &Waiting) -> bool {
 /// numbered before the others, comes first) as delivery reads the
 /// message: header fields and text parts, attachments left out, up to
 /// [`INDEX_WINDOW`].
-fn text_from_chunks(c: &Connection, blob: BlobId) -> Result<FtsText> {
+pub(crate) fn text_from_chunks(c: &Connection, blob: BlobId) -> Result<FtsText> {
     let mut head = Vec::new();
     let mut tap = mime_tree::PartRewriter::text_only();
     let mut stmt =

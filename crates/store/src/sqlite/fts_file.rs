@@ -41,6 +41,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
+use super::terms;
 use crate::error::Result;
 
 /// File name of the full-text index in a data directory.
@@ -100,7 +101,7 @@ pub(crate) fn configure(conn: &Connection) -> Result<()> {
 /// Creates the index's tables in the main schema of `conn`, if missing.
 pub(crate) fn create_tables(conn: &Connection) -> Result<()> {
     conn.execute_batch(CREATE_FTS)?;
-    Ok(())
+    terms::create(conn)
 }
 
 /// The index file of the store whose database is `db`.
@@ -148,6 +149,7 @@ pub(crate) fn open_writer(db: &Path, main: &Connection, wal_limit: u64) -> Resul
             "the full-text index belongs to another store or state; building it again"
         );
         tx.execute_batch("DROP TABLE fts;")?;
+        tx.execute_batch(terms::DROP_TERMS)?;
         create_tables(&tx)?;
     }
     tx.execute(

@@ -24,6 +24,8 @@ mod sieve;
 mod spam;
 mod stats;
 mod sweep;
+mod terms;
+mod text_match;
 mod web;
 mod writer;
 
@@ -1237,7 +1239,8 @@ impl Store for SqliteStore {
         }
         let key = key.clone();
         self.read(move |c| {
-            let query = search::compile(mailbox, &key)?;
+            let texts = text_match::resolve(c, mailbox, &key)?;
+            let query = search::compile(mailbox, &key, &texts)?;
             Ok(c.prepare(&query.sql)?
                 .query_map(rusqlite::params_from_iter(query.params.iter()), |r| {
                     r.get(0)

@@ -9,10 +9,10 @@ use std::rc::Rc;
 use rusqlite::types::{ToSql, Value};
 
 use super::functions::fold;
+use super::text_match::{Found, TextMatches};
 use crate::error::{Result, StoreError};
 use crate::keyword;
 use crate::model::{MailboxId, SearchKey, Uid};
-use crate::segment::spaced;
 
 /// Deepest key tree accepted; SQLite's own expression depth limit is 1000,
 /// and no client needs more than a handful of levels.
@@ -31,8 +31,10 @@ pub(crate) struct Query {
 }
 
 /// Compiles a search of `mailbox`.
-pub(crate) fn compile(mailbox: MailboxId, key: &SearchKey) -> Result<Query> {
+/// `texts`: its TEXT and BODY keys, resolved (text_match.rs).
+pub(crate) fn compile(mailbox: MailboxId, key: &SearchKey, texts: &TextMatches) -> Result<Query> {
     let mut c = Compiler {
+        texts,
         sql: String::new(),
         params: vec![Box::new(mailbox)],
         uses_blob: false,
@@ -68,7 +70,8 @@ pub(crate) fn reads_text(key: &SearchKey) -> bool {
     }
 }
 
-struct Compiler {
+struct Compiler<'t> {
+    texts: &'t TextMatches,
     sql: String,
     params: Vec<Box<dyn ToSql>>,
     /// The expression reads a `blobs` column, so the query needs the join.
@@ -77,7 +80,7 @@ struct Compiler {
     uses_parsed: bool,
 }
 
-impl Compiler {
+impl Compiler<'_> {
     fn param(&mut self, v: impl ToSql + 'static) {
         self.params.push(Box::new(v));
     }
@@ -129,8 +132,8 @@ impl Compiler {
             SearchKey::Bcc(s) if s.is_empty() => self.sql.push('1'),
             SearchKey::Bcc(s) => self.header("Bcc", s),
             SearchKey::Header(name, value) => self.header(name, value),
-            SearchKey::Body(s) => self.text(Some("body"), s),
-            SearchKey::Text(s) => self.text(None, s),
+            SearchKey::Body(s) => self.text(true, s)?,
+            SearchKey::Text(s) => self.text(false, s)?,
             SearchKey::SentBefore(d) => self.sent(None, Some(*d)),
             SearchKey::SentOn(d) => self.sent(Some(*d), Some(d.saturating_add(1))),
             SearchKey::SentSince(d) => self.sent(Some(*d), None),
@@ -254,19 +257,22 @@ impl Compiler {
         self.param(fold(value));
     }
 
-    fn text(&mut self, column: Option<&str>, words: &str) {
-        let Some(phrase) = fts_phrase(words) else {
-            // No word in it: nothing to look for, every message matches.
-            self.sql.push('1');
-            return;
-        };
-        let query = match column {
-            Some(col) => format!("{col} : {phrase}"),
-            None => phrase,
-        };
-        self.sql
-            .push_str("m.blob_id IN (SELECT rowid FROM fts WHERE fts MATCH ?)");
-        self.param(query);
+    /// BODY (`body_only`) or TEXT, as [`text_match::resolve`] found it.
+    fn text(&mut self, body_only: bool, needle: &str) -> Result<()> {
+        match self.texts.get(body_only, needle) {
+            Some(Found::All) => self.sql.push('1'),
+            Some(Found::Query(query)) => {
+                self.sql
+                    .push_str("m.blob_id IN (SELECT rowid FROM fts WHERE fts MATCH ?)");
+                self.param(query.clone());
+            }
+            Some(Found::Blobs(blobs)) => {
+                self.sql.push_str("m.blob_id IN rarray(?)");
+                self.param(Rc::clone(blobs));
+            }
+            None => return Err(StoreError::Invalid("text search not resolved".into())),
+        }
+        Ok(())
     }
 
     /// A message's sent day is the day its `Date:` field names, as
@@ -322,49 +328,9 @@ impl Compiler {
     }
 }
 
-/// Whether the unicode61 tokenizer keeps `c` in a token: letters, numbers
-/// and private-use characters (and combining marks, which only count
-/// beside a letter).
-fn is_token_char(c: char) -> bool {
-    c.is_alphanumeric()
-        || matches!(c, '\u{E000}'..='\u{F8FF}' | '\u{F0000}'..='\u{FFFFD}' | '\u{100000}'..='\u{10FFFD}')
-}
-
-/// Turns user text into a safe FTS5 query: its pieces between spaces,
-/// with the characters of unspaced scripts set apart as at indexing
-/// ([`crate::segment`]), each quoted as a string (which FTS5 tokenizes
-/// as it tokenized the text: a piece of several tokens is a phrase of
-/// them) and joined with `+` into one phrase. `None` when there is no
-/// token at all.
-pub(crate) fn fts_phrase(text: &str) -> Option<String> {
-    let pieces: Vec<String> = spaced(text)
-        .split_whitespace()
-        .filter(|piece| piece.chars().any(is_token_char))
-        .map(|piece| format!("\"{}\"", piece.replace('"', "\"\"")))
-        .collect();
-    if pieces.is_empty() {
-        None
-    } else {
-        Some(pieces.join(" + "))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn user_text_becomes_quoted_tokens() {
-        assert_eq!(fts_phrase("zebra").unwrap(), "\"zebra\"");
-        assert_eq!(
-            fts_phrase("  Zebra-NUMBERS, \"AND\" OR* ").unwrap(),
-            "\"Zebra-NUMBERS,\" + \"\"\"AND\"\"\" + \"OR*\""
-        );
-        assert_eq!(fts_phrase("日本語").unwrap(), "\"日\" + \"本\" + \"語\"");
-        assert_eq!(fts_phrase("Zürich").unwrap(), "\"Zürich\"");
-        assert!(fts_phrase(" -*\"() ").is_none());
-        assert!(fts_phrase("").is_none());
-    }
 
     #[test]
     fn no_user_text_in_the_sql() {
@@ -374,7 +340,9 @@ mod tests {
             SearchKey::Text("robert'); --".into()),
             SearchKey::Keyword("$Evil".into()),
         ]);
-        let q = compile(1, &key).unwrap();
+        let mut texts = TextMatches::default();
+        texts.insert(false, "robert'); --", Found::Query("\"robert\"".into()));
+        let q = compile(1, &key, &texts).unwrap();
         assert!(!q.sql.contains("DROP"));
         assert!(!q.sql.contains("Evil"));
         assert!(!q.sql.contains("robert"));
@@ -399,7 +367,7 @@ mod tests {
             .unwrap();
         }
         let run = |ranges: Vec<(Uid, Uid)>| -> Vec<Uid> {
-            let q = compile(1, &SearchKey::Uids(ranges)).unwrap();
+            let q = compile(1, &SearchKey::Uids(ranges), &TextMatches::default()).unwrap();
             c.prepare(&q.sql)
                 .unwrap()
                 .query_map(rusqlite::params_from_iter(q.params.iter()), |r| r.get(0))
@@ -412,7 +380,7 @@ mod tests {
         let mut many: Vec<(Uid, Uid)> = (0..18).map(|i| (100 + 2 * i, 100 + 2 * i)).collect();
         many.push((5, 5));
         many.push((u32::MAX, 2_147_483_648));
-        assert!(compile(1, &SearchKey::Uids(many.clone()))
+        assert!(compile(1, &SearchKey::Uids(many.clone()), &TextMatches::default())
             .unwrap()
             .sql
             .contains("rarray"));
@@ -443,7 +411,7 @@ mod tests {
                     }
                 })
                 .collect();
-            let q = compile(1, &SearchKey::And(keys)).unwrap();
+            let q = compile(1, &SearchKey::And(keys), &TextMatches::default()).unwrap();
             let found: Vec<Uid> = c
                 .prepare(&q.sql)
                 .unwrap()
@@ -474,7 +442,7 @@ mod tests {
         )
         .unwrap();
         let run = |key: SearchKey| -> Vec<Uid> {
-            let q = compile(1, &key).unwrap();
+            let q = compile(1, &key, &TextMatches::default()).unwrap();
             c.prepare(&q.sql)
                 .unwrap()
                 .query_map(rusqlite::params_from_iter(q.params.iter()), |r| r.get(0))
@@ -504,82 +472,7 @@ mod tests {
         for _ in 0..200 {
             key = SearchKey::Not(Box::new(key));
         }
-        assert!(matches!(compile(1, &key), Err(StoreError::Invalid(_))));
+        assert!(matches!(compile(1, &key, &TextMatches::default()), Err(StoreError::Invalid(_))));
     }
 
-    /// The index table the index file holds, holding `texts` as bodies.
-    fn fts_with(texts: &[&str]) -> rusqlite::Connection {
-        let c = rusqlite::Connection::open_in_memory().unwrap();
-        super::super::fts_file::create_tables(&c).unwrap();
-        for (i, text) in texts.iter().enumerate() {
-            c.execute(
-                "INSERT INTO fts (rowid, body) VALUES (?1, ?2)",
-                rusqlite::params![i as i64 + 1, spaced(text).as_ref()],
-            )
-            .unwrap();
-        }
-        c
-    }
-
-    fn fts_find(c: &rusqlite::Connection, needle: &str) -> Vec<i64> {
-        let Some(q) = fts_phrase(needle) else {
-            return vec![];
-        };
-        c.prepare("SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rowid")
-            .unwrap()
-            .query_map([q], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    }
-
-    #[test]
-    fn text_without_spaces_is_found_by_any_substring() {
-        let c = fts_with(&[
-            "会議は日本語のテキストで書きます。",
-            "中文邮件的正文",
-            "傳統中文郵件",
-            "ภาษาไทยสวัสดีครับ",
-            "서울에서 만나요",
-            "plain English text",
-        ]);
-        assert_eq!(fts_find(&c, "日本語"), [1]);
-        assert_eq!(fts_find(&c, "テキスト"), [1]);
-        assert_eq!(fts_find(&c, "語のテ"), [1]);
-        assert_eq!(fts_find(&c, "中文"), [2, 3]);
-        assert_eq!(fts_find(&c, "郵件"), [3]);
-        assert_eq!(fts_find(&c, "สวัสดี"), [4]);
-        assert_eq!(fts_find(&c, "ไทย"), [4]);
-        assert_eq!(fts_find(&c, "서울"), [5]);
-        assert_eq!(fts_find(&c, "English"), [6]);
-        // Characters present but not in that order are no match.
-        assert!(fts_find(&c, "語本日").is_empty());
-        assert!(fts_find(&c, "ดีสวัส").is_empty());
-        // A Thai consonant without its mark is not the same letter.
-        assert!(fts_find(&c, "สวสด").is_empty());
-    }
-
-    proptest::proptest! {
-        /// Any run of whole characters cut from CJK, Thai or Hangul text is
-        /// found in it, wherever it starts and ends.
-        #[test]
-        fn every_substring_of_unspaced_text_is_found(
-            picks in proptest::collection::vec(0usize..16, 1..40),
-            from in 0usize..40,
-            len in 1usize..12,
-        ) {
-            const UNITS: [&str; 16] = [
-                "日", "本", "語", "の", "テ", "キ", "中", "文", "ส", "วั", "ดี", "ก่", "서", "울", " ", "、",
-            ];
-            let text: String = picks.iter().map(|&i| UNITS[i]).collect();
-            let units: Vec<&str> = picks.iter().map(|&i| UNITS[i]).collect();
-            let from = from % units.len();
-            let to = (from + len).min(units.len());
-            let needle: String = units[from..to].concat();
-            let c = fts_with(&[&text]);
-            if fts_phrase(&needle).is_some() {
-                proptest::prop_assert_eq!(fts_find(&c, &needle), vec![1], "{:?} in {:?}", needle, text);
-            }
-        }
-    }
 }
