@@ -442,6 +442,14 @@ pub fn render(r: &ImapReport) -> String {
     out
 }
 
+/// `word` without its first and last letters (at least three kept).
+fn infix(word: &str) -> String {
+    if word.len() < 5 {
+        return word.to_string();
+    }
+    word[1..word.len() - 1].to_string()
+}
+
 /// Runs the workload and returns its report without printing it.
 pub async fn execute(args: ImapArgs) -> anyhow::Result<ImapReport> {
     let server = resolve(&args.server).await?;
@@ -502,6 +510,25 @@ pub async fn execute(args: ImapArgs) -> anyhow::Result<ImapReport> {
             "text-25%",
             format!("SEARCH TEXT {}", quoted(&corpus.spec().markers[1].word)),
             expect(corpus.marker_count(1)),
+        ),
+        // Substrings (RFC 3501 §6.4.4): the 1% marker without its ends,
+        // so a word index alone finds nothing; and two words of it with
+        // the space between. Other words may hold them: no expected count.
+        (
+            "text-infix",
+            format!(
+                "SEARCH TEXT {}",
+                quoted(&infix(&corpus.spec().markers[0].word))
+            ),
+            None,
+        ),
+        (
+            "body-2char",
+            format!(
+                "SEARCH BODY {}",
+                quoted(&corpus.spec().markers[1].word[..2])
+            ),
+            None,
         ),
         (
             "from",

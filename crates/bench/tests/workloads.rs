@@ -351,6 +351,8 @@ fn seven_requests(imap: &str) {
             "headers",
             "text-1%",
             "text-25%",
+            "text-infix",
+            "body-2char",
             "from",
             "date",
             "expunge-1%",
@@ -358,12 +360,18 @@ fn seven_requests(imap: &str) {
         ]
     );
     for q in requests {
-        assert_eq!(at(q, "got"), at(q, "expected"), "{q:#}");
+        // Substring rows have no expected count.
+        if !q["expected"].is_null() {
+            assert_eq!(at(q, "got"), at(q, "expected"), "{q:#}");
+        }
     }
     assert_eq!(at(&requests[1], "got"), 3.0);
     assert_eq!(at(&requests[2], "got"), 75.0);
-    assert_eq!(at(&requests[5], "got"), 3.0);
-    assert_eq!(at(&requests[6], "got"), 59.0);
+    // Every message with the 1% word holds its middle, and others may.
+    assert!(at(&requests[3], "got") >= 3.0, "{:#}", requests[3]);
+    assert!(at(&requests[4], "got") >= 75.0, "{:#}", requests[4]);
+    assert_eq!(at(&requests[7], "got"), 3.0);
+    assert_eq!(at(&requests[8], "got"), 59.0);
     assert_eq!(requests[0]["warm_ms"].as_array().unwrap().len(), 2);
     let c = &r["concurrent"];
     assert!(at(c, "ops_per_s") > 0.0);
@@ -392,7 +400,9 @@ fn imap_cold_runs_restart_through_the_command() {
     ]);
     for q in r["requests"].as_array().unwrap() {
         assert!(q["cold_ms"].as_f64().is_some(), "{q:#}");
-        assert_eq!(at(q, "got"), at(q, "expected"));
+        if !q["expected"].is_null() {
+            assert_eq!(at(q, "got"), at(q, "expected"));
+        }
     }
 }
 

@@ -82,7 +82,13 @@ async fn main() {
     time_search(&store, inbox, "TEXT alo", SearchKey::Text("alo".into())).await;
     time_search(&store, inbox, "BODY lindq", SearchKey::Body("lindq".into())).await;
     time_search(&store, inbox, "BODY k", SearchKey::Body("k".into())).await;
-    time_search(&store, inbox, "TEXT \"lo, mi\"", SearchKey::Text("lo, mi".into())).await;
+    time_search(
+        &store,
+        inbox,
+        "TEXT \"lo, mi\"",
+        SearchKey::Text("lo, mi".into()),
+    )
+    .await;
     time_search(&store, inbox, "TEXT zzqq", SearchKey::Text("zzqq".into())).await;
 
     let uids: Vec<Uid> = store

@@ -302,8 +302,13 @@ fn substring_needle() -> impl Strategy<Value = String> {
 
 /// A cut of some WORDS joined by spaces, in any case.
 fn text_cut() -> impl Strategy<Value = String> {
-    (vec(0..WORDS.len(), 1..4), 0usize..30, 0usize..12, any::<bool>()).prop_map(
-        |(words, start, len, upper)| {
+    (
+        vec(0..WORDS.len(), 1..4),
+        0usize..30,
+        0usize..12,
+        any::<bool>(),
+    )
+        .prop_map(|(words, start, len, upper)| {
             let text: Vec<char> = words
                 .iter()
                 .map(|&i| WORDS[i])
@@ -314,8 +319,7 @@ fn text_cut() -> impl Strategy<Value = String> {
             let start = start % text.len();
             let end = (start + len).min(text.len());
             case_variant(&text[start..end].iter().collect::<String>(), upper)
-        },
-    )
+        })
 }
 
 fn text_query() -> impl Strategy<Value = String> {
@@ -393,7 +397,6 @@ fn key() -> impl Strategy<Value = SearchKey> {
         ]
     })
 }
-
 
 fn day_of(t: i64) -> i64 {
     t.div_euclid(86_400)

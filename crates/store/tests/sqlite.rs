@@ -1531,8 +1531,13 @@ async fn text_and_body_find_any_substring_of_the_text() {
     assert_eq!(found(&store, mbox, text("ZÜRICH")).await, [1, 2]);
     assert!(found(&store, mbox, body("zurich")).await.is_empty());
     // Thai, written without spaces: any run of its characters, in order.
-    assert_eq!(found(&store, mbox, body("\u{e27}\u{e31}\u{e2a}")).await, [2]);
-    assert!(found(&store, mbox, body("\u{e14}\u{e35}\u{e2a}")).await.is_empty());
+    assert_eq!(
+        found(&store, mbox, body("\u{e27}\u{e31}\u{e2a}")).await,
+        [2]
+    );
+    assert!(found(&store, mbox, body("\u{e14}\u{e35}\u{e2a}"))
+        .await
+        .is_empty());
     // No word in the needle at all: punctuation is looked for as such.
     assert_eq!(found(&store, mbox, body("--")).await, [4]);
     assert_eq!(found(&store, mbox, text(" ")).await, [1, 2, 3, 4]);
@@ -1581,7 +1586,10 @@ async fn an_index_file_made_before_the_terms_finds_substrings_after_reopening() 
     drop(c);
     let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
     let mbox = inbox(&store, "a@example.org").await;
-    assert_eq!(found(&store, mbox, SearchKey::Body("ayst".into())).await, [1]);
+    assert_eq!(
+        found(&store, mbox, SearchKey::Body("ayst".into())).await,
+        [1]
+    );
     assert!(found(&store, mbox, SearchKey::Body("aystacks".into()))
         .await
         .is_empty());

@@ -380,10 +380,12 @@ mod tests {
         let mut many: Vec<(Uid, Uid)> = (0..18).map(|i| (100 + 2 * i, 100 + 2 * i)).collect();
         many.push((5, 5));
         many.push((u32::MAX, 2_147_483_648));
-        assert!(compile(1, &SearchKey::Uids(many.clone()), &TextMatches::default())
-            .unwrap()
-            .sql
-            .contains("rarray"));
+        assert!(
+            compile(1, &SearchKey::Uids(many.clone()), &TextMatches::default())
+                .unwrap()
+                .sql
+                .contains("rarray")
+        );
         let expected = vec![5, 2_147_483_648, u32::MAX];
         assert_eq!(run(many), expected);
         assert_eq!(run(vec![(5, 5), (2_147_483_648, u32::MAX)]), expected);
@@ -472,7 +474,9 @@ mod tests {
         for _ in 0..200 {
             key = SearchKey::Not(Box::new(key));
         }
-        assert!(matches!(compile(1, &key, &TextMatches::default()), Err(StoreError::Invalid(_))));
+        assert!(matches!(
+            compile(1, &key, &TextMatches::default()),
+            Err(StoreError::Invalid(_))
+        ));
     }
-
 }

@@ -288,6 +288,19 @@ impl<'c> Search<'c> {
             }
             in_run = is_word_char(c);
         }
+        let chars = || needle.chars();
+        let open_start = chars().next().is_some_and(is_word_char);
+        let open_end = chars().next_back().is_some_and(is_word_char);
+        if needle.is_ascii() {
+            // The tokenizer's words of ASCII text are its runs of letters
+            // and digits, lower-cased: no table needed (most needles).
+            return Ok(Words {
+                one_word: runs.len() == 1 && chars().all(is_word_char),
+                open_start,
+                open_end,
+                words: runs.iter().map(|r| r.to_ascii_lowercase()).collect(),
+            });
+        }
         let c = self.c;
         c.execute_batch(
             r#"CREATE VIRTUAL TABLE IF NOT EXISTS temp.needle USING fts5(
@@ -306,11 +319,10 @@ impl<'c> Search<'c> {
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         c.execute("INSERT INTO temp.needle (needle) VALUES ('delete-all')", [])?;
-        let chars = || needle.chars();
         Ok(Words {
             one_word: words.len() == 1 && runs.len() == 1 && chars().all(is_word_char),
-            open_start: chars().next().is_some_and(is_word_char),
-            open_end: chars().next_back().is_some_and(is_word_char),
+            open_start,
+            open_end,
             words,
         })
     }
@@ -499,6 +511,13 @@ mod tests {
         assert_eq!(w.words, ["日", "本", "語"]);
         assert!(!w.one_word && w.open_start && w.open_end);
         assert!(words("-- ").words.is_empty());
+        // ASCII needles skip the table: the same words as through it.
+        let through_table = |n: &str| words(&format!("{n}\u{e9}")).words;
+        for n in ["Hello, WOR", "a_b-c9 x", "x\u{7f}y", "ab\tcd"] {
+            let mut want = words(n).words;
+            want.last_mut().unwrap().push('e');
+            assert_eq!(through_table(n), want, "{n:?}");
+        }
         // A combining mark stays with its letter.
         assert_eq!(words("e\u{301}cole").words, ["ecole"]);
     }
