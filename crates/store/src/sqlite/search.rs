@@ -266,8 +266,12 @@ impl Compiler<'_> {
                     .push_str("m.blob_id IN (SELECT rowid FROM fts WHERE fts MATCH ?)");
                 self.param(query.clone());
             }
+            Some(Found::Blobs(blobs)) if blobs.is_empty() => self.sql.push('0'),
             Some(Found::Blobs(blobs)) => {
-                self.sql.push_str("m.blob_id IN rarray(?)");
+                // As a subquery: read once into a temporary index. As
+                // `IN rarray(?)` SQLite consulted the array for each
+                // message of the mailbox (1.1 ms for 21,282, found or not).
+                self.sql.push_str("m.blob_id IN (SELECT value FROM rarray(?))");
                 self.param(Rc::clone(blobs));
             }
             None => return Err(StoreError::Invalid("text search not resolved".into())),
