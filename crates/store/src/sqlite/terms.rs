@@ -41,7 +41,7 @@ pub(crate) const CREATE_TERMS: &str = r#"
     ) STRICT;
     CREATE VIRTUAL TABLE IF NOT EXISTS main.term_grams USING fts5(
         term, content = 'terms', content_rowid = 'id',
-        tokenize = 'trigram case_sensitive 1', detail = 'none'
+        tokenize = 'trigram case_sensitive 1', detail = 'none', columnsize = 0
     );
 "#;
 
