@@ -1594,3 +1594,37 @@ async fn an_index_file_made_before_the_terms_finds_substrings_after_reopening() 
         .await
         .is_empty());
 }
+
+#[tokio::test]
+async fn many_matches_are_found_by_a_pass_over_the_mailbox_few_by_uid() {
+    let (_dir, store, mbox) = open_with_account().await;
+    // "body" is in all 1,200 (more than are looked up one by one), a
+    // 7 in a few hundred.
+    deliver_n(&store, mbox, 1200).await;
+    let other = store.create_mailbox(1, "Other", None).await.unwrap().id;
+    deliver_n(&store, other, 30).await;
+    let all: Vec<u32> = (1..=1200).collect();
+    assert_eq!(
+        found(&store, mbox, SearchKey::Body("ODY".into())).await,
+        all
+    );
+    // Numbers with a 7 in them, less those of subjects starting "m7".
+    let key = SearchKey::And(vec![
+        SearchKey::Body("7".into()),
+        SearchKey::Not(Box::new(SearchKey::Text("m7".into()))),
+    ]);
+    let got = found(&store, mbox, key).await;
+    let want: Vec<u32> = (1..=1200u32)
+        .filter(|u| {
+            let i = (u - 1).to_string();
+            i.contains('7') && !i.starts_with('7')
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        found(&store, other, SearchKey::Body("ody 2".into()))
+            .await
+            .len(),
+        11
+    );
+}

@@ -53,13 +53,18 @@ const FIRST_WORD_TERMS: usize = 32;
 /// are checked against their text instead.
 const TERMS_READ: usize = 2048;
 
+/// Most matching messages looked up one by one (by blob) to hand SEARCH
+/// their UIDs, which it then reads directly; more are matched by a pass
+/// over the mailbox (about 1 ms for 21,282 messages).
+const UID_LOOKUP: usize = 1024;
+
 /// What a TEXT or BODY key matches in the searched mailbox.
 pub(crate) enum Found {
     /// Every message (the empty string).
     All,
-    /// Rows of the index matching this FTS5 query.
-    Query(String),
-    /// These blobs.
+    /// The messages with these UIDs (a few).
+    Uids(Rc<Vec<Value>>),
+    /// The messages holding these blobs (many, or none).
     Blobs(Rc<Vec<Value>>),
 }
 
@@ -253,14 +258,14 @@ impl<'c> Search<'c> {
                 return self.blobs(Vec::new());
             }
             if terms.len() <= OR_TERMS {
-                return Ok(Found::Query(self.any_of(&terms)));
+                return self.blobs(self.index_rows(&self.any_of(&terms))?);
             }
             let (mut found, unread) = self.union(&terms)?;
             found.extend(self.checked(unread, &matcher)?);
             return self.blobs(found);
         }
         let candidates = match self.phrase(&words)? {
-            Phrase::Query(query) => self.query_blobs(&query)?,
+            Phrase::Query(query) => self.in_mailbox(self.index_rows(&query)?)?,
             Phrase::NoMatch => Vec::new(),
             Phrase::TooMany => {
                 // One word with punctuation, in too many terms for a query.
@@ -420,15 +425,33 @@ impl<'c> Search<'c> {
             .collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// The mailbox's blobs whose index rows match `query`.
-    fn query_blobs(&self, query: &str) -> Result<Vec<BlobId>> {
+    /// The index rows (blobs of any mailbox) matching `query`.
+    fn index_rows(&self, query: &str) -> Result<Vec<BlobId>> {
         Ok(self
             .c
-            .prepare_cached(
-                "SELECT blob_id FROM messages WHERE mailbox_id = ?1
-                 AND blob_id IN (SELECT rowid FROM fts WHERE fts MATCH ?2)",
-            )?
-            .query_map(rusqlite::params![self.mailbox, query], |r| r.get(0))?
+            .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1")?
+            .query_map([query], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Those of `blobs` that messages of the mailbox hold: looked up one
+    /// by one when they are few, else by a pass over the mailbox.
+    fn in_mailbox(&self, blobs: Vec<BlobId>) -> Result<Vec<BlobId>> {
+        if blobs.is_empty() {
+            return Ok(blobs);
+        }
+        let sql = if blobs.len() <= UID_LOOKUP {
+            "SELECT DISTINCT blob_id FROM messages INDEXED BY messages_blob
+             WHERE blob_id IN (SELECT value FROM rarray(?1)) AND mailbox_id = ?2"
+        } else {
+            "SELECT DISTINCT blob_id FROM messages
+             WHERE mailbox_id = ?2 AND blob_id IN (SELECT value FROM rarray(?1))"
+        };
+        let list = Rc::new(blobs.into_iter().map(Value::Integer).collect::<Vec<_>>());
+        Ok(self
+            .c
+            .prepare_cached(sql)?
+            .query_map(rusqlite::params![list, self.mailbox], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
@@ -474,10 +497,24 @@ impl<'c> Search<'c> {
         Ok(out)
     }
 
+    /// What SEARCH gets for the messages holding `blobs`: their UIDs when
+    /// they are few, so it reads just those messages.
     fn blobs(&self, blobs: Vec<BlobId>) -> Result<Found> {
-        Ok(Found::Blobs(Rc::new(
-            blobs.into_iter().map(Value::Integer).collect(),
-        )))
+        let list = Rc::new(blobs.into_iter().map(Value::Integer).collect::<Vec<_>>());
+        if list.is_empty() || list.len() > UID_LOOKUP {
+            return Ok(Found::Blobs(list));
+        }
+        let uids = self
+            .c
+            .prepare_cached(
+                "SELECT uid FROM messages INDEXED BY messages_blob
+                 WHERE blob_id IN (SELECT value FROM rarray(?1)) AND mailbox_id = ?2",
+            )?
+            .query_map(rusqlite::params![list, self.mailbox], |r| {
+                r.get::<_, i64>(0).map(Value::Integer)
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(Found::Uids(Rc::new(uids)))
     }
 }
 
