@@ -357,8 +357,13 @@ sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
 dovecot -c $T/dovecot.conf
 EOF
 chmod +x "$T/cold-dovecot.sh"
+# With fts-xapian, Dovecot's first text search after a restart took 229 s
+# in one run and over the client's 300 s in another (the plugin works on
+# its index again): its requests run warm only.
+cold=(--cold-cmd "$T/cold-dovecot.sh")
+[ "${DOVECOT_FTS:-}" = xapian ] && cold=()
 bench peers-imap imap --server "127.0.0.1:$D_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
-    --load "$IMAP_MESSAGES" --repeat 3 --cold-cmd "$T/cold-dovecot.sh"
+    --load "$IMAP_MESSAGES" --repeat 3 "${cold[@]}"
 # Long sessions: clients logged in once for the whole run, a steady mix of
 # FETCH, SEARCH, STORE, SELECT, APPEND and EXPUNGE on what the requests
 # left in the mailbox.

@@ -10,10 +10,10 @@
 //!   message matches when it holds one of them. That is exact: a string
 //!   of letters and digits lies inside one word wherever it occurs, and
 //!   the index holds every word. A few terms become one index query; many
-//!   (a needle of one or two letters) are read term by term, frequent
-//!   terms first, until every message of the mailbox is found, and past
-//!   [`TERMS_READ`] the messages still left are checked against their
-//!   text.
+//!   (a needle of one or two letters) are read [`UNION_TERMS`] at a time,
+//!   frequent terms first, until every message of the mailbox is found,
+//!   and past [`TERMS_READ`] the messages still left are checked against
+//!   their text.
 //! - **Anything else** (several words, punctuation, a script written
 //!   without spaces): the index gives the candidates, a phrase of the
 //!   needle's words where the first may end a longer word and the last
@@ -44,6 +44,9 @@ use crate::segment::spaced;
 /// terms pairwise, so a query of thousands took seconds (a term at a time
 /// takes about 30 µs).
 const OR_TERMS: usize = 64;
+
+/// Terms per index query when many are read.
+const UNION_TERMS: usize = 16;
 
 /// Most expansions of a phrase's first word before it is left out of the
 /// candidate query (its check still holds it).
@@ -467,7 +470,7 @@ impl<'c> Search<'c> {
         let mut stmt = self
             .c
             .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1")?;
-        for group in terms.chunks(OR_TERMS / 4) {
+        for group in terms.chunks(UNION_TERMS) {
             if left.is_empty() {
                 return Ok((found, Vec::new()));
             }
