@@ -1,6 +1,7 @@
 //! SEARCH: a [`SearchKey`] tree compiled into one SQL query over the
-//! mailbox's messages and their blobs. User text only ever travels as
-//! bound parameters; the SQL text is built from fixed pieces.
+//! mailbox's messages and their blobs, its TEXT and BODY keys resolved
+//! first against the full-text index (text_match.rs). User text only ever
+//! travels as bound parameters; the SQL text is built from fixed pieces.
 //!
 //! The matching rules are documented on [`crate::Store::search`].
 
