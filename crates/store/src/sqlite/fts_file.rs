@@ -50,19 +50,31 @@ pub(crate) const INDEX_FILE: &str = "fts.db";
 /// Name under which a connection to the main database attaches the index.
 pub(crate) const INDEX_SCHEMA: &str = "fts_index";
 
+/// The index's tokenizer, as an FTS5 `tokenize` option. The scratch
+/// tables that cut new words (terms.rs) and needles (text_match.rs) into
+/// the index's terms must use the very same.
+macro_rules! index_tokenizer {
+    () => {
+        r#"tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'""#
+    };
+}
+pub(crate) use index_tokenizer;
+
 /// The index table: subject, addresses and header, body text; rowid is
 /// the blob id. Contentless: it keeps no copy of the text.
-const CREATE_FTS: &str = r#"
-    CREATE VIRTUAL TABLE IF NOT EXISTS main.fts USING fts5(
+const CREATE_FTS: &str = concat!(
+    "CREATE VIRTUAL TABLE IF NOT EXISTS main.fts USING fts5(
         subject, addresses, body,
-        content = '', contentless_delete = 1,
-        tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
+        content = '', contentless_delete = 1, ",
+    index_tokenizer!(),
+    r#"
     );
     CREATE TABLE IF NOT EXISTS main.index_meta (
         key TEXT PRIMARY KEY,
         value INTEGER NOT NULL
     ) STRICT;
-"#;
+"#
+);
 
 /// How FTS5 merges the index's segments, set on the table (FTS5 keeps it
 /// in `fts_config`).

@@ -27,10 +27,11 @@
 //! word index, so it costs a few bytes, never a wrong answer.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher, Hasher};
 
 use rusqlite::{Connection, OptionalExtension};
 
+use super::fts_file::index_tokenizer;
 use crate::error::Result;
 
 /// The terms and their trigram index, in the index file.
@@ -47,13 +48,13 @@ pub(crate) const CREATE_TERMS: &str = r#"
 
 /// The scratch table new words are tokenized in, on the writer's
 /// connection; the same tokenizer as the index table (fts_file.rs).
-const CREATE_FRESH: &str = r#"
-    CREATE VIRTUAL TABLE IF NOT EXISTS temp.fresh USING fts5(
-        t, content = '', detail = 'none', columnsize = 0,
-        tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
-    );
-    CREATE VIRTUAL TABLE IF NOT EXISTS temp.fresh_terms USING fts5vocab(temp, fresh, 'row');
-"#;
+const CREATE_FRESH: &str = concat!(
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fresh USING fts5(
+        t, content = '', detail = 'none', columnsize = 0, ",
+    index_tokenizer!(),
+    ");
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.fresh_terms USING fts5vocab(temp, fresh, 'row');"
+);
 
 /// `index_meta` key set once `terms` holds every term of the index.
 const COMPLETE: &str = "terms_complete";
@@ -101,19 +102,10 @@ pub(crate) struct SeenWords {
     hashes: HashSet<u64, Fixed>,
 }
 
-/// One fixed hash function: the set is never exposed to words an attacker
-/// could aim at it (a collision only means a word tokenized again, or, at
-/// one chance in 2^64, a term missed).
-#[derive(Default, Clone, Copy)]
-struct Fixed;
-
-impl BuildHasher for Fixed {
-    type Hasher = std::collections::hash_map::DefaultHasher;
-
-    fn build_hasher(&self) -> Self::Hasher {
-        std::collections::hash_map::DefaultHasher::new()
-    }
-}
+/// One fixed hash function, not a random one per set: the hashes are
+/// compared across jobs (a collision only means a word tokenized again,
+/// or, at one chance in 2^64, a term missed).
+type Fixed = BuildHasherDefault<DefaultHasher>;
 
 impl SeenWords {
     /// The raw words of `texts` not seen before, joined by spaces; notes
@@ -125,7 +117,7 @@ impl SeenWords {
         let mut out = String::new();
         for text in texts {
             for word in text.split_ascii_whitespace() {
-                let mut h = Fixed.build_hasher();
+                let mut h = Fixed::default().build_hasher();
                 h.write(word.as_bytes());
                 if self.hashes.insert(h.finish()) {
                     out.push_str(word);

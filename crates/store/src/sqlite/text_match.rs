@@ -36,6 +36,7 @@ use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
 use super::fts_batch::{text_from_chunks, FtsText};
+use super::fts_file::index_tokenizer;
 use crate::error::Result;
 use crate::model::{BlobId, MailboxId, SearchKey};
 use crate::segment::spaced;
@@ -222,8 +223,9 @@ enum Phrase {
     Query(String),
     /// The first word is in no term: nothing matches.
     NoMatch,
-    /// One word with punctuation, in too many terms for one query.
-    TooMany,
+    /// One word with punctuation, in too many terms (these) for one
+    /// query.
+    TooMany(Vec<String>),
 }
 
 /// One search's view of the index.
@@ -270,9 +272,7 @@ impl<'c> Search<'c> {
         let candidates = match self.phrase(&words)? {
             Phrase::Query(query) => self.in_mailbox(self.index_rows(&query)?)?,
             Phrase::NoMatch => Vec::new(),
-            Phrase::TooMany => {
-                // One word with punctuation, in too many terms for a query.
-                let terms = self.terms(&words.words[0], Holds::Anywhere)?;
+            Phrase::TooMany(terms) => {
                 let (mut found, unread) = self.union(&terms)?;
                 found.extend(unread);
                 found
@@ -310,14 +310,13 @@ impl<'c> Search<'c> {
             });
         }
         let c = self.c;
-        c.execute_batch(
-            r#"CREATE VIRTUAL TABLE IF NOT EXISTS temp.needle USING fts5(
-                   t, content = '',
-                   tokenize = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
-               );
-               CREATE VIRTUAL TABLE IF NOT EXISTS temp.needle_words
-                   USING fts5vocab(temp, needle, 'instance');"#,
-        )?;
+        c.execute_batch(concat!(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.needle USING fts5(t, content = '', ",
+            index_tokenizer!(),
+            ");
+             CREATE VIRTUAL TABLE IF NOT EXISTS temp.needle_words
+                 USING fts5vocab(temp, needle, 'instance');"
+        ))?;
         let mut insert = c.prepare_cached("INSERT INTO temp.needle (rowid, t) VALUES (?1, ?2)")?;
         for (i, run) in runs.iter().enumerate() {
             insert.execute(rusqlite::params![i as i64 + 1, spaced(run).as_ref()])?;
@@ -401,7 +400,7 @@ impl<'c> Search<'c> {
                 }
                 if terms.len() > FIRST_WORD_TERMS {
                     if rest.is_empty() {
-                        return Ok(Phrase::TooMany);
+                        return Ok(Phrase::TooMany(terms));
                     }
                     return Ok(Phrase::Query(self.in_column(&rest.join(" + "))));
                 }
