@@ -55,7 +55,7 @@ if [ "$PIN" = 1 ]; then
   server=(taskset -c 0) scanner=(taskset -c 1)
 fi
 P_SMTP=24525 X_SMTP=24526 D_POP3=24110 X_POP3=24111
-A_SMTP=24527 AM_IN=24524 AM_OUT=24528 U_SMTP=24529
+A_SMTP=24527 AM_IN=24524 AM_OUT=24528 U_SMTP=24529 R_SMTP=24530
 
 die() { printf 'proxy.sh: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root"
@@ -72,6 +72,7 @@ cleanup() {
   set +e
   [ -n "${proxy_pid:-}" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
   [ -n "${unscanned_pid:-}" ] && kill "$unscanned_pid" 2>/dev/null && wait "$unscanned_pid" 2>/dev/null
+  [ -n "${noreuse_pid:-}" ] && kill "$noreuse_pid" 2>/dev/null && wait "$noreuse_pid" 2>/dev/null
   postfix -c "$dir/postfix" stop >/dev/null 2>&1 || true
   [ -n "${dovecot_pid:-}" ] && kill "$dovecot_pid" 2>/dev/null && wait "$dovecot_pid" 2>/dev/null
   [ -f "$dir/amavis/amavisd.pid" ] && kill "$(cat "$dir/amavis/amavisd.pid")" 2>/dev/null
@@ -182,6 +183,25 @@ max_connections_per_ip = 1000
 CF
 "${scanner[@]}" "$SLUICE" proxy --config "$dir/unscanned.toml" 2> "$dir/unscanned.log" &
 unscanned_pid=$!
+# The scanning proxy again, with a new upstream connection for every
+# client session (upstream_reuse off): what keeping them open saves.
+cat > "$dir/noreuse.toml" <<CF
+hostname = "proxy.example.org"
+data_dir = "$dir/data-noreuse"
+[log]
+level = "warn"
+[scan]
+databases = ["$dir/db"]
+[[proxy]]
+protocol = "smtp"
+listen = "127.0.0.1:$R_SMTP"
+upstream = "127.0.0.1:$P_SMTP"
+tls = "none"
+max_connections_per_ip = 1000
+upstream_reuse = false
+CF
+"${scanner[@]}" "$SLUICE" proxy --config "$dir/noreuse.toml" 2> "$dir/noreuse.log" &
+noreuse_pid=$!
 
 wait_port() {
   for _ in $(seq 100); do
@@ -193,6 +213,7 @@ wait_port() {
 wait_port "$P_SMTP"
 wait_port "$X_SMTP"
 wait_port "$U_SMTP"
+wait_port "$R_SMTP"
 
 if [ "$AMAVIS" = 1 ]; then
   mkdir -p "$dir/clamd" "$dir/amavis/tmp" "$dir/amavis/db" "$dir/amavis/var"
@@ -288,8 +309,8 @@ run() {
   echo "$3 / ($end - $start)" | bc -l
 }
 
-ports=("$P_SMTP" "$X_SMTP" "$U_SMTP")
-names=("direct to Postfix" "through sluice proxy" "  the same, scan off")
+ports=("$P_SMTP" "$X_SMTP" "$U_SMTP" "$R_SMTP")
+names=("direct to Postfix" "through sluice proxy" "  the same, scan off" "  the same, no reuse")
 if [ "$AMAVIS" = 1 ]; then
   ports+=("$A_SMTP")
   names+=("Postfix+amavisd+clamd")

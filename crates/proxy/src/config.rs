@@ -105,6 +105,12 @@ pub struct ProxyConfig {
     /// Seconds to connect to the upstream (and finish its TLS handshake).
     #[serde(default = "connect_timeout")]
     pub connect_timeout_secs: u64,
+    /// SMTP: keep an upstream connection open after a client session that
+    /// ended cleanly, for the next client (default true; pool.rs says
+    /// when one is kept). Never with `xclient`, `proxy-v2` or
+    /// `original-destination`.
+    #[serde(default = "yes")]
+    pub upstream_reuse: bool,
 }
 
 fn yes() -> bool {
@@ -174,6 +180,17 @@ impl ProxyConfig {
         Ok(())
     }
 
+    /// Whether client sessions may share upstream connections, one
+    /// after another: SMTP only, and not when the connection speaks for
+    /// one client (XCLIENT, the PROXY header) or goes where one client
+    /// was going.
+    pub fn reuses_upstream(&self) -> bool {
+        self.upstream_reuse
+            && self.protocol == Protocol::Smtp
+            && self.client_address == ClientAddress::None
+            && !self.transparent()
+    }
+
     /// Whether connections go to their original destination (after a
     /// firewall redirect) instead of one configured upstream.
     pub fn transparent(&self) -> bool {
@@ -212,6 +229,7 @@ mod tests {
         assert_eq!(c.upstream_tls, UpstreamTls::None);
         assert_eq!(c.client_address, ClientAddress::None);
         assert!(c.upstream_verify);
+        assert!(c.reuses_upstream());
         assert_eq!(c.upstream_host(), Some("127.0.0.1"));
         let c = parse(
             "protocol = \"pop3\"\nlisten = \"127.0.0.1:1110\"\nupstream = \"[::1]:110\"\nclient_address = \"proxy-v2\"\nupstream_tls = \"implicit\"\n",
@@ -219,6 +237,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.upstream_host(), Some("::1"));
         assert_eq!(c.client_address, ClientAddress::ProxyV2);
+        assert!(!c.reuses_upstream());
         assert!(!c.transparent());
         let c = parse(
             "protocol = \"smtp\"\nlisten = \"0.0.0.0:10025\"\nupstream = \"original-destination\"\n",

@@ -17,6 +17,7 @@
 mod config;
 #[doc(hidden)]
 pub mod fuzzing;
+mod pool;
 mod pop3;
 mod proxy_v2;
 mod smtp;
@@ -158,6 +159,14 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {
                 b"-ERR [SYS/TEMP] Too many connections, try again later\r\n",
             ),
         };
+    let pool = ctx.config.reuses_upstream().then(|| {
+        let pool = Arc::new(pool::Pool::default());
+        tokio::spawn(close_idle_upstreams(
+            Arc::clone(&pool),
+            ctx.shutdown.clone(),
+        ));
+        pool
+    });
     let implicit = ctx.config.tls == ClientTls::Implicit;
     let acceptor = Acceptor {
         name,
@@ -169,13 +178,16 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {
     acceptor
         .run(listener, |socket, peer: SocketAddr, guard| {
             let ctx = Arc::clone(&ctx);
+            let pool = pool.clone();
             async move {
                 let _guard = guard;
                 let span = tracing::info_span!("proxy", listener = name, client = %peer);
                 let _ = tracing::Instrument::instrument(
                     async {
                         match ctx.config.protocol {
-                            Protocol::Smtp => smtp::session(&ctx, socket, peer).await,
+                            Protocol::Smtp => {
+                                smtp::session(&ctx, pool.as_deref(), socket, peer).await
+                            }
                             Protocol::Pop3 => pop3::session(&ctx, socket, peer).await,
                         }
                     },
@@ -185,4 +197,16 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {
             }
         })
         .await;
+}
+
+/// Closes kept upstream connections once they have waited long enough,
+/// and all of them when the proxy stops.
+async fn close_idle_upstreams(pool: Arc<pool::Pool>, shutdown: Shutdown) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => pool.close_expired(),
+            _ = shutdown.token.cancelled() => break,
+        }
+    }
+    pool.close_all();
 }

@@ -27,6 +27,7 @@ use net::{DotStuffer, DotUnstuffer, Input, LineEnds, LineError, Stream};
 use tokio::net::TcpStream;
 
 use crate::config::{ClientAddress, ClientTls, UpstreamTls};
+use crate::pool::{Kept, Lease, Pool};
 use crate::upstream::{Route, Upstream, UpstreamError};
 use crate::Context;
 
@@ -88,6 +89,7 @@ impl Upstream {
                 return Err(UpstreamError::TooLong);
             }
             if !more {
+                self.refused |= code >= 400;
                 return Ok(Reply { code, raw });
             }
         }
@@ -232,6 +234,17 @@ struct Session<'a> {
     client: Stream,
     input: Input,
     up: Option<Upstream>,
+    /// What is known of `up`, to keep it for another client.
+    lease: Lease,
+    /// Where clean upstream connections wait for the next client; `None`
+    /// when the entry does not reuse them.
+    pool: Option<&'a Pool>,
+    /// `up` came from the pool and has not answered yet: if it turns out
+    /// closed at the first command, a new connection takes over.
+    unproven: bool,
+    /// The client tried AUTH: the upstream connection keeps what came of
+    /// it, so it is not kept for another client.
+    auth_tried: bool,
     route: Route,
     timeout: Duration,
     client_tls: bool,
@@ -247,7 +260,12 @@ struct Session<'a> {
 }
 
 /// Runs one proxied SMTP connection.
-pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) {
+pub(crate) async fn session(
+    ctx: &Context,
+    pool: Option<&Pool>,
+    socket: TcpStream,
+    peer: SocketAddr,
+) {
     let route = Route::of(ctx, &socket, peer);
     let timeout = ctx.timeout();
     let implicit = ctx.client_tls(ClientTls::Implicit);
@@ -255,12 +273,12 @@ pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) 
         return;
     };
     let opened = match route {
-        Ok(route) => open_upstream(ctx, &route)
+        Ok(route) => upstream_for(ctx, pool, &route)
             .await
-            .map(|(up, greeting)| (up, greeting, route)),
+            .map(|(kept, greeting, reused)| (kept, greeting, reused, route)),
         Err(e) => Err(e),
     };
-    let (up, greeting, route) = match opened {
+    let (kept, greeting, reused, route) = match opened {
         Ok(opened) => opened,
         Err(e) => {
             tracing::warn!(upstream = %ctx.config.upstream, error = %e, "upstream unavailable");
@@ -279,7 +297,11 @@ pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) 
         ctx,
         client,
         input: Input::new(CLIENT_BUFFER),
-        up: Some(up),
+        up: Some(kept.up),
+        lease: kept.lease,
+        pool,
+        unproven: reused,
+        auth_tried: false,
         route,
         timeout,
         client_tls: implicit.is_some(),
@@ -290,6 +312,26 @@ pub(crate) async fn session(ctx: &Context, socket: TcpStream, peer: SocketAddr) 
         bdat: None,
     };
     s.run().await;
+}
+
+/// An upstream connection for a new client: a kept one when the pool has
+/// one, else a new one. Returns it, the greeting the client should see,
+/// and whether it was kept from an earlier client.
+async fn upstream_for(
+    ctx: &Context,
+    pool: Option<&Pool>,
+    route: &Route,
+) -> Result<(Kept, Reply, bool), UpstreamError> {
+    if let Some(kept) = pool.and_then(Pool::take) {
+        let greeting = Reply {
+            code: 220,
+            raw: kept.lease.greeting.clone(),
+        };
+        return Ok((kept, greeting, true));
+    }
+    let (up, greeting) = open_upstream(ctx, route).await?;
+    let lease = Lease::new(greeting.raw.clone());
+    Ok((Kept { up, lease }, greeting, false))
 }
 
 /// Connects to the upstream, sets up TLS and XCLIENT as configured, and
@@ -409,6 +451,7 @@ impl Session<'_> {
     /// Handles one command (or a pipelined group).
     async fn step(&mut self) -> Result<(), End> {
         let line = self.client_line().await?;
+        let unproven = std::mem::take(&mut self.unproven);
         if self.up.is_none() {
             // A refused message ended an authenticated upstream session.
             self.reply("421 4.3.0 Closing connection after the refused message")
@@ -419,7 +462,11 @@ impl Session<'_> {
         match v.as_str() {
             "STARTTLS" => self.starttls().await,
             "EHLO" | "HELO" => {
-                let reply = self.command(&line).await?;
+                let reply = if unproven {
+                    self.command_or_reopen(&line).await?
+                } else {
+                    self.command(&line).await?
+                };
                 self.helo = Some(line);
                 self.sender.clear();
                 self.recipients = 0;
@@ -437,6 +484,14 @@ impl Session<'_> {
             "DATA" => self.data(&line).await,
             "BDAT" => self.bdat(&line).await,
             "QUIT" => {
+                if let Some(kept) = self.reusable() {
+                    // The upstream's session stays open for the next client.
+                    let _ = self.reply("221 2.0.0 Bye").await;
+                    if let Some(pool) = self.pool {
+                        pool.put(kept);
+                    }
+                    return Err(End);
+                }
                 let reply = self.command(&line).await?;
                 let _ = self.send(&reply.raw).await;
                 Err(End)
@@ -449,6 +504,49 @@ impl Session<'_> {
                 self.send(&reply.raw).await
             }
         }
+    }
+
+    /// The upstream connection, for the pool, if the session leaves it as
+    /// a new client may find it: nothing refused, no AUTH tried, no
+    /// transaction open.
+    fn reusable(&mut self) -> Option<Kept> {
+        self.pool?;
+        let clean = self.up.as_ref().is_some_and(|up| !up.refused);
+        if !clean || self.auth_tried || !self.sender.is_empty() || self.bdat.is_some() {
+            return None;
+        }
+        let up = self.up.take()?;
+        let lease = std::mem::replace(&mut self.lease, Lease::new(Vec::new()));
+        Some(Kept { up, lease })
+    }
+
+    /// The first command on a kept connection: if the upstream closed it
+    /// meanwhile (it may time out idle sessions), a new connection is
+    /// opened and the command sent there; the client sees no difference.
+    async fn command_or_reopen(&mut self, line: &[u8]) -> Result<Reply, End> {
+        let up = self.up.as_mut().ok_or(End)?;
+        match up.command(line).await {
+            Ok(r) => Ok(r),
+            Err(UpstreamError::Closed) => {
+                tracing::debug!("a kept upstream connection had closed: opening a new one");
+                if let Err(e) = self.open_fresh().await {
+                    return Err(self.upstream_failed(e).await);
+                }
+                self.command(line).await
+            }
+            Err(e) => Err(self.upstream_failed(e).await),
+        }
+    }
+
+    /// Replaces the upstream connection with a new one, greeted.
+    async fn open_fresh(&mut self) -> Result<(), UpstreamError> {
+        let (up, greeting) = open_upstream(self.ctx, &self.route).await?;
+        if greeting.code != 220 {
+            return Err(UpstreamError::Refused(lossy(&greeting.raw)));
+        }
+        self.up = Some(up);
+        self.lease = Lease::new(greeting.raw);
+        Ok(())
     }
 
     /// Sends a command upstream and reads the reply; an upstream failure
@@ -526,6 +624,7 @@ impl Session<'_> {
 
     /// AUTH passes through, challenge by challenge (RFC 4954 §4).
     async fn auth(&mut self, line: &[u8]) -> Result<(), End> {
+        self.auth_tried = true;
         let mut reply = self.command(line).await?;
         while reply.code == 334 {
             self.send(&reply.raw).await?;
@@ -539,10 +638,35 @@ impl Session<'_> {
     }
 
     async fn data(&mut self, line: &[u8]) -> Result<(), End> {
-        let reply = self.command(line).await?;
-        self.send(&reply.raw).await?;
+        if self.recipients == 0 {
+            // The upstream's refusal (no valid recipients) is the answer.
+            let reply = self.command(line).await?;
+            return self.send(&reply.raw).await;
+        }
+        // With a recipient accepted, the upstream's 354 is all but
+        // certain: the client is told to go ahead at once, which saves it
+        // a round trip through the proxy, and the upstream's answer is
+        // read while the text starts to come in. Should the upstream
+        // refuse after all, the text is read and dropped, and the refusal
+        // answers its end: the client learns the message was not taken,
+        // as RFC 5321 §4.2.5 lets a server say after the text.
+        let up = self.up.as_mut().ok_or(End)?;
+        if let Err(e) = up.send(line).await {
+            return Err(self.upstream_failed(e).await);
+        }
+        self.reply("354 End data with <CR><LF>.<CR><LF>").await?;
+        let up = self.up.as_mut().ok_or(End)?;
+        let reply = match up.reply().await {
+            Ok(r) => r,
+            Err(e) => return Err(self.upstream_failed(e).await),
+        };
         if reply.code != 354 {
-            return Ok(());
+            if !self.skip_dot_stuffed().await {
+                return Err(End);
+            }
+            self.sender.clear();
+            self.recipients = 0;
+            return self.send(&reply.raw).await;
         }
         let mut txn = Txn::new(self.ctx, &self.sender, self.recipients);
         match self.transfer_dot_stuffed(&mut txn).await {
@@ -560,6 +684,28 @@ impl Session<'_> {
             }
         }
         self.finish(txn, b".\r\n").await
+    }
+
+    /// Reads the DATA text up to the end marker and drops it; false if the
+    /// client went away first.
+    async fn skip_dot_stuffed(&mut self) -> bool {
+        let mut unstuffer = DotUnstuffer::default();
+        let mut text = Vec::with_capacity(CLIENT_BUFFER);
+        loop {
+            if self.input.buffered().is_empty() {
+                let fill = tokio::time::timeout(self.timeout, self.input.fill(&mut self.client));
+                match fill.await {
+                    Ok(Ok(n)) if n > 0 => {}
+                    _ => return false,
+                }
+            }
+            let (used, done) = unstuffer.feed(self.input.buffered(), &mut text);
+            self.input.consume(used);
+            text.clear();
+            if done {
+                return true;
+            }
+        }
     }
 
     /// Reads the DATA text up to the end marker: unstuffed for the scan,
@@ -722,23 +868,17 @@ impl Session<'_> {
         if self.authenticated {
             return Ok(());
         }
-        let (mut up, greeting) = match open_upstream(self.ctx, &self.route).await {
-            Ok(pair) => pair,
-            Err(e) => {
-                tracing::warn!(error = %e, "upstream reconnection failed");
-                return Ok(());
-            }
-        };
-        if greeting.code != 220 {
+        if let Err(e) = self.open_fresh().await {
+            tracing::warn!(error = %e, "upstream reconnection failed");
             return Ok(());
         }
-        if let Some(helo) = &self.helo {
-            match up.command(helo).await {
+        if let Some(helo) = self.helo.clone() {
+            let up = self.up.as_mut().ok_or(End)?;
+            match up.command(&helo).await {
                 Ok(r) if r.code == 250 => {}
-                _ => return Ok(()),
+                _ => self.up = None,
             }
         }
-        self.up = Some(up);
         Ok(())
     }
 }

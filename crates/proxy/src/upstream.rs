@@ -2,6 +2,7 @@
 //! header when configured, TLS (implicit, or after STARTTLS/STLS), and
 //! reading its lines with a timeout.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +44,10 @@ pub(crate) struct Upstream {
     timeout: Duration,
     /// The redirected connection's destination (transparent entries).
     original: Option<SocketAddr>,
+    /// SMTP: the upstream answered something on this connection with 400
+    /// or more. Such a connection is not kept for another client
+    /// (pool.rs): the upstream may count errors per connection.
+    pub refused: bool,
 }
 
 /// Builds the TLS connector an entry asks for; `None` for `upstream_tls = "none"`.
@@ -195,13 +200,8 @@ impl Upstream {
             Ok(Err(e)) => return Err(UpstreamError::Connect(e.to_string())),
             Err(_) => return Err(UpstreamError::Timeout),
         };
-        let _ = tcp.set_nodelay(true);
-        let mut up = Upstream {
-            stream: Box::new(tcp),
-            input: Input::new(LINE),
-            timeout: ctx.timeout(),
-            original: route.original,
-        };
+        let mut up = Upstream::plain(tcp, ctx.timeout());
+        up.original = route.original;
         if c.client_address == ClientAddress::ProxyV2 {
             up.send(&crate::proxy_v2::header(route.client, route.local))
                 .await?;
@@ -210,6 +210,31 @@ impl Upstream {
             up.start_tls(ctx).await?;
         }
         Ok(up)
+    }
+
+    /// A plain TCP connection, nothing sent or read yet.
+    pub fn plain(tcp: TcpStream, timeout: Duration) -> Upstream {
+        let _ = tcp.set_nodelay(true);
+        Upstream {
+            stream: Box::new(tcp),
+            input: Input::new(LINE),
+            timeout,
+            original: None,
+            refused: false,
+        }
+    }
+
+    /// Whether a connection that waited between sessions has been closed,
+    /// or has said something unasked (a timeout notice before closing),
+    /// either of which makes it useless. Looks without waiting.
+    pub fn closed_while_idle(&mut self) -> bool {
+        if !self.input.buffered().is_empty() {
+            return true;
+        }
+        let mut fill = std::pin::pin!(self.input.fill(&mut self.stream));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        // Pending: nothing to read, the connection is open and quiet.
+        fill.as_mut().poll(&mut cx).is_ready()
     }
 
     /// The TLS handshake with the upstream, on the current connection.

@@ -51,16 +51,20 @@ async fn start_proxy_with(
 }
 
 /// An SMTP upstream that answers everything positively and records every
-/// byte it receives, per connection.
+/// byte it receives, per connection. Except: `RCPT TO:<refused@...>` gets
+/// 550, DATA after `MAIL FROM:<nodata@...>` gets 554, and the first `EHLO
+/// vanish` is met by closing the connection.
 async fn smtp_upstream() -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
     let record = Arc::clone(&seen);
+    let vanished = Arc::new(std::sync::atomic::AtomicBool::new(false));
     tokio::spawn(async move {
         loop {
             let (socket, _) = listener.accept().await.unwrap();
             let record = Arc::clone(&record);
+            let vanished = Arc::clone(&vanished);
             let index = {
                 let mut r = record.lock().unwrap();
                 r.push(Vec::new());
@@ -71,6 +75,7 @@ async fn smtp_upstream() -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>) {
                 let mut read = BufReader::new(read);
                 write.write_all(b"220 upstream ESMTP\r\n").await.unwrap();
                 let mut in_data = false;
+                let mut refuse_data = false;
                 loop {
                     let mut line = Vec::new();
                     if read.read_until(b'\n', &mut line).await.unwrap_or(0) == 0 {
@@ -85,13 +90,27 @@ async fn smtp_upstream() -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>) {
                         continue;
                     }
                     let verb = String::from_utf8_lossy(&line).to_ascii_uppercase();
+                    if verb == "EHLO VANISH\r\n"
+                        && !vanished.swap(true, std::sync::atomic::Ordering::SeqCst)
+                    {
+                        return;
+                    }
+                    if verb.starts_with("MAIL FROM:") {
+                        refuse_data = verb.starts_with("MAIL FROM:<NODATA@");
+                    }
                     let reply: &[u8] = if verb.starts_with("EHLO") {
                         b"250-upstream\r\n250-PIPELINING\r\n250-VRFY\r\n250 8BITMIME\r\n"
+                    } else if verb.starts_with("DATA") && refuse_data {
+                        b"554 5.7.1 no data today\r\n"
                     } else if verb.starts_with("DATA") {
                         in_data = true;
                         b"354 go ahead\r\n"
                     } else if verb.starts_with("QUIT") {
                         b"221 bye\r\n"
+                    } else if verb.starts_with("RCPT TO:<REFUSED@") {
+                        b"550 5.1.1 no such user\r\n"
+                    } else if verb.starts_with("AUTH") {
+                        b"235 2.7.0 ok\r\n"
                     } else {
                         b"250 ok\r\n"
                     };
@@ -136,7 +155,10 @@ async fn smtp_upstream_gets_the_stuffed_text_and_no_end_for_a_virus() {
         3,
     )
     .await;
-    assert!(r.ends_with("354 go ahead\r\n"), "{r}");
+    assert!(
+        r.ends_with("354 End data with <CR><LF>.<CR><LF>\r\n"),
+        "{r}"
+    );
     let r = exchange(
         &mut client,
         b"Subject: hi\r\n\r\n..dot\r\nbare\nlf\r\n.\r\n",
@@ -162,9 +184,10 @@ async fn smtp_upstream_gets_the_stuffed_text_and_no_end_for_a_virus() {
         r.starts_with("554 5.7.1 ") && r.contains(scan::EICAR_NAME),
         "{r}"
     );
-    // The session goes on, on a new upstream connection.
+    // The session goes on, on a new upstream connection (which is kept
+    // for the next client: the proxy answers QUIT).
     let r = exchange(&mut client, b"NOOP\r\nQUIT\r\n", 2).await;
-    assert_eq!(r, "250 ok\r\n221 bye\r\n");
+    assert_eq!(r, "250 ok\r\n221 2.0.0 Bye\r\n");
     let seen = seen.lock().unwrap().clone();
     assert_eq!(
         seen.len(),
@@ -381,7 +404,10 @@ async fn a_stalled_upstream_stops_the_client_instead_of_filling_memory() {
         4,
     )
     .await;
-    assert!(r.ends_with("354 go ahead\r\n"), "{r}");
+    assert!(
+        r.ends_with("354 End data with <CR><LF>.<CR><LF>\r\n"),
+        "{r}"
+    );
     const TOTAL: usize = 256 * 1024 * 1024;
     let written = Arc::new(AtomicUsize::new(0));
     let count = Arc::clone(&written);
@@ -416,4 +442,165 @@ async fn a_stalled_upstream_stops_the_client_instead_of_filling_memory() {
     );
     println!("the client was held back after {last} bytes");
     writer.abort();
+}
+
+/// One client session: greeting, EHLO `name`, a message to `rcpt` (or
+/// AUTH first when `auth`), QUIT. Returns the greeting and the replies.
+async fn one_session(proxy: SocketAddr, name: &str, rcpt: &str, auth: bool) -> (String, String) {
+    let mut client = BufReader::new(TcpStream::connect(proxy).await.unwrap());
+    let mut greeting = String::new();
+    client.read_line(&mut greeting).await.unwrap();
+    let mut replies = exchange(&mut client, format!("EHLO {name}\r\n").as_bytes(), 3).await;
+    if auth {
+        replies += &exchange(&mut client, b"AUTH PLAIN AGEAYg==\r\n", 1).await;
+    }
+    let rcpt_reply = exchange(
+        &mut client,
+        format!("MAIL FROM:<a@x>\r\nRCPT TO:<{rcpt}>\r\n").as_bytes(),
+        2,
+    )
+    .await;
+    replies += &rcpt_reply;
+    if rcpt_reply.ends_with("250 ok\r\n") {
+        replies += &exchange(&mut client, b"DATA\r\n", 1).await;
+        replies += &exchange(&mut client, b"Subject: s\r\n\r\nbody\r\n.\r\n", 1).await;
+    } else {
+        replies += &exchange(&mut client, b"RSET\r\n", 1).await;
+    }
+    replies += &exchange(&mut client, b"QUIT\r\n", 1).await;
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), client.read_to_end(&mut rest))
+        .await
+        .expect("the proxy closes after QUIT")
+        .unwrap();
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    (greeting, replies)
+}
+
+fn connection_text(seen: &Arc<Mutex<Vec<Vec<u8>>>>, i: usize) -> String {
+    String::from_utf8_lossy(&seen.lock().unwrap()[i]).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clean_sessions_share_an_upstream_connection_one_after_another() {
+    let (upstream, seen) = smtp_upstream().await;
+    let proxy = start_proxy("smtp", upstream).await;
+    // Two clean sessions: the second is served on the first's connection,
+    // with the upstream's greeting, and the proxy answers both QUITs.
+    for name in ["one", "two"] {
+        let (greeting, replies) = one_session(proxy, name, "b@y", false).await;
+        assert_eq!(greeting, "220 upstream ESMTP\r\n");
+        assert!(replies.contains("250 2.0.0 queued\r\n"), "{replies}");
+        assert!(replies.ends_with("221 2.0.0 Bye\r\n"), "{replies}");
+    }
+    assert_eq!(seen.lock().unwrap().len(), 1, "one upstream connection");
+    let text = connection_text(&seen, 0);
+    assert!(text.starts_with("EHLO one\r\n"), "{text}");
+    assert!(
+        text.contains("\r\n.\r\nEHLO two\r\nMAIL FROM:<a@x>\r\n"),
+        "{text}"
+    );
+    assert!(!text.contains("QUIT"), "{text}");
+
+    // A session the upstream refused something in: its connection is
+    // ended with QUIT, and the next session gets a new one.
+    let (_, replies) = one_session(proxy, "three", "refused@y", false).await;
+    assert!(replies.contains("550 5.1.1"), "{replies}");
+    assert!(
+        replies.ends_with("221 bye\r\n"),
+        "the upstream's own: {replies}"
+    );
+    assert!(connection_text(&seen, 0).ends_with("RSET\r\nQUIT\r\n"));
+    one_session(proxy, "four", "b@y", false).await;
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert!(connection_text(&seen, 1).starts_with("EHLO four\r\n"));
+
+    // After AUTH, the connection is not kept either.
+    let (_, replies) = one_session(proxy, "five", "b@y", true).await;
+    assert!(replies.contains("235 2.7.0"), "{replies}");
+    assert!(replies.ends_with("221 bye\r\n"), "{replies}");
+    one_session(proxy, "six", "b@y", false).await;
+    assert_eq!(seen.lock().unwrap().len(), 3);
+    assert!(connection_text(&seen, 1).contains("EHLO five\r\nAUTH PLAIN"));
+    assert!(connection_text(&seen, 2).starts_with("EHLO six\r\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_connection_found_closed_is_replaced_unseen() {
+    let (upstream, seen) = smtp_upstream().await;
+    let proxy = start_proxy("smtp", upstream).await;
+    one_session(proxy, "one", "b@y", false).await;
+    // The upstream closes the kept connection as the next EHLO reaches
+    // it: a new connection takes the command, and the client sees an
+    // ordinary session.
+    let (greeting, replies) = one_session(proxy, "vanish", "b@y", false).await;
+    assert_eq!(greeting, "220 upstream ESMTP\r\n");
+    assert!(replies.starts_with("250-upstream\r\n"), "{replies}");
+    assert!(replies.contains("250 2.0.0 queued\r\n"), "{replies}");
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert!(connection_text(&seen, 0).ends_with("EHLO vanish\r\n"));
+    assert!(connection_text(&seen, 1).starts_with("EHLO vanish\r\nMAIL FROM:<a@x>"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_upstream_reuse_off_each_session_has_its_connection() {
+    let (upstream, seen) = smtp_upstream().await;
+    let proxy = start_proxy_with(
+        "smtp",
+        upstream,
+        net::Shutdown::default(),
+        "upstream_reuse = false\n",
+    )
+    .await;
+    for name in ["one", "two"] {
+        let (_, replies) = one_session(proxy, name, "b@y", false).await;
+        assert!(replies.ends_with("221 bye\r\n"), "{replies}");
+    }
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert!(connection_text(&seen, 1).ends_with("QUIT\r\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_refused_upstream_after_the_go_ahead_answers_the_end_of_the_text() {
+    let (upstream, seen) = smtp_upstream().await;
+    let proxy = start_proxy("smtp", upstream).await;
+    let mut client = BufReader::new(TcpStream::connect(proxy).await.unwrap());
+    let mut greeting = String::new();
+    client.read_line(&mut greeting).await.unwrap();
+    exchange(&mut client, b"EHLO client\r\n", 3).await;
+    // The proxy says 354 before the upstream answers DATA. The upstream
+    // refuses: the text goes nowhere, and its end gets the refusal.
+    let r = exchange(
+        &mut client,
+        b"MAIL FROM:<nodata@x>\r\nRCPT TO:<b@y>\r\nDATA\r\n",
+        3,
+    )
+    .await;
+    assert!(
+        r.ends_with("354 End data with <CR><LF>.<CR><LF>\r\n"),
+        "{r}"
+    );
+    let r = exchange(&mut client, b"Subject: no\r\n\r\n..text\r\n.\r\n", 1).await;
+    assert_eq!(r, "554 5.7.1 no data today\r\n");
+    // With no recipient left, DATA waits for the upstream's answer, which
+    // the client gets as it is (and no text follows).
+    let r = exchange(&mut client, b"DATA\r\n", 1).await;
+    assert_eq!(r, "554 5.7.1 no data today\r\n");
+    let r = exchange(
+        &mut client,
+        b"MAIL FROM:<a@x>\r\nRCPT TO:<b@y>\r\nDATA\r\n",
+        3,
+    )
+    .await;
+    assert!(r.starts_with("250 ok\r\n250 ok\r\n354 End"), "{r}");
+    let r = exchange(&mut client, b"Subject: yes\r\n\r\ntext\r\n.\r\nQUIT\r\n", 2).await;
+    // The upstream refused something on this connection: it is not kept,
+    // and QUIT is the upstream's to answer.
+    assert_eq!(r, "250 2.0.0 queued\r\n221 bye\r\n");
+    let text = connection_text(&seen, 0);
+    assert!(!text.contains("Subject: no"), "{text}");
+    assert!(
+        text.contains("DATA\r\nSubject: yes\r\n\r\ntext\r\n.\r\n"),
+        "{text}"
+    );
 }

@@ -404,21 +404,66 @@ fn xclient_gives_the_upstream_the_real_client() {
         "smtpd_authorized_xclient_hosts = 127.0.0.1\n",
         "client_address = \"xclient\"",
     );
-    // The client connects from 127.0.0.2; the proxy from 127.0.0.1.
+    // The clients connect from 127.0.0.2 and then 127.0.0.3; the proxy
+    // from 127.0.0.1. Each gets an upstream connection of its own:
+    // Postfix takes XCLIENT once per connection.
     let out = python(
         r#"
 import smtplib, sys
 host, port = sys.argv[1].rsplit(':', 1)
-s = smtplib.SMTP(host, int(port), timeout=30, source_address=('127.0.0.2', 0))
-s.sendmail('sender@example.com', ['rcpt@example.net'], b'Subject: x\r\n\r\nfrom elsewhere\r\n')
-s.quit()
+for client in ('127.0.0.2', '127.0.0.3'):
+    s = smtplib.SMTP(host, int(port), timeout=30, source_address=(client, 0))
+    s.sendmail('sender@example.com', ['rcpt@example.net'], b'Subject: x\r\n\r\nfrom ' + client.encode() + b'\r\n')
+    s.quit()
 print('ok')
 "#,
         &[&listen.to_string()],
     );
     assert_eq!(out.trim(), "ok", "{}", proxy.log());
-    let got = String::from_utf8_lossy(&delivered(&postfix, 1)[0]).to_string();
-    assert!(got.contains("[127.0.0.2]"), "{got}");
+    let mut seen = Vec::new();
+    for message in delivered(&postfix, 2) {
+        let text = String::from_utf8_lossy(&message).to_string();
+        let client = if text.contains("from 127.0.0.2") {
+            "127.0.0.2"
+        } else {
+            "127.0.0.3"
+        };
+        assert!(text.contains(&format!("[{client}]")), "{text}");
+        seen.push(client);
+    }
+    seen.sort();
+    assert_eq!(seen, ["127.0.0.2", "127.0.0.3"]);
+}
+
+#[test]
+fn sessions_one_after_another_share_an_upstream_connection() {
+    let (postfix, proxy, listen) = smtp_pair("", "");
+    let connects = || postfix.log().matches("]: connect from ").count();
+    let before = connects();
+    let out = python(
+        r#"
+import smtplib, sys
+host, port = sys.argv[1].rsplit(':', 1)
+for n in range(3):
+    s = smtplib.SMTP(host, int(port), timeout=30)
+    s.sendmail('sender@example.com', ['rcpt@example.net'], b'Subject: %d\r\n\r\nbody\r\n' % n)
+    code, text = s.quit()
+    assert code == 221, (code, text)
+print('ok')
+"#,
+        &[&listen.to_string()],
+    );
+    assert_eq!(out.trim(), "ok", "{}", proxy.log());
+    assert_eq!(delivered(&postfix, 3).len(), 3);
+    assert_eq!(connects() - before, 1, "{}", postfix.log());
+    // Once it has waited long enough, the proxy ends it with QUIT; Postfix
+    // counts the three sessions' commands on it.
+    let served = "ehlo=3 mail=3 rcpt=3 data=3 quit=1 commands=13";
+    assert!(
+        wait_until(Duration::from_secs(20), || postfix.log().contains(served)),
+        "{}",
+        postfix.log()
+    );
 }
 
 #[test]
