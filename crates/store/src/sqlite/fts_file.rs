@@ -14,8 +14,8 @@
 //! this file is an index derived from it that can be rebuilt from the
 //! stored chunks at any time.
 //!
-//! - Rows are keyed by blob id, and blob ids are never used twice (the
-//!   main database's `meta.blob_id_last`): a row left behind for a blob
+//! - Rows are keyed by blob id, and blob ids are never used twice
+//!   (message.rs `new_blob`): a row left behind for a blob
 //!   that is gone matches no mailbox entry, so it costs space, never a
 //!   wrong answer.
 //! - A row is written only for a blob complete in the main database, which
@@ -31,7 +31,7 @@
 //!   index job) are deleted; text searches wait for that (fts_batch.rs).
 //! - The file names the store it indexes (`store_id`). A file from another
 //!   store, or from a later state of this one (a restored backup: rows
-//!   above `blob_id_last`), is emptied and built again.
+//!   above any blob id it has given), is emptied and built again.
 //!
 //! A backup therefore copies only the main database, and a restore
 //! removes this file: the store builds it again when it opens.
@@ -136,13 +136,20 @@ pub(crate) fn open_writer(db: &Path, main: &Connection, wal_limit: u64) -> Resul
     // Immediate: another process opening the store at the same time
     // waits here instead of failing to upgrade its read to a write. The
     // database is read once the lock is held: rows another process
-    // indexed before are then all at or below its `blob_id_last`.
+    // indexed before are then all at or below the highest blob id given.
     let tx = rusqlite::Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
     create_tables(&tx)?;
     let meta = |key: &str| -> Result<i64> {
         Ok(main.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))?)
     };
-    let (store_id, last_blob) = (meta("store_id")?, meta("blob_id_last")?);
+    let store_id = meta("store_id")?;
+    // The highest blob id ever given (message.rs `new_blob`).
+    let last_blob: i64 = main.query_row(
+        "SELECT max(value, coalesce((SELECT max(id) FROM blobs), 0))
+         FROM meta WHERE key = 'blob_id_last'",
+        [],
+        |r| r.get(0),
+    )?;
     let indexed_for: Option<i64> = tx
         .query_row(
             "SELECT value FROM index_meta WHERE key = 'store_id'",

@@ -102,14 +102,16 @@ impl SqliteMessageWriter {
 
 /// A new blob row. Its id is above every id ever given, not only above
 /// the ids in the table now: the full-text index, in another file, keys
-/// its rows by blob id (fts_file.rs). The `blobs_id_last` trigger moves
-/// the mark.
+/// its rows by blob id (fts_file.rs). Those are all at or below the
+/// larger of the highest id in the table and `blob_id_last`, which the
+/// `blobs_id_kept` trigger raises when a blob above it is deleted.
 fn new_blob(c: &Connection) -> Result<BlobId> {
-    c.execute(
+    c.prepare_cached(
         "INSERT INTO blobs (id, created, piece_size)
-         VALUES ((SELECT value + 1 FROM meta WHERE key = 'blob_id_last'), ?1, ?2)",
-        params![now(), PIECE_SIZE as i64],
-    )?;
+         VALUES ((SELECT max(value, coalesce((SELECT max(id) FROM blobs), 0)) + 1
+                  FROM meta WHERE key = 'blob_id_last'), ?1, ?2)",
+    )?
+    .execute(params![now(), PIECE_SIZE as i64])?;
     Ok(c.last_insert_rowid())
 }
 
@@ -183,6 +185,8 @@ impl MessageWriter for SqliteMessageWriter {
                 lead.len()
             )));
         }
+        // From here on only packing is left before the commit.
+        let expected = self.inner.writer.expect_job();
         let has_remote = !delivery.remote.is_empty();
         let remote_count = delivery.remote.len() as u64;
         let mut structure = std::mem::take(&mut self.structure).finish();
@@ -254,7 +258,9 @@ impl MessageWriter for SqliteMessageWriter {
         let result = self
             .inner
             .writer
-            .exec(true, move |c| commit_delivery(c, blob, &stored, &delivery))
+            .exec_expected(expected, true, move |c| {
+                commit_delivery(c, blob, &stored, &delivery)
+            })
             .await;
         match &result {
             // Durable now: IDLE sessions on the target mailboxes may look.

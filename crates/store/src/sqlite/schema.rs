@@ -493,6 +493,18 @@ const MIGRATIONS: &[&str] = &[
         created INTEGER NOT NULL
     ) STRICT;
     "#,
+    // Blob ids are still never given twice, but `blob_id_last` moves only
+    // when a blob above it is deleted, not at every delivery (where it
+    // cost a page of log per transaction, about 0.2 byte per byte of
+    // mail): every id given is at or below the larger of the mark and the
+    // highest id in the table, and a new blob takes the next one
+    // (message.rs `new_blob`).
+    r#"
+    DROP TRIGGER IF EXISTS blobs_id_last;
+    CREATE TRIGGER blobs_id_kept AFTER DELETE ON blobs BEGIN
+        UPDATE meta SET value = OLD.id WHERE key = 'blob_id_last' AND value < OLD.id;
+    END;
+    "#,
 ];
 
 // The count triggers spell the flag bits out in SQL.

@@ -8,8 +8,9 @@
 
 use std::cell::Cell;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use rusqlite::hooks::Wal;
 use rusqlite::Connection;
@@ -21,6 +22,10 @@ use crate::model::BlobId;
 
 /// Most jobs folded into one transaction.
 const MAX_BATCH: usize = 512;
+
+/// Longest a transaction waits for jobs announced as coming (a delivery
+/// packing its last piece): see [`Writer::expect_job`].
+const LINGER: Duration = Duration::from_millis(1);
 
 type Run = Box<dyn FnOnce(&Connection) -> Box<dyn FnOnce(Option<&str>) + Send> + Send>;
 
@@ -74,6 +79,17 @@ pub(crate) struct Writer {
     /// Whether the log has grown to where the writer cuts it and waits to
     /// be cut: work that can wait (the index's merges) waits for it.
     over_limit: Arc<AtomicBool>,
+    /// Jobs announced and not sent yet ([`Writer::expect_job`]).
+    coming: Arc<AtomicUsize>,
+}
+
+/// A job on its way to the writer; dropped once it is sent (or given up).
+pub(crate) struct Expected(Arc<AtomicUsize>);
+
+impl Drop for Expected {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Writer {
@@ -94,13 +110,15 @@ impl Writer {
         let c = Arc::clone(&counters);
         let over_limit = Arc::new(AtomicBool::new(false));
         let over = Arc::clone(&over_limit);
+        let coming = Arc::new(AtomicUsize::new(0));
+        let soon = Arc::clone(&coming);
         let batch = if group_commit { MAX_BATCH } else { 1 };
         std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
                 run(
                     conn,
-                    rx,
+                    (rx, &soon),
                     batch,
                     (wal_limit, progress, background, &over),
                     (&c, wal_metric),
@@ -112,7 +130,44 @@ impl Writer {
             counters,
             name,
             over_limit,
+            coming,
         }
+    }
+
+    /// Announces a job that will be sent within moments: a delivery whose
+    /// text has all come in and that is packing its last piece. A
+    /// transaction about to commit waits for announced jobs (up to
+    /// [`LINGER`]), so that they share its commit instead of each paying a
+    /// commit of their own. Every commit writes the pages it touched whole
+    /// to the log (the end of each table and index, the mailbox's row,
+    /// the file's first page), so the log written per delivery falls as
+    /// the batch grows: with 10 deliveries in flight, batches grew from
+    /// about 4 to 5 and the log from 3.3 to 3.0 bytes per byte of mail
+    /// (`wal` example), the rate unchanged. Send the job with
+    /// [`Writer::exec_expected`].
+    pub(crate) fn expect_job(&self) -> Expected {
+        self.coming.fetch_add(1, Ordering::Relaxed);
+        Expected(Arc::clone(&self.coming))
+    }
+
+    /// [`Writer::exec`] for a job announced with [`Writer::expect_job`].
+    pub(crate) async fn exec_expected<R, F>(
+        &self,
+        expected: Expected,
+        durable: bool,
+        f: F,
+    ) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let sent = self.submit(durable, false, f, |_| {}, reply);
+        // Only once the job is queued: a writer that saw it announced
+        // then finds it (at worst it waits out the linger for nothing).
+        drop(expected);
+        sent?;
+        answer.await.map_err(|_| StoreError::Closed)?
     }
 
     /// Whether the log has grown to where the writer cuts it and waits for
@@ -327,9 +382,39 @@ fn log_truncated() {
     WAL_FRAMES.with(|cell| cell.set((0, cell.get().1)));
 }
 
+/// The jobs of one transaction: `first`, every job waiting behind it, and
+/// the jobs announced as coming that arrive within `linger`.
+fn gather(
+    first: Job,
+    rx: &mpsc::Receiver<Job>,
+    coming: &AtomicUsize,
+    max_batch: usize,
+    linger: Duration,
+) -> Vec<Job> {
+    let mut batch = vec![first];
+    let until = Instant::now() + linger;
+    while batch.len() < max_batch {
+        match rx.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(mpsc::TryRecvError::Disconnected) => break,
+            Err(mpsc::TryRecvError::Empty) => {
+                let now = Instant::now();
+                if coming.load(Ordering::Relaxed) == 0 || now >= until {
+                    break;
+                }
+                match rx.recv_timeout(until - now) {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+    batch
+}
+
 fn run(
     conn: Connection,
-    rx: mpsc::Receiver<Job>,
+    (rx, coming): (mpsc::Receiver<Job>, &AtomicUsize),
     max_batch: usize,
     (wal_limit, progress, background, over_limit): (u64, Arc<Progress>, bool, &AtomicBool),
     (counters, wal_metric): (&Counters, fn(u64)),
@@ -362,13 +447,7 @@ fn run(
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             },
         };
-        let mut batch = vec![first];
-        while batch.len() < max_batch {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
+        let batch = gather(first, &rx, coming, max_batch, LINGER);
         // WAL with synchronous=FULL fsyncs the log at commit; NORMAL does
         // not. Pieces of a large message being streamed in need no fsync of
         // their own: the delivery that completes them is durable, and its
@@ -426,5 +505,66 @@ fn run(
             log_truncated();
         }
         over_limit.store(truncation.retry_in().is_some(), Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> Job {
+        Job {
+            durable: true,
+            housekeeping: false,
+            run: Box::new(|_| Box::new(|_| {})),
+        }
+    }
+
+    /// `n` announced jobs, each on its way to the writer for a moment.
+    fn announce(coming: &Arc<AtomicUsize>, n: usize) -> Vec<Expected> {
+        coming.fetch_add(n, Ordering::Relaxed);
+        (0..n).map(|_| Expected(Arc::clone(coming))).collect()
+    }
+
+    #[test]
+    fn a_batch_waits_for_announced_jobs_only() {
+        let long = Duration::from_secs(30);
+        let coming = Arc::new(AtomicUsize::new(0));
+
+        // Nothing announced: what is queued, at once. A full batch does
+        // not wait either.
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..3 {
+            tx.send(job()).unwrap();
+        }
+        let started = Instant::now();
+        assert_eq!(gather(job(), &rx, &coming, 3, long).len(), 3);
+        let _announced = announce(&coming, 1);
+        assert_eq!(gather(job(), &rx, &coming, 2, long).len(), 2);
+        assert!(started.elapsed() < Duration::from_secs(5));
+
+        // One announced that never comes: the batch goes after `linger`.
+        let started = Instant::now();
+        let short = Duration::from_millis(50);
+        assert_eq!(gather(job(), &rx, &coming, 10, short).len(), 1);
+        assert!(started.elapsed() >= short);
+        drop(_announced);
+
+        // Two announced: the batch waits for both, which come later (the
+        // sender's channel closes after them, so no wait outlasts them).
+        let (tx, rx) = mpsc::channel();
+        let expected = announce(&coming, 2);
+        let sender = std::thread::spawn(move || {
+            for e in expected {
+                std::thread::sleep(Duration::from_millis(20));
+                tx.send(job()).unwrap();
+                drop(e);
+            }
+        });
+        let started = Instant::now();
+        assert_eq!(gather(job(), &rx, &coming, 10, long).len(), 3);
+        assert!(started.elapsed() >= Duration::from_millis(40));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        sender.join().unwrap();
     }
 }
