@@ -55,11 +55,15 @@ pub(crate) struct SqliteMessageWriter {
     structure: StructureBuilder,
     size: u64,
     finished: bool,
+    /// This message's delivery, announced to the writer from the start
+    /// (`Writer::expect_job`); `None` once it is sent.
+    expected: Option<super::writer::Expected>,
 }
 
 impl SqliteMessageWriter {
     pub(crate) fn new(inner: Arc<Inner>) -> Self {
         SqliteMessageWriter {
+            expected: Some(inner.writer.expect_job()),
             inner,
             blob: None,
             next_seq: 0,
@@ -185,8 +189,10 @@ impl MessageWriter for SqliteMessageWriter {
                 lead.len()
             )));
         }
-        // From here on only packing is left before the commit.
-        let expected = self.inner.writer.expect_job();
+        let expected = self
+            .expected
+            .take()
+            .unwrap_or_else(|| self.inner.writer.expect_job());
         let has_remote = !delivery.remote.is_empty();
         let remote_count = delivery.remote.len() as u64;
         let mut structure = std::mem::take(&mut self.structure).finish();
@@ -451,4 +457,38 @@ fn commit_delivery(
         entries,
         size,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Delivery, SqliteOptions, SqliteStore, Store};
+
+    #[tokio::test]
+    async fn a_message_is_announced_to_the_writer_until_it_is_sent_or_given_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+        store.add_domain("example.org").await.unwrap();
+        let account = store.add_account("a@example.org", "pw").await.unwrap();
+        let inbox = store.mailbox(account, "INBOX").await.unwrap().unwrap().id;
+        let coming = || store.inner.writer.coming_now();
+        assert_eq!(coming(), 0);
+
+        let mut delivered = store.message_writer();
+        let aborted = store.message_writer();
+        let dropped = store.message_writer();
+        assert_eq!(coming(), 3);
+        delivered
+            .write(b"Subject: x\r\n\r\nbody\r\n")
+            .await
+            .unwrap();
+        let delivery = Delivery {
+            mailboxes: vec![inbox],
+            ..Default::default()
+        };
+        delivered.deliver(delivery).await.unwrap();
+        assert_eq!(coming(), 2);
+        aborted.abort().await;
+        drop(dropped);
+        assert_eq!(coming(), 0, "a writer given up no longer holds commits");
+    }
 }
