@@ -22,6 +22,7 @@
 #              at least 100 and at most MESSAGES (default: 200000000)
 #   MESSAGES   most messages per run             (default: 4000)
 #   SESSIONS   parallel SMTP sessions            (default: 10)
+#   ROUNDS     measured rounds of each SMTP row  (default: 3)
 #   SIGS       generated .ndb signatures both scanners load (default: 20000)
 #   AMAVIS     1: add the Postfix + amavisd-new + clamd rows (default: 1)
 #   POP3_MSGS  messages per POP3 account for the RETR comparison, 10
@@ -42,6 +43,7 @@ SIZES=${SIZES:-4096 1048576}
 VOLUME=${VOLUME:-200000000}
 MESSAGES=${MESSAGES:-4000}
 SESSIONS=${SESSIONS:-10}
+ROUNDS=${ROUNDS:-3}
 SIGS=${SIGS:-20000}
 AMAVIS=${AMAVIS:-1}
 HOLD=${HOLD:-200}
@@ -319,20 +321,29 @@ for size in $SIZES; do
   n=$((VOLUME / size))
   [ "$n" -gt "$MESSAGES" ] && n=$MESSAGES
   [ "$n" -lt 100 ] && n=100
-  # A warm-up of each, then two measured rounds, alternating.
+  # A warm-up of each, then ROUNDS measured rounds, alternating. Each
+  # row's ratio is the median over the rounds of its rate over direct's
+  # rate in the same round, which cancels the machine's slower drifts.
   for port in "${ports[@]}"; do run "$port" "$size" 50 > /dev/null; done
-  declare -a first second
+  declare -A rate
   cpu0=$(cpu_ms "$proxy_pid")
-  for i in "${!ports[@]}"; do first[i]=$(run "${ports[i]}" "$size" "$n"); done
-  for i in "${!ports[@]}"; do second[i]=$(run "${ports[i]}" "$size" "$n"); done
+  for r in $(seq "$ROUNDS"); do
+    for i in "${!ports[@]}"; do rate[$i,$r]=$(run "${ports[i]}" "$size" "$n"); done
+  done
   proxy_cpu=$(( $(cpu_ms "$proxy_pid") - cpu0 ))
-  printf 'smtp-source -c -l %s -m %s -s %s, messages/s until the queue is empty (ratio to direct)\n' "$size" "$n" "$SESSIONS"
+  printf 'smtp-source -c -l %s -m %s -s %s, messages/s until the queue is empty, %s rounds (median ratio to direct)\n' \
+    "$size" "$n" "$SESSIONS" "$ROUNDS"
   for i in "${!ports[@]}"; do
-    printf '  %-24s %8.1f  %8.1f   %6.3f\n' "${names[i]}" "${first[i]}" "${second[i]}" \
-      "$(echo "(${first[i]} + ${second[i]}) / (${first[0]} + ${second[0]})" | bc -l)"
+    rates="" ratios=""
+    for r in $(seq "$ROUNDS"); do
+      rates+=$(printf ' %8.1f' "${rate[$i,$r]}")
+      ratios+="$(echo "${rate[$i,$r]} / ${rate[0,$r]}" | bc -l)"$'\n'
+    done
+    printf '  %-24s%s   %6.3f\n' "${names[i]}" "$rates" \
+      "$(printf '%s' "$ratios" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
   done
   printf '  the scanning proxy used %.2f ms of CPU per message (%.1f ms per MB)\n' \
-    "$(echo "$proxy_cpu / (2 * $n)" | bc -l)" "$(echo "$proxy_cpu * 1048576 / (2 * $n * $size)" | bc -l)"
+    "$(echo "$proxy_cpu / ($ROUNDS * $n)" | bc -l)" "$(echo "$proxy_cpu * 1048576 / ($ROUNDS * $n * $size)" | bc -l)"
 done
 if [ "$AMAVIS" = 1 ]; then
   # What each message in flight costs the amavis set-up: an amavisd child
