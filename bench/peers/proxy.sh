@@ -146,19 +146,18 @@ PY
 printf 'Bench.EICAR:0:*:%s\n' "$(printf '%s' 'X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*' | od -An -tx1 | tr -d ' \n')" >> "$dir/db/bench.ndb"
 chmod -R a+rX "$dir/db"
 
-cat > "$dir/sluice.toml" <<CF
-hostname = "proxy.example.org"
-data_dir = "$dir/data"
-[log]
-level = "warn"
-[scan]
-databases = ["$dir/db"]
-[[proxy]]
-protocol = "smtp"
-listen = "127.0.0.1:$X_SMTP"
-upstream = "127.0.0.1:$P_SMTP"
-tls = "none"
-max_connections_per_ip = 1000
+# The head of a config that scans with the bench database, and an SMTP
+# entry in front of Postfix listening on a port.
+scanning() {
+  printf 'hostname = "proxy.example.org"\ndata_dir = "%s"\n[log]\nlevel = "warn"\n[scan]\ndatabases = ["%s/db"]\n' "$1" "$dir"
+}
+smtp_entry() {
+  printf '[[proxy]]\nprotocol = "smtp"\nlisten = "127.0.0.1:%s"\nupstream = "127.0.0.1:%s"\ntls = "none"\nmax_connections_per_ip = 1000\n' "$1" "$P_SMTP"
+}
+{
+  scanning "$dir/data"
+  smtp_entry "$X_SMTP"
+  cat <<CF
 [[proxy]]
 protocol = "pop3"
 listen = "127.0.0.1:$X_POP3"
@@ -166,42 +165,23 @@ upstream = "127.0.0.1:$D_POP3"
 tls = "none"
 max_connections_per_ip = 1000
 CF
+} > "$dir/sluice.toml"
 "${scanner[@]}" "$SLUICE" proxy --config "$dir/sluice.toml" 2> "$dir/proxy.log" &
 proxy_pid=$!
 # The same proxy with scanning off: what the extra hop alone costs.
-cat > "$dir/unscanned.toml" <<CF
-hostname = "proxy.example.org"
-data_dir = "$dir/data-unscanned"
-[log]
-level = "error"
-[scan]
-enabled = false
-[[proxy]]
-protocol = "smtp"
-listen = "127.0.0.1:$U_SMTP"
-upstream = "127.0.0.1:$P_SMTP"
-tls = "none"
-max_connections_per_ip = 1000
-CF
+{
+  printf 'hostname = "proxy.example.org"\ndata_dir = "%s"\n[log]\nlevel = "error"\n[scan]\nenabled = false\n' "$dir/data-unscanned"
+  smtp_entry "$U_SMTP"
+} > "$dir/unscanned.toml"
 "${scanner[@]}" "$SLUICE" proxy --config "$dir/unscanned.toml" 2> "$dir/unscanned.log" &
 unscanned_pid=$!
 # The scanning proxy again, with a new upstream connection for every
 # client session (upstream_reuse off): what keeping them open saves.
-cat > "$dir/noreuse.toml" <<CF
-hostname = "proxy.example.org"
-data_dir = "$dir/data-noreuse"
-[log]
-level = "warn"
-[scan]
-databases = ["$dir/db"]
-[[proxy]]
-protocol = "smtp"
-listen = "127.0.0.1:$R_SMTP"
-upstream = "127.0.0.1:$P_SMTP"
-tls = "none"
-max_connections_per_ip = 1000
-upstream_reuse = false
-CF
+{
+  scanning "$dir/data-noreuse"
+  smtp_entry "$R_SMTP"
+  echo 'upstream_reuse = false'
+} > "$dir/noreuse.toml"
 "${scanner[@]}" "$SLUICE" proxy --config "$dir/noreuse.toml" 2> "$dir/noreuse.log" &
 noreuse_pid=$!
 
