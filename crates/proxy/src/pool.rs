@@ -26,7 +26,7 @@ use crate::upstream::Upstream;
 /// How long a connection may wait for its next client. Well below the
 /// idle limits of upstreams: Postfix's `smtpd_timeout` is 300 s, or 10 s
 /// when it is under stress.
-pub(crate) const IDLE: Duration = Duration::from_secs(5);
+const IDLE: Duration = Duration::from_secs(5);
 
 /// Client sessions one upstream connection serves at most, and for how
 /// long, so that an upstream's per-connection state and process are
@@ -53,7 +53,7 @@ pub(crate) struct Lease {
     pub greeting: Vec<u8>,
     opened: Instant,
     /// Client sessions served so far, this one included.
-    pub sessions: u32,
+    sessions: u32,
     idle_since: Instant,
 }
 

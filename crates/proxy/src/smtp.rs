@@ -686,18 +686,21 @@ impl Session<'_> {
         self.finish(txn, b".\r\n").await
     }
 
+    /// More message text from the client into the input buffer; false if
+    /// it went away or stayed silent past the timeout.
+    async fn fill_from_client(&mut self) -> bool {
+        let fill = tokio::time::timeout(self.timeout, self.input.fill(&mut self.client));
+        matches!(fill.await, Ok(Ok(n)) if n > 0)
+    }
+
     /// Reads the DATA text up to the end marker and drops it; false if the
     /// client went away first.
     async fn skip_dot_stuffed(&mut self) -> bool {
         let mut unstuffer = DotUnstuffer::default();
         let mut text = Vec::with_capacity(CLIENT_BUFFER);
         loop {
-            if self.input.buffered().is_empty() {
-                let fill = tokio::time::timeout(self.timeout, self.input.fill(&mut self.client));
-                match fill.await {
-                    Ok(Ok(n)) if n > 0 => {}
-                    _ => return false,
-                }
+            if self.input.buffered().is_empty() && !self.fill_from_client().await {
+                return false;
             }
             let (used, done) = unstuffer.feed(self.input.buffered(), &mut text);
             self.input.consume(used);
@@ -720,12 +723,8 @@ impl Session<'_> {
         let mut forward = Vec::with_capacity(CLIENT_BUFFER + CLIENT_BUFFER / 8);
         let mut upstream_ok = true;
         loop {
-            if self.input.buffered().is_empty() {
-                let fill = tokio::time::timeout(self.timeout, self.input.fill(&mut self.client));
-                match fill.await {
-                    Ok(Ok(n)) if n > 0 => {}
-                    _ => return Transfer::ClientGone,
-                }
+            if self.input.buffered().is_empty() && !self.fill_from_client().await {
+                return Transfer::ClientGone;
             }
             let (used, done) = unstuffer.feed(self.input.buffered(), &mut text);
             self.input.consume(used);
@@ -780,17 +779,11 @@ impl Session<'_> {
         let mut left = size;
         let mut normal = Vec::with_capacity(CLIENT_BUFFER + 16);
         while left > 0 {
-            if self.input.buffered().is_empty() {
-                let fill = tokio::time::timeout(self.timeout, self.input.fill(&mut self.client));
-                match fill.await {
-                    Ok(Ok(n)) if n > 0 => {}
-                    _ => {
-                        if let Some(txn) = &self.bdat {
-                            log_aborted(txn, "client gone during BDAT");
-                        }
-                        return Err(End);
-                    }
+            if self.input.buffered().is_empty() && !self.fill_from_client().await {
+                if let Some(txn) = &self.bdat {
+                    log_aborted(txn, "client gone during BDAT");
                 }
+                return Err(End);
             }
             let n = (self.input.buffered().len() as u64).min(left) as usize;
             let txn = self.bdat.as_mut().ok_or(End)?;

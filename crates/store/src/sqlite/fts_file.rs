@@ -139,17 +139,11 @@ pub(crate) fn open_writer(db: &Path, main: &Connection, wal_limit: u64) -> Resul
     // indexed before are then all at or below the highest blob id given.
     let tx = rusqlite::Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
     create_tables(&tx)?;
-    let meta = |key: &str| -> Result<i64> {
-        Ok(main.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))?)
-    };
-    let store_id = meta("store_id")?;
-    // The highest blob id ever given (message.rs `new_blob`).
-    let last_blob: i64 = main.query_row(
-        "SELECT max(value, coalesce((SELECT max(id) FROM blobs), 0))
-         FROM meta WHERE key = 'blob_id_last'",
-        [],
-        |r| r.get(0),
-    )?;
+    let store_id: i64 =
+        main.query_row("SELECT value FROM meta WHERE key = 'store_id'", [], |r| {
+            r.get(0)
+        })?;
+    let last_blob = super::message::highest_blob_id(main)?;
     let indexed_for: Option<i64> = tx
         .query_row(
             "SELECT value FROM index_meta WHERE key = 'store_id'",

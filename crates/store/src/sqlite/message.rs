@@ -56,7 +56,7 @@ pub(crate) struct SqliteMessageWriter {
     size: u64,
     finished: bool,
     /// This message's delivery, announced to the writer from the start
-    /// (`Writer::expect_job`); `None` once it is sent.
+    /// (`Writer::expect_job`); taken when it is sent.
     expected: Option<super::writer::Expected>,
 }
 
@@ -104,19 +104,25 @@ impl SqliteMessageWriter {
     }
 }
 
+/// The highest blob id ever given: the larger of the highest id in the
+/// table and `blob_id_last`, which the `blobs_id_kept` trigger raises when
+/// a blob above it is deleted.
+pub(crate) fn highest_blob_id(c: &Connection) -> Result<BlobId> {
+    Ok(c.prepare_cached(
+        "SELECT max(value, coalesce((SELECT max(id) FROM blobs), 0))
+         FROM meta WHERE key = 'blob_id_last'",
+    )?
+    .query_row([], |r| r.get(0))?)
+}
+
 /// A new blob row. Its id is above every id ever given, not only above
 /// the ids in the table now: the full-text index, in another file, keys
-/// its rows by blob id (fts_file.rs). Those are all at or below the
-/// larger of the highest id in the table and `blob_id_last`, which the
-/// `blobs_id_kept` trigger raises when a blob above it is deleted.
+/// its rows by blob id (fts_file.rs).
 fn new_blob(c: &Connection) -> Result<BlobId> {
-    c.prepare_cached(
-        "INSERT INTO blobs (id, created, piece_size)
-         VALUES ((SELECT max(value, coalesce((SELECT max(id) FROM blobs), 0)) + 1
-                  FROM meta WHERE key = 'blob_id_last'), ?1, ?2)",
-    )?
-    .execute(params![now(), PIECE_SIZE as i64])?;
-    Ok(c.last_insert_rowid())
+    let id = highest_blob_id(c)? + 1;
+    c.prepare_cached("INSERT INTO blobs (id, created, piece_size) VALUES (?1, ?2, ?3)")?
+        .execute(params![id, now(), PIECE_SIZE as i64])?;
+    Ok(id)
 }
 
 /// Stores chunk `seq` of `blob`, as [`chunk_codec::pack`] made it.
@@ -189,10 +195,7 @@ impl MessageWriter for SqliteMessageWriter {
                 lead.len()
             )));
         }
-        let expected = self
-            .expected
-            .take()
-            .unwrap_or_else(|| self.inner.writer.expect_job());
+        let expected = self.expected.take();
         let has_remote = !delivery.remote.is_empty();
         let remote_count = delivery.remote.len() as u64;
         let mut structure = std::mem::take(&mut self.structure).finish();

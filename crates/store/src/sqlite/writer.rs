@@ -160,10 +160,11 @@ impl Writer {
         self.coming.load(Ordering::Relaxed)
     }
 
-    /// [`Writer::exec`] for a job announced with [`Writer::expect_job`].
+    /// [`Writer::exec`] for a job announced with [`Writer::expect_job`]
+    /// (its announcement, if it still has one).
     pub(crate) async fn exec_expected<R, F>(
         &self,
-        expected: Expected,
+        expected: Option<Expected>,
         durable: bool,
         f: F,
     ) -> Result<R>
