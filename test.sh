@@ -31,6 +31,7 @@ packages=(
   sieve-connect                             # an independent ManageSieve client
   pebble                                    # Let's Encrypt's test ACME CA, for certificate issuance and renewal
   iproute2 nftables                         # a network namespace with a redirect rule, for the proxy's transparent interception
+  postgresql-15                             # the PostgreSQL back end's tests (a server of their own per test, no system service)
 )
 # Node and npm run the browser driver; any install of them will do (the
 # one from Debian, or NodeSource's, which bundles npm and conflicts with
@@ -62,6 +63,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   # Postfix asks how it is used when installed; a local-only answer keeps
   # it off the network and out of the way.
   printf "%s\n" "postfix postfix/main_mailer_type select Local only" "postfix postfix/mailname string localhost" | "${as_root[@]}" debconf-set-selections 2>/dev/null || true
+  # PostgreSQL's package makes and starts a cluster of its own unless told
+  # not to; the tests start their own servers.
+  if [[ " ${missing[*]} " == *" postgresql-15 "* ]]; then
+    "${as_root[@]}" mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" | "${as_root[@]}" tee /etc/postgresql-common/createcluster.conf >/dev/null
+  fi
   export DEBIAN_FRONTEND=noninteractive
   "${as_root[@]}" apt-get update -qq
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"

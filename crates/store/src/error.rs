@@ -6,6 +6,13 @@ pub enum StoreError {
     /// The database engine failed.
     #[error("database: {0}")]
     Database(#[from] rusqlite::Error),
+    /// PostgreSQL answered with an error.
+    #[error("database: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// The database cannot be reached now (PostgreSQL down, the pool
+    /// exhausted); the caller should answer with a temporary failure.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
     /// Opening or creating files under the data directory failed.
     #[error("{path}: {source}")]
     Io {

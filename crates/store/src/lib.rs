@@ -17,8 +17,10 @@ mod error;
 mod index;
 mod keyword;
 mod model;
+mod notify;
 mod password;
 mod pins;
+mod postgres;
 mod quota;
 mod segment;
 mod sqlite;
@@ -37,6 +39,7 @@ pub use model::{
 };
 pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};
+pub use postgres::{PgOptions, PgStore};
 pub use quota::parse_quota_limit;
 pub use sqlite::{
     backup_database, disk_stats, load_dictionaries, restore_database, BackupStats, DiskStats,

@@ -7,26 +7,25 @@
 
 mod backup;
 mod checkpoint;
-mod dictionaries;
-mod dkim;
-mod entries;
-mod fts_batch;
+pub(crate) mod dictionaries;
+pub(crate) mod dkim;
+pub(crate) mod entries;
+pub(crate) mod fts_batch;
 mod fts_file;
 mod functions;
-mod mailboxes;
-mod message;
-mod notify;
+pub(crate) mod mailboxes;
+pub(crate) mod message;
 mod pool;
-mod queue;
+pub(crate) mod queue;
 mod schema;
-mod search;
-mod sieve;
-mod spam;
+pub(crate) mod search;
+pub(crate) mod sieve;
+pub(crate) mod spam;
 mod stats;
-mod sweep;
+pub(crate) mod sweep;
 mod terms;
-mod text_match;
-mod web;
+pub(crate) mod text_match;
+pub(crate) mod web;
 mod writer;
 
 use std::collections::HashMap;
@@ -48,18 +47,18 @@ use crate::model::{
 use crate::password::hash_password;
 use crate::{MessageWriter, Store, CHUNK_SIZE};
 
+use crate::notify::Watchers;
 pub use backup::{backup_database, restore_database, BackupStats};
 pub use dictionaries::load_dictionaries;
 use entries::{entry_from_row, Which, ENTRY_COLUMNS};
 use mailboxes::{lookup_name, valid_new_name, valid_special_use};
-use notify::Watchers;
 use pool::ReadPool;
 pub use stats::{disk_stats, DiskStats};
 use writer::Writer;
 pub use writer::WriterStats;
 
 /// Mailboxes every new account gets, with their RFC 6154 special use.
-const DEFAULT_MAILBOXES: &[(&str, Option<&str>)] = &[
+pub(crate) const DEFAULT_MAILBOXES: &[(&str, Option<&str>)] = &[
     ("INBOX", None),
     ("Sent", Some("\\Sent")),
     ("Drafts", Some("\\Drafts")),
@@ -118,7 +117,7 @@ pub(crate) struct Inner {
     dictionaries: dictionaries::Dictionaries,
 }
 
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -153,7 +152,7 @@ fn bump_serial(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-fn valid_domain(name: &str) -> Result<String> {
+pub(crate) fn valid_domain(name: &str) -> Result<String> {
     let name = name.trim().trim_end_matches('.').to_lowercase();
     let ok = !name.is_empty()
         && name.len() <= 253
@@ -171,7 +170,7 @@ fn valid_domain(name: &str) -> Result<String> {
     }
 }
 
-fn valid_address(address: &str) -> Result<String> {
+pub(crate) fn valid_address(address: &str) -> Result<String> {
     let normal = normalize_address(address)
         .filter(|a| {
             !a.chars()

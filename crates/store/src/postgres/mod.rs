@@ -1,0 +1,445 @@
+//! The PostgreSQL back end: the store for sites that outgrow one machine.
+//! Several Sluice nodes share one database; each node keeps a pool of
+//! connections (`deadpool-postgres`). Every change is one transaction,
+//! committed with PostgreSQL's own durability (synchronous_commit on)
+//! before anything is acknowledged; concurrent deliveries are folded into
+//! one log flush by PostgreSQL's group commit, so there is no writer
+//! thread here.
+//!
+//! The schema mirrors the SQLite back end's (schema.rs); so do the answers.
+//! Where they differ, the module that differs says so.
+
+mod directory;
+mod entries;
+mod mailboxes;
+mod message;
+mod queue;
+mod schema;
+mod search;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::directory::Directory;
+use crate::error::{Result, StoreError};
+use crate::index::IndexedHeaders;
+use crate::model::{
+    AccountId, AliasEntry, BlobId, Changes, DkimKey, FlagChange, MailboxId, MailboxInfo,
+    MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, ScriptOwner,
+    SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid, WebSession, WebSettings,
+};
+use crate::notify::Watchers;
+use crate::{MessageWriter, Store};
+
+/// Where the database is and how many connections a node may hold.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// `postgres://user@host:port/dbname` (libpq's URL form); a password
+    /// is better given in `password` than in the URL.
+    pub url: String,
+    /// The password, when the URL has none (read from a file or the
+    /// environment by the caller; never required inline).
+    pub password: Option<String>,
+    /// Connections this node keeps at most.
+    pub pool_size: usize,
+    /// How long a request waits for a free connection (or a new one to
+    /// open) before it fails as unavailable.
+    pub wait: Duration,
+}
+
+impl PgOptions {
+    /// Defaults for `url`: 16 connections, 5 s to get one.
+    pub fn new(url: &str) -> PgOptions {
+        PgOptions {
+            url: url.to_string(),
+            password: None,
+            pool_size: 16,
+            wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The store on PostgreSQL.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    watchers: Watchers,
+    pins: Arc<crate::ViewPins>,
+    queue_signal: Arc<tokio::sync::Notify>,
+}
+
+/// A pooled connection.
+pub(crate) type Conn = deadpool_postgres::Object;
+
+impl PgStore {
+    /// Connects to the database and brings its schema up to date.
+    pub async fn connect(options: PgOptions) -> Result<PgStore> {
+        let mut config: tokio_postgres::Config = options
+            .url
+            .parse()
+            .map_err(|e| StoreError::Invalid(format!("PostgreSQL URL: {e}")))?;
+        if let Some(password) = &options.password {
+            config.password(password);
+        }
+        config.application_name("sluice");
+        config.connect_timeout(options.wait);
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .wait_timeout(Some(options.wait))
+            .create_timeout(Some(options.wait))
+            .recycle_timeout(Some(options.wait))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| StoreError::Invalid(format!("PostgreSQL pool: {e}")))?;
+        let store = PgStore {
+            inner: Arc::new(Inner {
+                pool,
+                watchers: Watchers::default(),
+                pins: Arc::new(crate::ViewPins::default()),
+                queue_signal: Arc::new(tokio::sync::Notify::new()),
+            }),
+        };
+        let mut conn = store.conn().await?;
+        schema::migrate(&mut conn).await?;
+        Ok(store)
+    }
+
+    /// A connection from the pool; `Unavailable` when none can be had
+    /// within the wait (the database is down or every connection busy).
+    pub(crate) async fn conn(&self) -> Result<Conn> {
+        self.inner
+            .pool
+            .get()
+            .await
+            .map_err(|e| StoreError::Unavailable(e.to_string()))
+    }
+
+    /// Tells this node's IDLE sessions that these mailboxes changed. Call
+    /// only after the commit.
+    pub(crate) fn notify(&self, mailboxes: impl IntoIterator<Item = i64>) {
+        self.inner.watchers.notify(mailboxes);
+    }
+}
+
+/// The trait, each method answered by the module that owns its tables.
+#[async_trait]
+impl Store for PgStore {
+    async fn load_directory(&self) -> Result<Directory> {
+        PgStore::load_directory(self).await
+    }
+    async fn directory_serial(&self) -> Result<i64> {
+        PgStore::directory_serial(self).await
+    }
+    async fn add_domain(&self, name: &str) -> Result<()> {
+        PgStore::add_domain(self, name).await
+    }
+    async fn remove_domain(&self, name: &str) -> Result<()> {
+        PgStore::remove_domain(self, name).await
+    }
+    async fn list_domains(&self) -> Result<Vec<String>> {
+        PgStore::list_domains(self).await
+    }
+    async fn add_account(&self, address: &str, password: &str) -> Result<AccountId> {
+        PgStore::add_account(self, address, password).await
+    }
+    async fn remove_account(&self, address: &str) -> Result<()> {
+        PgStore::remove_account(self, address).await
+    }
+    async fn set_password(&self, address: &str, password: &str) -> Result<()> {
+        PgStore::set_password(self, address, password).await
+    }
+    async fn list_accounts(&self) -> Result<Vec<String>> {
+        PgStore::list_accounts(self).await
+    }
+    async fn add_alias(&self, address: &str, targets: &[String]) -> Result<()> {
+        PgStore::add_alias(self, address, targets).await
+    }
+    async fn remove_alias(&self, address: &str, target: Option<&str>) -> Result<()> {
+        PgStore::remove_alias(self, address, target).await
+    }
+    async fn list_aliases(&self) -> Result<Vec<AliasEntry>> {
+        PgStore::list_aliases(self).await
+    }
+    async fn dkim_keys(&self) -> Result<Vec<DkimKey>> {
+        PgStore::dkim_keys(self).await
+    }
+    async fn add_dkim_key(&self, key: DkimKey) -> Result<()> {
+        PgStore::add_dkim_key(self, key).await
+    }
+    async fn set_dkim_signing(&self, domain: &str, selector: &str, signing: bool) -> Result<()> {
+        PgStore::set_dkim_signing(self, domain, selector, signing).await
+    }
+    async fn remove_dkim_key(&self, domain: &str, selector: &str) -> Result<()> {
+        PgStore::remove_dkim_key(self, domain, selector).await
+    }
+    async fn sieve_scripts(&self, owner: ScriptOwner) -> Result<Vec<SieveScriptInfo>> {
+        PgStore::sieve_scripts(self, owner).await
+    }
+    async fn sieve_script(&self, owner: ScriptOwner, name: &str) -> Result<Option<String>> {
+        PgStore::sieve_script(self, owner, name).await
+    }
+    async fn put_sieve_script(&self, owner: ScriptOwner, name: &str, source: &str) -> Result<()> {
+        PgStore::put_sieve_script(self, owner, name, source).await
+    }
+    async fn activate_sieve_script(&self, account: AccountId, name: Option<&str>) -> Result<()> {
+        PgStore::activate_sieve_script(self, account, name).await
+    }
+    async fn delete_sieve_script(&self, owner: ScriptOwner, name: &str) -> Result<()> {
+        PgStore::delete_sieve_script(self, owner, name).await
+    }
+    async fn rename_sieve_script(&self, owner: ScriptOwner, from: &str, to: &str) -> Result<()> {
+        PgStore::rename_sieve_script(self, owner, from, to).await
+    }
+    async fn sieve_memory_holds(&self, account: AccountId, key: &str) -> Result<bool> {
+        PgStore::sieve_memory_holds(self, account, key).await
+    }
+    async fn remember_in_sieve_memory(
+        &self,
+        account: AccountId,
+        keys: Vec<(String, i64)>,
+    ) -> Result<()> {
+        PgStore::remember_in_sieve_memory(self, account, keys).await
+    }
+    async fn set_spam_threshold(&self, address: &str, threshold: Option<f32>) -> Result<()> {
+        PgStore::set_spam_threshold(self, address, threshold).await
+    }
+    async fn spam_training_batch(&self, limit: usize) -> Result<Vec<SpamTraining>> {
+        PgStore::spam_training_batch(self, limit).await
+    }
+    async fn train_spam(
+        &self,
+        account: Option<AccountId>,
+        blob: Option<BlobId>,
+        tokens: Vec<String>,
+        spam: bool,
+        done: Option<i64>,
+    ) -> Result<bool> {
+        PgStore::train_spam(self, account, blob, tokens, spam, done).await
+    }
+    async fn drop_spam_training(&self, id: i64) -> Result<()> {
+        PgStore::drop_spam_training(self, id).await
+    }
+    async fn spam_model(
+        &self,
+        account: Option<AccountId>,
+        tokens: Vec<String>,
+    ) -> Result<SpamModel> {
+        PgStore::spam_model(self, account, tokens).await
+    }
+    async fn spam_token_count(&self, account: Option<AccountId>) -> Result<u64> {
+        PgStore::spam_token_count(self, account).await
+    }
+    async fn spam_token_rows(
+        &self,
+        account: Option<AccountId>,
+    ) -> Result<Vec<(String, u32, u32, i64)>> {
+        PgStore::spam_token_rows(self, account).await
+    }
+    async fn forget_spam_tokens(
+        &self,
+        account: Option<AccountId>,
+        tokens: Vec<String>,
+    ) -> Result<()> {
+        PgStore::forget_spam_tokens(self, account, tokens).await
+    }
+    async fn mailbox(&self, account: AccountId, name: &str) -> Result<Option<MailboxInfo>> {
+        PgStore::mailbox(self, account, name).await
+    }
+    async fn list_messages(&self, mailbox: MailboxId) -> Result<Vec<MessageEntry>> {
+        PgStore::list_messages(self, mailbox).await
+    }
+    async fn list_newest(
+        &self,
+        mailbox: MailboxId,
+        skip: usize,
+        take: usize,
+    ) -> Result<Vec<MessageData>> {
+        PgStore::list_newest(self, mailbox, skip, take).await
+    }
+    async fn read_chunk(&self, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
+        PgStore::read_chunk(self, blob, seq).await
+    }
+    async fn headers(&self, blob: BlobId) -> Result<Option<IndexedHeaders>> {
+        PgStore::headers(self, blob).await
+    }
+    async fn expunge(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<()> {
+        PgStore::expunge(self, mailbox, uids).await
+    }
+    async fn queued(&self) -> Result<Vec<QueuedRecipient>> {
+        PgStore::queued(self).await
+    }
+    async fn queue_summary(&self) -> Result<(u64, Option<i64>)> {
+        PgStore::queue_summary(self).await
+    }
+    async fn claim_queue(
+        &self,
+        now: i64,
+        lease_secs: i64,
+        limit: usize,
+    ) -> Result<Vec<QueuedRecipient>> {
+        PgStore::claim_queue(self, now, lease_secs, limit).await
+    }
+    async fn queue_message(&self, blob: BlobId, sender: &str, recipients: &[String]) -> Result<()> {
+        PgStore::queue_message(self, blob, sender, recipients).await
+    }
+    async fn mark_queue_warned(&self, ids: Vec<i64>) -> Result<()> {
+        PgStore::mark_queue_warned(self, ids).await
+    }
+    async fn release_queue_leases(&self) -> Result<usize> {
+        PgStore::release_queue_leases(self).await
+    }
+    async fn record_queue_outcomes(&self, outcomes: Vec<(i64, QueueOutcome)>) -> Result<()> {
+        PgStore::record_queue_outcomes(self, outcomes).await
+    }
+    async fn retry_queue(&self, id: Option<i64>, now: i64) -> Result<usize> {
+        PgStore::retry_queue(self, id, now).await
+    }
+    async fn remove_queued(&self, id: i64) -> Result<()> {
+        PgStore::remove_queued(self, id).await
+    }
+    async fn update_flags(
+        &self,
+        mailbox: MailboxId,
+        uids: &[Uid],
+        change: FlagChange,
+        flags: u32,
+        keywords: &[String],
+        unchanged_since: Option<u64>,
+    ) -> Result<Vec<MessageEntry>> {
+        PgStore::update_flags(
+            self,
+            mailbox,
+            uids,
+            change,
+            flags,
+            keywords,
+            unchanged_since,
+        )
+        .await
+    }
+    async fn copy_messages(
+        &self,
+        from: MailboxId,
+        uids: &[Uid],
+        to: MailboxId,
+    ) -> Result<Vec<(Uid, Uid)>> {
+        PgStore::copy_messages(self, from, uids, to).await
+    }
+    async fn expunge_deleted(&self, mailbox: MailboxId, uids: Option<&[Uid]>) -> Result<Vec<Uid>> {
+        PgStore::expunge_deleted(self, mailbox, uids).await
+    }
+    async fn move_messages(
+        &self,
+        from: MailboxId,
+        uids: &[Uid],
+        to: MailboxId,
+    ) -> Result<Vec<(Uid, Uid)>> {
+        PgStore::move_messages(self, from, uids, to).await
+    }
+    async fn list_mailboxes(&self, account: AccountId) -> Result<Vec<MailboxInfo>> {
+        PgStore::list_mailboxes(self, account).await
+    }
+    async fn create_mailbox(
+        &self,
+        account: AccountId,
+        name: &str,
+        special_use: Option<&str>,
+    ) -> Result<MailboxInfo> {
+        PgStore::create_mailbox(self, account, name, special_use).await
+    }
+    async fn delete_mailbox(&self, account: AccountId, name: &str) -> Result<()> {
+        PgStore::delete_mailbox(self, account, name).await
+    }
+    async fn rename_mailbox(&self, account: AccountId, from: &str, to: &str) -> Result<()> {
+        PgStore::rename_mailbox(self, account, from, to).await
+    }
+    async fn set_subscribed(&self, account: AccountId, name: &str, subscribed: bool) -> Result<()> {
+        PgStore::set_subscribed(self, account, name, subscribed).await
+    }
+    async fn lost_subscriptions(&self, account: AccountId) -> Result<Vec<String>> {
+        PgStore::lost_subscriptions(self, account).await
+    }
+    async fn special_use_of(
+        &self,
+        mailboxes: &[MailboxId],
+        special_use: &str,
+    ) -> Result<Vec<MailboxId>> {
+        PgStore::special_use_of(self, mailboxes, special_use).await
+    }
+    async fn mailbox_status(&self, mailbox: MailboxId) -> Result<MailboxStatus> {
+        PgStore::mailbox_status(self, mailbox).await
+    }
+    async fn changes_since(&self, mailbox: MailboxId, modseq: u64) -> Result<Changes> {
+        PgStore::changes_since(self, mailbox, modseq).await
+    }
+    async fn message_data(&self, mailbox: MailboxId, uids: &[Uid]) -> Result<Vec<MessageData>> {
+        PgStore::message_data(self, mailbox, uids).await
+    }
+    async fn search(&self, mailbox: MailboxId, key: &SearchKey) -> Result<Vec<Uid>> {
+        PgStore::search(self, mailbox, key).await
+    }
+    async fn quota(&self, account: AccountId) -> Result<Quota> {
+        PgStore::quota(self, account).await
+    }
+    async fn set_quota(&self, address: &str, limit_bytes: Option<u64>) -> Result<()> {
+        PgStore::set_quota(self, address, limit_bytes).await
+    }
+    async fn mailbox_keywords(&self, mailbox: MailboxId) -> Result<Vec<String>> {
+        PgStore::mailbox_keywords(self, mailbox).await
+    }
+    async fn uid_runs(&self, mailbox: MailboxId) -> Result<Vec<(Uid, u32)>> {
+        PgStore::uid_runs(self, mailbox).await
+    }
+    async fn first_unseen(&self, mailbox: MailboxId) -> Result<Option<Uid>> {
+        PgStore::first_unseen(self, mailbox).await
+    }
+    async fn claim_recent(&self, mailbox: MailboxId) -> Result<(Uid, Uid)> {
+        PgStore::claim_recent(self, mailbox).await
+    }
+    async fn create_web_session(&self, session: &WebSession) -> Result<()> {
+        PgStore::create_web_session(self, session).await
+    }
+    async fn web_session(&self, id_hash: &str, now: i64) -> Result<Option<WebSession>> {
+        PgStore::web_session(self, id_hash, now).await
+    }
+    async fn delete_web_session(&self, id_hash: &str) -> Result<()> {
+        PgStore::delete_web_session(self, id_hash).await
+    }
+    async fn web_settings(&self, account: AccountId) -> Result<WebSettings> {
+        PgStore::web_settings(self, account).await
+    }
+    async fn set_web_settings(&self, account: AccountId, settings: &WebSettings) -> Result<()> {
+        PgStore::set_web_settings(self, account, settings).await
+    }
+
+    fn message_writer(&self) -> Box<dyn MessageWriter> {
+        Box::new(message::PgMessageWriter::new(self.clone()))
+    }
+
+    fn queue_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.inner.queue_signal.clone()
+    }
+
+    fn watch_mailbox(&self, mailbox: MailboxId) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.watchers.subscribe(mailbox)
+    }
+
+    fn pin_view(&self, mailbox: MailboxId, modseq: u64) -> crate::ViewPin {
+        self.inner.pins.pin(mailbox, modseq)
+    }
+}

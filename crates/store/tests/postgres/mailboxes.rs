@@ -1,0 +1,4 @@
+//! PostgreSQL: mailboxes.
+
+#[allow(unused_imports)]
+use super::{open, open_with_account};
