@@ -8,14 +8,6 @@ use crate::index::IndexedHeaders;
 use crate::model::*;
 
 impl PgStore {
-    pub(super) async fn add_account(&self, address: &str, password: &str) -> Result<AccountId> {
-        unimplemented!("PostgreSQL: add_account")
-    }
-
-    pub(super) async fn remove_account(&self, address: &str) -> Result<()> {
-        unimplemented!("PostgreSQL: remove_account")
-    }
-
     pub(super) async fn mailbox(
         &self,
         account: AccountId,

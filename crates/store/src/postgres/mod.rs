@@ -10,12 +10,16 @@
 //! Where they differ, the module that differs says so.
 
 mod directory;
+mod dkim;
 mod entries;
 mod mailboxes;
 mod message;
 mod queue;
 mod schema;
 mod search;
+mod sieve;
+mod spam;
+mod web;
 
 use std::sync::Arc;
 use std::time::Duration;

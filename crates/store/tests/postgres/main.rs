@@ -4,11 +4,15 @@
 //! each area of the `Store` trait in a module of its own.
 
 mod directory;
+mod dkim;
 mod entries;
 mod mailboxes;
 mod message;
 mod queue;
 mod search;
+mod sieve;
+mod spam;
+mod web;
 
 use sluice_testkit::Postgres;
 use store::{MailboxId, PgOptions, PgStore, Store, StoreError};

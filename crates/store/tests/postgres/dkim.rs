@@ -1,0 +1,4 @@
+//! PostgreSQL: dkim.
+
+#[allow(unused_imports)]
+use super::{open, open_with_account};

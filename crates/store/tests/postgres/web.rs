@@ -1,0 +1,4 @@
+//! PostgreSQL: web.
+
+#[allow(unused_imports)]
+use super::{open, open_with_account};
