@@ -188,7 +188,12 @@ impl Session<'_> {
             },
             Err(e) => {
                 tracing::warn!(error = %e, "imap append failed");
-                Reply::no("Internal error; try again later").code(code("SERVERBUG"))
+                if e.is_unavailable() {
+                    Reply::no("The mail store is unavailable; try again later")
+                        .code(code("UNAVAILABLE"))
+                } else {
+                    Reply::no("Internal error; try again later").code(code("SERVERBUG"))
+                }
             }
         };
         match self.sync(true).await {

@@ -438,6 +438,10 @@ impl<'a> Session<'a> {
                         format!("{what} already exists"),
                     ),
                     StoreError::Invalid(why) => (None, why.clone()),
+                    e if e.is_unavailable() => (
+                        Some(code("UNAVAILABLE")),
+                        "The mail store is unavailable; try again later".into(),
+                    ),
                     _ => (
                         Some(code("SERVERBUG")),
                         "Internal error; try again later".into(),

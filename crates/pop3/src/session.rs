@@ -32,6 +32,8 @@ struct Maildrop {
     uid_validity: u32,
     messages: Vec<Message>,
     _lock: MailboxLock,
+    /// The lock across the nodes sharing the store.
+    _shared_lock: store::MaildropLock,
 }
 
 pub(crate) struct Session<'a> {
@@ -294,6 +296,19 @@ impl<'a> Session<'a> {
             self.err("[IN-USE] Mailbox is locked by another POP3 session");
             return Next::Continue;
         };
+        // Sessions on the other nodes sharing the store.
+        let shared_lock = match self.ctx.store.lock_maildrop(account.id).await {
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                self.err("[IN-USE] Mailbox is locked by another POP3 session");
+                return Next::Continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "pop3 maildrop lock failed");
+                self.err("[SYS/TEMP] Cannot open maildrop");
+                return Next::Continue;
+            }
+        };
         let mailbox = match self.ctx.store.mailbox(account.id, "INBOX").await {
             Ok(Some(m)) => m,
             Ok(None) | Err(_) => {
@@ -324,6 +339,7 @@ impl<'a> Session<'a> {
                 })
                 .collect(),
             _lock: lock,
+            _shared_lock: shared_lock,
         });
         tracing::info!(user = %account.address, count, size, "pop3 login");
         self.ok(&format!("Logged in, {count} messages ({size} octets)"));

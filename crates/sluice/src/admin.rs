@@ -3,10 +3,13 @@
 //! interval.
 
 use std::io::{BufRead, IsTerminal};
+use std::sync::Arc;
 
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 use clap::Subcommand;
-use store::{SqliteOptions, SqliteStore, Store};
+use store::Store;
+
+use crate::store_backend::{OpenStore, Role};
 
 use crate::config::Config;
 
@@ -63,21 +66,9 @@ pub enum AliasAction {
     },
 }
 
-pub(crate) fn open(config: &Config) -> anyhow::Result<SqliteStore> {
-    SqliteStore::open(
-        &config.data_dir,
-        SqliteOptions {
-            group_commit: false,
-            readers: 1,
-            // The server trains the store's dictionary: training holds
-            // about 15 MB for a moment, and `sluice import` keeps its
-            // memory that of a small import whatever it reads. An import
-            // packs with the dictionary the store has when it starts.
-            train_dictionary: false,
-            ..SqliteOptions::default()
-        },
-    )
-    .with_context(|| format!("cannot open the store in {}", config.data_dir.display()))
+/// The store, opened for a command-line tool.
+pub(crate) async fn open(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(OpenStore::open(config, Role::Tool).await?.shared())
 }
 
 fn read_password(from_stdin: bool) -> anyhow::Result<String> {
@@ -102,7 +93,7 @@ fn read_password(from_stdin: bool) -> anyhow::Result<String> {
 }
 
 pub async fn domain(config: &Config, action: DomainAction) -> anyhow::Result<()> {
-    let store = open(config)?;
+    let store = open(config).await?;
     match action {
         DomainAction::Add { name } => store.add_domain(&name).await?,
         DomainAction::Remove { name } => store.remove_domain(&name).await?,
@@ -125,23 +116,26 @@ pub async fn user(config: &Config, action: UserAction) -> anyhow::Result<()> {
             password_stdin,
         } => {
             let password = read_password(password_stdin)?;
-            open(config)?.add_account(&address, &password).await?;
+            open(config).await?.add_account(&address, &password).await?;
         }
         UserAction::Passwd {
             address,
             password_stdin,
         } => {
             let password = read_password(password_stdin)?;
-            open(config)?.set_password(&address, &password).await?;
+            open(config)
+                .await?
+                .set_password(&address, &password)
+                .await?;
         }
-        UserAction::Remove { address } => open(config)?.remove_account(&address).await?,
+        UserAction::Remove { address } => open(config).await?.remove_account(&address).await?,
         UserAction::Quota { address, limit } => {
             let limit = store::parse_quota_limit(&limit)?;
-            open(config)?.set_quota(&address, limit).await?;
+            open(config).await?.set_quota(&address, limit).await?;
         }
         UserAction::List => {
             let mut out = std::io::stdout().lock();
-            for a in open(config)?.list_accounts().await? {
+            for a in open(config).await?.list_accounts().await? {
                 if !write_line(&mut out, &a) {
                     break;
                 }
@@ -152,7 +146,7 @@ pub async fn user(config: &Config, action: UserAction) -> anyhow::Result<()> {
 }
 
 pub async fn alias(config: &Config, action: AliasAction) -> anyhow::Result<()> {
-    let store = open(config)?;
+    let store = open(config).await?;
     match action {
         AliasAction::Add { address, targets } => store.add_alias(&address, &targets).await?,
         AliasAction::Remove { address, target } => {
@@ -208,7 +202,7 @@ fn span(secs: i64) -> String {
 /// `sluice queue ...`: the outbound queue of the store, also while a
 /// server runs (it notices within a second).
 pub async fn queue(config: &Config, action: QueueAction) -> anyhow::Result<()> {
-    let store = open(config)?;
+    let store = open(config).await?;
     let now = unix_now();
     match action {
         QueueAction::List => {

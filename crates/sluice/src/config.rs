@@ -222,6 +222,26 @@ pub struct StoreConfig {
     /// MiB the write-ahead log may grow to before it is checkpointed and
     /// cut back to nothing.
     pub wal_limit_mb: u64,
+    /// Where mail is kept: `sqlite` (a database in the data directory, the
+    /// default) or `postgres` (a PostgreSQL database several nodes share).
+    pub backend: StoreBackend,
+    /// The PostgreSQL database, `postgres://USER@HOST:PORT/DBNAME`.
+    pub url: Option<String>,
+    /// A file whose first line is the PostgreSQL password. The variable
+    /// `SLUICE_STORE_PASSWORD` is read when this is not set, so the
+    /// password never has to be written in the configuration.
+    pub password_file: Option<PathBuf>,
+    /// Connections each node keeps open to PostgreSQL.
+    pub pool_size: usize,
+}
+
+/// `store.backend`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreBackend {
+    #[default]
+    Sqlite,
+    Postgres,
 }
 
 impl Default for StoreConfig {
@@ -230,6 +250,10 @@ impl Default for StoreConfig {
             group_commit: true,
             readers: 4,
             wal_limit_mb: 64,
+            backend: StoreBackend::Sqlite,
+            url: None,
+            password_file: None,
+            pool_size: 16,
         }
     }
 }
@@ -591,6 +615,12 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     }
     if c.store.readers == 0 {
         bail!("key `store.readers`: must be at least 1");
+    }
+    if c.store.backend == StoreBackend::Postgres && c.store.url.is_none() {
+        bail!("key `store.url`: needed when `store.backend` is \"postgres\"");
+    }
+    if c.store.pool_size == 0 {
+        bail!("key `store.pool_size`: must be at least 1");
     }
     if !c.dnsbl.zones.is_empty() && c.dnsbl.resolver.is_none() {
         bail!("key `dnsbl.resolver`: needed when `dnsbl.zones` are set");

@@ -62,7 +62,7 @@ fn default_selector(algorithm: &str) -> String {
 }
 
 pub async fn dkim(config: &Config, action: DkimAction) -> anyhow::Result<()> {
-    let store = open(config)?;
+    let store = open(config).await?;
     match action {
         DkimAction::Keygen {
             domain,
@@ -76,7 +76,7 @@ pub async fn dkim(config: &Config, action: DkimAction) -> anyhow::Result<()> {
                 &algorithm,
                 unix_now(),
             )?;
-            add(&store, key).await?;
+            add(&*store, key).await?;
         }
         DkimAction::Import {
             domain,
@@ -91,7 +91,7 @@ pub async fn dkim(config: &Config, action: DkimAction) -> anyhow::Result<()> {
                 std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?
             };
             let key = dkim::import(&domain.to_ascii_lowercase(), &selector, &pem, unix_now())?;
-            add(&store, key).await?;
+            add(&*store, key).await?;
         }
         DkimAction::List => {
             let mut out = std::io::stdout().lock();
@@ -104,7 +104,7 @@ pub async fn dkim(config: &Config, action: DkimAction) -> anyhow::Result<()> {
             }
         }
         DkimAction::Record { domain, selector } => {
-            let key = find(&store, &domain, &selector).await?;
+            let key = find(&*store, &domain, &selector).await?;
             println!("{}", dkim::txt_record(&key));
         }
         DkimAction::Activate { domain, selector } => {
@@ -122,7 +122,7 @@ pub async fn dkim(config: &Config, action: DkimAction) -> anyhow::Result<()> {
 
 /// Stores a new key, signing unless the domain already signs with its
 /// algorithm, and prints its record and what to do next.
-async fn add(store: &impl Store, mut key: store::DkimKey) -> anyhow::Result<()> {
+async fn add(store: &dyn Store, mut key: store::DkimKey) -> anyhow::Result<()> {
     key.signing = !store
         .dkim_keys()
         .await?
@@ -144,7 +144,7 @@ async fn add(store: &impl Store, mut key: store::DkimKey) -> anyhow::Result<()> 
     Ok(())
 }
 
-async fn find(store: &impl Store, domain: &str, selector: &str) -> anyhow::Result<store::DkimKey> {
+async fn find(store: &dyn Store, domain: &str, selector: &str) -> anyhow::Result<store::DkimKey> {
     let domain = domain.trim_end_matches('.').to_ascii_lowercase();
     store
         .dkim_keys()

@@ -190,7 +190,7 @@ impl Journal {
     }
 }
 
-async fn account_of(store: &impl Store, address: &str) -> anyhow::Result<AccountId> {
+async fn account_of(store: &dyn Store, address: &str) -> anyhow::Result<AccountId> {
     let directory = store.load_directory().await?;
     match directory.account(address) {
         Some(a) => Ok(a.id),
@@ -199,7 +199,7 @@ async fn account_of(store: &impl Store, address: &str) -> anyhow::Result<Account
 }
 
 pub(crate) async fn mailbox_named(
-    store: &(impl Store + ?Sized),
+    store: &dyn Store,
     account: AccountId,
     name: &str,
 ) -> anyhow::Result<MailboxInfo> {
@@ -214,21 +214,21 @@ pub(crate) async fn mailbox_named(
 }
 
 pub async fn import(config: &Config, args: ImportArgs) -> anyhow::Result<()> {
-    let store = open(config)?;
-    let account = account_of(&store, &args.address).await?;
+    let store = open(config).await?;
+    let account = account_of(&*store, &args.address).await?;
     let journal = Journal::new(config, &args)?;
     let mut progress = Progress::new("imported");
     match args.format {
         Format::Mbox => {
             let name = args.mailbox.as_deref().unwrap_or("INBOX");
-            let mailbox = mailbox_named(&store, account, name).await?;
-            import_mbox(&store, &mailbox, &args.path, &journal, &mut progress).await?;
+            let mailbox = mailbox_named(&*store, account, name).await?;
+            import_mbox(&*store, &mailbox, &args.path, &journal, &mut progress).await?;
         }
         Format::Maildir => {
             if args.mailbox.is_some() {
                 bail!("--mailbox is for mbox: a Maildir's folders name their mailboxes");
             }
-            import_maildir(&store, account, &args.path, &journal, &mut progress).await?;
+            import_maildir(&*store, account, &args.path, &journal, &mut progress).await?;
         }
         Format::Imap => {
             if args.mailbox.is_some() {
@@ -250,7 +250,7 @@ pub async fn import(config: &Config, args: ImportArgs) -> anyhow::Result<()> {
                 })?,
             };
             crate::import_imap::import(
-                &store,
+                &*store,
                 account,
                 &source,
                 &password,
@@ -376,7 +376,7 @@ fn is_blank(line: &[u8]) -> bool {
 }
 
 async fn import_mbox(
-    store: &impl Store,
+    store: &dyn Store,
     mailbox: &MailboxInfo,
     path: &Path,
     journal: &Journal,
@@ -541,7 +541,7 @@ fn maildir_folders(root: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
 }
 
 async fn import_maildir(
-    store: &impl Store,
+    store: &dyn Store,
     account: AccountId,
     root: &Path,
     journal: &Journal,
@@ -578,7 +578,7 @@ async fn import_maildir(
 }
 
 async fn import_file(
-    store: &impl Store,
+    store: &dyn Store,
     mailbox: &MailboxInfo,
     path: &Path,
     progress: &mut Progress,
@@ -628,8 +628,8 @@ async fn import_file(
 }
 
 pub async fn export(config: &Config, args: ExportArgs) -> anyhow::Result<()> {
-    let store = open(config)?;
-    let account = account_of(&store, &args.address).await?;
+    let store = open(config).await?;
+    let account = account_of(&*store, &args.address).await?;
     let mut progress = Progress::new("exported");
     match args.format {
         Format::Imap => bail!("export writes an mbox file or a Maildir"),
@@ -641,7 +641,7 @@ pub async fn export(config: &Config, args: ExportArgs) -> anyhow::Result<()> {
             if args.path.as_os_str() == "-" {
                 let stdout = std::io::stdout();
                 let mut out = std::io::BufWriter::new(stdout.lock());
-                export_mbox(&store, &mailbox, &mut out, &mut progress).await?;
+                export_mbox(&*store, &mailbox, &mut out, &mut progress).await?;
                 out.flush()?;
             } else {
                 let file = std::fs::OpenOptions::new()
@@ -650,7 +650,7 @@ pub async fn export(config: &Config, args: ExportArgs) -> anyhow::Result<()> {
                     .open(&args.path)
                     .with_context(|| format!("cannot create {}", args.path.display()))?;
                 let mut out = std::io::BufWriter::new(file);
-                export_mbox(&store, &mailbox, &mut out, &mut progress).await?;
+                export_mbox(&*store, &mailbox, &mut out, &mut progress).await?;
                 out.flush()?;
             }
         }
@@ -658,7 +658,7 @@ pub async fn export(config: &Config, args: ExportArgs) -> anyhow::Result<()> {
             if args.mailbox.is_some() {
                 bail!("--mailbox is for mbox: a Maildir export holds every mailbox");
             }
-            export_maildir(&store, account, &args.path, &mut progress).await?;
+            export_maildir(&*store, account, &args.path, &mut progress).await?;
         }
     }
     progress.print();
@@ -668,7 +668,7 @@ pub async fn export(config: &Config, args: ExportArgs) -> anyhow::Result<()> {
 /// Writes the stored text of a message, CRLF turned into LF (mbox and
 /// Maildir files use the local line end), From lines quoted for mbox.
 async fn write_message(
-    store: &impl Store,
+    store: &dyn Store,
     blob: store::BlobId,
     out: &mut impl Write,
     mbox: bool,
@@ -740,7 +740,7 @@ fn asctime(unix: i64) -> String {
 }
 
 async fn export_mbox(
-    store: &impl Store,
+    store: &dyn Store,
     mailbox: &MailboxInfo,
     out: &mut impl Write,
     progress: &mut Progress,
@@ -776,7 +776,7 @@ async fn export_mbox(
 }
 
 async fn export_maildir(
-    store: &impl Store,
+    store: &dyn Store,
     account: AccountId,
     root: &Path,
     progress: &mut Progress,

@@ -289,7 +289,7 @@ fn literal_len(line: &str) -> Option<u64> {
 /// Fetches every message of the account at `source` into `address`'s
 /// mailboxes of the same names.
 pub async fn import(
-    store: &(impl Store + ?Sized),
+    store: &dyn Store,
     account: store::AccountId,
     source: &Source,
     password: &str,
@@ -355,7 +355,7 @@ pub async fn import(
 /// streamed into the store.
 async fn fetch_one(
     client: &mut Client,
-    store: &(impl Store + ?Sized),
+    store: &dyn Store,
     mailbox: store::MailboxId,
     uid: u32,
     progress: &mut crate::import::Progress,

@@ -21,6 +21,7 @@ mod serve;
 mod sieve_admin;
 mod spam_admin;
 mod spam_trainer;
+mod store_backend;
 mod tls;
 
 use std::path::PathBuf;
@@ -150,6 +151,12 @@ fn main() -> ExitCode {
     }
     let result = config::load(cli.config.as_deref(), cli.data.as_deref()).and_then(|config| {
         // Backup and restore are file work: no runtime.
+        if matches!(
+            cli.command,
+            Command::Backup(_) | Command::Restore(_) | Command::Stats
+        ) {
+            store_backend::only_on_sqlite(&config)?;
+        }
         match cli.command {
             Command::Backup(args) => return backup::backup(&config, args),
             Command::Restore(args) => return backup::restore(&config, args),

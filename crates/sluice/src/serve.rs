@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use net::{ConnLimiter, Shutdown};
-use store::{Authenticator, DirectoryWatch, SqliteOptions, SqliteStore, Store};
+use store::{Authenticator, DirectoryWatch, Store};
+
+use crate::store_backend::{OpenStore, Role};
 use tokio::net::TcpListener;
 
 use crate::config::Config;
@@ -241,24 +243,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     bound.extend(proxy_listeners.addrs());
     crate::privileges::drop_root(&config.server, &bound, &config.data_dir)?;
     let _lock = lock_data_dir(&config)?;
-    let sqlite = SqliteStore::open(
-        &config.data_dir,
-        SqliteOptions {
-            group_commit: config.store.group_commit,
-            readers: config.store.readers,
-            wal_limit: config.store.wal_limit_mb * 1024 * 1024,
-            train_dictionary: true,
-        },
-    )
-    .with_context(|| format!("cannot open the store in {}", config.data_dir.display()))?;
-    let dropped = sqlite.recover().await?;
+    let opened = OpenStore::open(&config, Role::Server).await?;
+    let dropped = opened.recover().await?;
     if dropped > 0 {
         tracing::warn!(
             dropped,
             "removed messages left incomplete by an interrupted run"
         );
     }
-    let store: Arc<dyn Store> = Arc::new(sqlite.clone());
+    let store = opened.shared();
     let directory = DirectoryWatch::start(Arc::clone(&store), DIRECTORY_POLL).await?;
     let acceptors = crate::tls::acceptors(&config)?;
     let tls = acceptors.main.clone();
@@ -526,18 +519,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             "dnsbl totals"
         );
     }
-    match sqlite.truncate_wal().await {
-        Ok(true) => {}
-        Ok(false) => tracing::warn!("the write-ahead log could not be truncated at stop: busy"),
-        Err(e) => tracing::warn!(error = %e, "the write-ahead log could not be truncated at stop"),
-    }
-    let w = sqlite.writer_stats();
-    tracing::info!(
-        jobs = w.jobs,
-        transactions = w.transactions,
-        durable_commits = w.durable_commits,
-        "stopped"
-    );
+    opened.stop().await;
     Ok(())
 }
 

@@ -137,12 +137,14 @@ pub async fn sieve(config: &Config, action: SieveAction) -> anyhow::Result<()> {
             Err(e) => bail!("{}: {e}", file.display()),
         };
     }
-    let store = open(config)?;
+    let store = open(config).await?;
     match action {
         SieveAction::List { global, address } => {
             let owner = match (global, address) {
                 (true, None) => ScriptOwner::Global,
-                (false, Some(address)) => ScriptOwner::Account(account_id(&store, &address).await?),
+                (false, Some(address)) => {
+                    ScriptOwner::Account(account_id(&*store, &address).await?)
+                }
                 _ => bail!("usage: sluice sieve list ADDRESS | --global"),
             };
             let mut out = std::io::stdout().lock();
@@ -154,7 +156,7 @@ pub async fn sieve(config: &Config, action: SieveAction) -> anyhow::Result<()> {
             }
         }
         SieveAction::Get { global, args } => {
-            let (owner, rest) = owner_and(&store, global, &args, 1, "get ADDRESS NAME").await?;
+            let (owner, rest) = owner_and(&*store, global, &args, 1, "get ADDRESS NAME").await?;
             let name = &rest[0];
             match store.sieve_script(owner, name).await? {
                 Some(source) => {
@@ -167,7 +169,7 @@ pub async fn sieve(config: &Config, action: SieveAction) -> anyhow::Result<()> {
         }
         SieveAction::Put { global, args } => {
             let (owner, rest) =
-                owner_and(&store, global, &args, 2, "put ADDRESS NAME FILE").await?;
+                owner_and(&*store, global, &args, 2, "put ADDRESS NAME FILE").await?;
             let (name, file) = (&rest[0], Path::new(&rest[1]));
             let source = read_source(file)?;
             if let Err(e) = compile(&source) {
@@ -176,20 +178,20 @@ pub async fn sieve(config: &Config, action: SieveAction) -> anyhow::Result<()> {
             store.put_sieve_script(owner, name, &source).await?;
         }
         SieveAction::Activate { address, name } => {
-            let id = account_id(&store, &address).await?;
+            let id = account_id(&*store, &address).await?;
             store.activate_sieve_script(id, Some(&name)).await?;
         }
         SieveAction::Deactivate { address } => {
-            let id = account_id(&store, &address).await?;
+            let id = account_id(&*store, &address).await?;
             store.activate_sieve_script(id, None).await?;
         }
         SieveAction::Delete { global, args } => {
-            let (owner, rest) = owner_and(&store, global, &args, 1, "delete ADDRESS NAME").await?;
+            let (owner, rest) = owner_and(&*store, global, &args, 1, "delete ADDRESS NAME").await?;
             store.delete_sieve_script(owner, &rest[0]).await?;
         }
         SieveAction::Rename { global, args } => {
             let (owner, rest) =
-                owner_and(&store, global, &args, 2, "rename ADDRESS OLD NEW").await?;
+                owner_and(&*store, global, &args, 2, "rename ADDRESS OLD NEW").await?;
             store.rename_sieve_script(owner, &rest[0], &rest[1]).await?;
         }
         SieveAction::Check { .. } => unreachable!("handled above"),

@@ -49,9 +49,9 @@ pub struct TrainArgs {
 }
 
 pub async fn spam(config: &Config, action: SpamAction) -> anyhow::Result<()> {
-    let store = open(config)?;
+    let store = open(config).await?;
     match action {
-        SpamAction::Train(args) => train(config, &store, args).await,
+        SpamAction::Train(args) => train(config, &*store, args).await,
         SpamAction::Threshold { address, value } => {
             let Some(value) = value else {
                 let directory = store.load_directory().await?;
@@ -79,7 +79,7 @@ pub async fn spam(config: &Config, action: SpamAction) -> anyhow::Result<()> {
         }
         SpamAction::Stats { address } => {
             let owner = match address {
-                Some(a) => Some(account_of(&store, &a).await?),
+                Some(a) => Some(account_of(&*store, &a).await?),
                 None => None,
             };
             let model = store.spam_model(owner, Vec::new()).await?;
@@ -101,14 +101,14 @@ pub async fn spam(config: &Config, action: SpamAction) -> anyhow::Result<()> {
     }
 }
 
-async fn account_of(store: &impl Store, address: &str) -> anyhow::Result<AccountId> {
+async fn account_of(store: &dyn Store, address: &str) -> anyhow::Result<AccountId> {
     match store.load_directory().await?.account(address) {
         Some(a) => Ok(a.id),
         None => bail!("no account {address}"),
     }
 }
 
-async fn train(config: &Config, store: &impl Store, args: TrainArgs) -> anyhow::Result<()> {
+async fn train(config: &Config, store: &dyn Store, args: TrainArgs) -> anyhow::Result<()> {
     let (owner, paths) = if args.global {
         (None, &args.args[..])
     } else {

@@ -51,3 +51,25 @@ pub enum StoreError {
 
 /// Result with [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+impl StoreError {
+    /// Whether the database could not be reached (rather than refusing the
+    /// request): the caller answers with a temporary failure and the same
+    /// request may succeed once the database is back.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Unavailable(_) => true,
+            StoreError::Postgres(e) => {
+                e.is_closed()
+                    || e.code().is_some_and(|c| {
+                        // Class 08: connection exception; 57P0x: the
+                        // server is shutting down or starting up.
+                        c.code().starts_with("08") || c.code().starts_with("57P0")
+                    })
+                    || std::error::Error::source(e)
+                        .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some())
+            }
+            _ => false,
+        }
+    }
+}

@@ -39,6 +39,21 @@ pub use model::{
 };
 pub use password::{hash_password, verify_password};
 pub use pins::{ViewPin, ViewPins};
+
+/// A maildrop lock from [`Store::lock_maildrop`]: released when dropped.
+#[derive(Default)]
+pub struct MaildropLock {
+    _held: Option<Box<dyn Send + Sync>>,
+}
+
+impl MaildropLock {
+    /// A lock that lasts as long as `held`, whose drop releases it.
+    pub(crate) fn holding(held: impl Send + Sync + 'static) -> MaildropLock {
+        MaildropLock {
+            _held: Some(Box::new(held)),
+        }
+    }
+}
 pub use postgres::{PgOptions, PgStore};
 pub use quota::parse_quota_limit;
 pub use sqlite::{
@@ -435,6 +450,16 @@ pub trait Store: Send + Sync + 'static {
     /// not swept) until the pin advances past them or is dropped. A session
     /// pins before it reads the UIDs of its view.
     fn pin_view(&self, mailbox: MailboxId, modseq: u64) -> ViewPin;
+    /// Takes the POP3 maildrop lock of `account` (RFC 1939 §8) for as long
+    /// as the returned guard lives, across every node sharing the store;
+    /// `None` when a session elsewhere holds it. Sessions of one process
+    /// exclude each other before they ask (the POP3 server's own locks),
+    /// so a store that is one process's alone, as SQLite's is, has nothing
+    /// more to do.
+    async fn lock_maildrop(&self, account: AccountId) -> Result<Option<MaildropLock>> {
+        let _ = account;
+        Ok(Some(MaildropLock::default()))
+    }
 
     /// Records a new webmail session, and forgets sessions that expired.
     /// `Exists` if `id_hash` is already taken.

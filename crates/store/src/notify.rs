@@ -1,7 +1,8 @@
 //! Change notices for mailboxes, within this process: IDLE sessions wait
 //! on a `watch` receiver, and every committed change that touches a
-//! mailbox bumps its counter. Changes made by another process (the command
-//! line) are not seen here; sessions still poll now and then.
+//! mailbox bumps its counter. On SQLite, changes made by another process
+//! (the command line) are not seen here; sessions still poll now and then.
+//! On PostgreSQL, other nodes' changes arrive through `postgres::fanout`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -46,6 +47,17 @@ impl Watchers {
                     tx.send_modify(|n| *n = n.wrapping_add(1));
                 }
             }
+        }
+    }
+
+    /// Wakes every watcher: after changes may have been missed (another
+    /// node's notices while the connection carrying them was down), each
+    /// session looks for itself what changed.
+    pub(crate) fn notify_all(&self) {
+        let mut senders = self.senders.lock().expect("watchers lock");
+        senders.retain(|_, tx| tx.receiver_count() > 0);
+        for tx in senders.values() {
+            tx.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
 

@@ -1,37 +1,128 @@
 //! The store API the IMAP server builds on: the mailbox tree, keywords,
 //! modification sequences and tombstones, moves, APPEND-style deliveries,
-//! change notices, status and quota figures.
+//! change notices, status and quota figures. Every test runs on both back
+//! ends, SQLite and PostgreSQL (a real server of its own per test): they
+//! must give the same answers.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::Connection;
+use sluice_testkit::Postgres;
 use store::{
-    Delivery, FlagChange, MailboxId, SqliteOptions, SqliteStore, Store, StoreError, Uid,
-    FLAG_ANSWERED, FLAG_DELETED, FLAG_FLAGGED, FLAG_SEEN,
+    Delivery, FlagChange, MailboxId, PgOptions, PgStore, SqliteOptions, SqliteStore, Store,
+    StoreError, Uid, FLAG_ANSWERED, FLAG_DELETED, FLAG_FLAGGED, FLAG_SEEN,
 };
 
+/// Runs each test body once on SQLite and once on PostgreSQL, as the
+/// tests `NAME::sqlite` and `NAME::postgres`.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name(super::Fixture::sqlite().await).await
+            }
+            #[tokio::test]
+            async fn postgres() {
+                super::$name(super::Fixture::postgres().await).await
+            }
+        }
+    )*};
+}
+
+enum Backend {
+    Sqlite {
+        _dir: tempfile::TempDir,
+        store: SqliteStore,
+    },
+    Postgres {
+        pg: Postgres,
+        db: String,
+        store: PgStore,
+    },
+}
+
 struct Fixture {
-    _dir: tempfile::TempDir,
-    store: SqliteStore,
+    backend: Backend,
+    store: Arc<dyn Store>,
     account: i64,
     inbox: MailboxId,
 }
 
-async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
-    store.add_domain("example.org").await.unwrap();
-    let account = store.add_account("a@example.org", "pw").await.unwrap();
-    let inbox = store.mailbox(account, "INBOX").await.unwrap().unwrap().id;
-    Fixture {
-        _dir: dir,
-        store,
-        account,
-        inbox,
-    }
-}
-
 impl Fixture {
+    async fn sqlite() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+        Fixture::with(Backend::Sqlite { _dir: dir, store }).await
+    }
+
+    async fn postgres() -> Fixture {
+        let pg = Postgres::start();
+        let url = pg.create_database();
+        let db = url.rsplit('/').next().unwrap().to_string();
+        let mut options = PgOptions::new(&url);
+        // Blobs go as soon as nothing needs them, as on SQLite.
+        options.sweep_grace = Duration::ZERO;
+        let store = PgStore::connect(options).await.unwrap();
+        Fixture::with(Backend::Postgres { pg, db, store }).await
+    }
+
+    async fn with(backend: Backend) -> Fixture {
+        let store: Arc<dyn Store> = match &backend {
+            Backend::Sqlite { store, .. } => Arc::new(store.clone()),
+            Backend::Postgres { store, .. } => Arc::new(store.clone()),
+        };
+        store.add_domain("example.org").await.unwrap();
+        let account = store.add_account("a@example.org", "pw").await.unwrap();
+        let inbox = store.mailbox(account, "INBOX").await.unwrap().unwrap().id;
+        Fixture {
+            backend,
+            store,
+            account,
+            inbox,
+        }
+    }
+
+    /// Releases the blobs nothing references any more, now.
+    async fn sweep_now(&self) -> usize {
+        match &self.backend {
+            Backend::Sqlite { store, .. } => store.sweep_now().await.unwrap(),
+            Backend::Postgres { store, .. } => store.sweep_now().await.unwrap(),
+        }
+    }
+
+    /// Write jobs the SQLite writer has run; PostgreSQL has no writer
+    /// thread (every change is one transaction of its own).
+    fn writer_jobs(&self) -> Option<u64> {
+        match &self.backend {
+            Backend::Sqlite { store, .. } => Some(store.writer_stats().jobs),
+            Backend::Postgres { .. } => None,
+        }
+    }
+
+    /// On SQLite, that exactly one write job ran since `before`.
+    fn assert_one_job_since(&self, before: Option<u64>, what: &str) {
+        if let (Some(before), Some(now)) = (before, self.writer_jobs()) {
+            assert_eq!(now - before, 1, "{what}: one transaction");
+        }
+    }
+
+    /// Runs a statement on the database: `sqlite` or `postgres`, the same
+    /// change in each dialect.
+    fn exec(&self, sqlite: &str, postgres: &str) {
+        match &self.backend {
+            Backend::Sqlite { store, .. } => {
+                let c = Connection::open(store.path()).unwrap();
+                c.busy_timeout(Duration::from_secs(10)).unwrap();
+                c.execute_batch(sqlite).unwrap();
+            }
+            Backend::Postgres { pg, db, .. } => {
+                pg.psql(db, postgres);
+            }
+        }
+    }
+
     async fn id(&self, name: &str) -> MailboxId {
         self.store
             .mailbox(self.account, name)
@@ -66,9 +157,19 @@ impl Fixture {
         uids
     }
 
+    /// The one number `sql` selects (SQL both dialects accept).
     fn count(&self, sql: &str) -> i64 {
-        let c = Connection::open(self.store.path()).unwrap();
-        c.query_row(sql, [], |r| r.get(0)).unwrap()
+        match &self.backend {
+            Backend::Sqlite { store, .. } => {
+                let c = Connection::open(store.path()).unwrap();
+                c.query_row(sql, [], |r| r.get(0)).unwrap()
+            }
+            Backend::Postgres { pg, db, .. } => {
+                let out = pg.psql(db, sql);
+                out.parse()
+                    .unwrap_or_else(|_| panic!("{sql}: not a number: {out:?}"))
+            }
+        }
     }
 
     async fn names(&self) -> Vec<String> {
@@ -86,9 +187,7 @@ fn uids(entries: &[store::MessageEntry]) -> Vec<Uid> {
     entries.iter().map(|m| m.uid).collect()
 }
 
-#[tokio::test]
-async fn default_mailboxes_are_listed_with_special_use_and_subscription() {
-    let f = fixture().await;
+async fn default_mailboxes_are_listed_with_special_use_and_subscription(f: Fixture) {
     let all = f.store.list_mailboxes(f.account).await.unwrap();
     let view: Vec<(&str, Option<&str>, bool)> = all
         .iter()
@@ -141,9 +240,7 @@ async fn default_mailboxes_are_listed_with_special_use_and_subscription() {
     ));
 }
 
-#[tokio::test]
-async fn create_checks_names_and_makes_parents() {
-    let f = fixture().await;
+async fn create_checks_names_and_makes_parents(f: Fixture) {
     for bad in ["", "/lead", "trail/", "a//b", "cr\rlf", "nl\n", "nul\0"] {
         assert!(
             matches!(
@@ -215,9 +312,7 @@ async fn create_checks_names_and_makes_parents() {
     assert!(f.names().await.contains(&"Zürich/Café".to_string()));
 }
 
-#[tokio::test]
-async fn delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity() {
-    let f = fixture().await;
+async fn delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity(f: Fixture) {
     for inbox in ["INBOX", "inbox"] {
         assert!(matches!(
             f.store.delete_mailbox(f.account, inbox).await,
@@ -257,7 +352,7 @@ async fn delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity() {
         .unwrap()
         .is_none());
     // Its messages, their blobs and its tombstones went with it.
-    f.store.sweep_now().await.unwrap();
+    f.sweep_now().await;
     assert_eq!(f.count("SELECT count(*) FROM blobs"), blobs - 3);
     assert_eq!(f.count("SELECT count(*) FROM expunged"), 0);
     assert!(matches!(
@@ -281,9 +376,7 @@ async fn delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity() {
         .all(|m| m.id == again.id || m.uid_validity < again.uid_validity));
 }
 
-#[tokio::test]
-async fn rename_takes_children_along_and_keeps_uids() {
-    let f = fixture().await;
+async fn rename_takes_children_along_and_keeps_uids(f: Fixture) {
     let a = f.store.create_mailbox(f.account, "a", None).await.unwrap();
     let ab = f
         .store
@@ -355,9 +448,7 @@ async fn rename_takes_children_along_and_keeps_uids() {
     assert!(fresh.uid_validity > a.uid_validity);
 }
 
-#[tokio::test]
-async fn renaming_inbox_moves_its_messages_and_leaves_it_empty() {
-    let f = fixture().await;
+async fn renaming_inbox_moves_its_messages_and_leaves_it_empty(f: Fixture) {
     f.store
         .create_mailbox(f.account, "INBOX/Child", None)
         .await
@@ -376,7 +467,7 @@ async fn renaming_inbox_moves_its_messages_and_leaves_it_empty() {
         .unwrap();
     f.store.expunge(f.inbox, &[1]).await.unwrap();
     let before = f.store.mailbox(f.account, "INBOX").await.unwrap().unwrap();
-    f.store.sweep_now().await.unwrap();
+    f.sweep_now().await;
     let blobs = f.count("SELECT count(*) FROM blobs");
 
     f.store
@@ -406,7 +497,7 @@ async fn renaming_inbox_moves_its_messages_and_leaves_it_empty() {
     assert_eq!(uids(&moved), [1, 2], "new UIDs in the target");
     assert_eq!(moved[0].flags, FLAG_FLAGGED);
     assert_eq!(moved[0].keywords, ["Work"]);
-    f.store.sweep_now().await.unwrap();
+    f.sweep_now().await;
     assert_eq!(f.count("SELECT count(*) FROM blobs"), blobs);
     let changes = f
         .store
@@ -416,9 +507,7 @@ async fn renaming_inbox_moves_its_messages_and_leaves_it_empty() {
     assert_eq!(changes.expunged, [2, 3]);
 }
 
-#[tokio::test]
-async fn keywords_are_added_removed_and_replaced_case_insensitively() {
-    let f = fixture().await;
+async fn keywords_are_added_removed_and_replaced_case_insensitively(f: Fixture) {
     f.deliver_n(f.inbox, 3).await;
     let changed = f
         .store
@@ -491,9 +580,7 @@ async fn keywords_are_added_removed_and_replaced_case_insensitively() {
     }
 }
 
-#[tokio::test]
-async fn unchanged_since_leaves_newer_messages_alone() {
-    let f = fixture().await;
+async fn unchanged_since_leaves_newer_messages_alone(f: Fixture) {
     f.deliver_n(f.inbox, 3).await;
     let base = f
         .store
@@ -544,9 +631,7 @@ async fn unchanged_since_leaves_newer_messages_alone() {
     );
 }
 
-#[tokio::test]
-async fn changes_since_reports_new_changed_and_expunged() {
-    let f = fixture().await;
+async fn changes_since_reports_new_changed_and_expunged(f: Fixture) {
     f.deliver_n(f.inbox, 5).await;
     let all = f.store.changes_since(f.inbox, 0).await.unwrap();
     assert_eq!(uids(&all.changed), [1, 2, 3, 4, 5]);
@@ -594,9 +679,7 @@ async fn changes_since_reports_new_changed_and_expunged() {
     assert_eq!(uids(&later.changed), [6]);
 }
 
-#[tokio::test]
-async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
-    let f = fixture().await;
+async fn move_copies_entries_and_expunges_the_originals_in_one_go(f: Fixture) {
     f.deliver_n(f.inbox, 4).await;
     f.store
         .update_flags(
@@ -612,17 +695,16 @@ async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
     let archive = f.id("Archive").await;
     f.deliver_n(archive, 1).await;
     let before = f.store.mailbox_status(f.inbox).await.unwrap();
-    f.store.sweep_now().await.unwrap();
+    f.sweep_now().await;
     let blobs = f.count("SELECT count(*) FROM blobs");
-    let stats = f.store.writer_stats();
+    let jobs = f.writer_jobs();
     let map = f
         .store
         .move_messages(f.inbox, &[4, 3, 99], archive)
         .await
         .unwrap();
     assert_eq!(map, [(3, 2), (4, 3)]);
-    let after = f.store.writer_stats();
-    assert_eq!(after.jobs - stats.jobs, 1, "one transaction");
+    f.assert_one_job_since(jobs, "move");
     assert_eq!(uids(&f.store.list_messages(f.inbox).await.unwrap()), [1, 2]);
     let target = f.store.list_messages(archive).await.unwrap();
     assert_eq!(uids(&target), [1, 2, 3]);
@@ -630,7 +712,7 @@ async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
         (target[1].flags, target[1].keywords.clone()),
         (FLAG_SEEN, vec!["Kept".to_string()])
     );
-    f.store.sweep_now().await.unwrap();
+    f.sweep_now().await;
     assert_eq!(
         f.count("SELECT count(*) FROM blobs"),
         blobs,
@@ -653,9 +735,7 @@ async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
         .is_empty());
 }
 
-#[tokio::test]
-async fn uid_expunge_takes_only_the_named_deleted_messages() {
-    let f = fixture().await;
+async fn uid_expunge_takes_only_the_named_deleted_messages(f: Fixture) {
     f.deliver_n(f.inbox, 5).await;
     f.store
         .update_flags(
@@ -686,46 +766,41 @@ async fn uid_expunge_takes_only_the_named_deleted_messages() {
 
 /// Fills a mailbox with `n` entries straight through SQL, all sharing one
 /// blob: a big mailbox without thousands of deliveries.
-fn bulk_fill(store: &SqliteStore, mailbox: MailboxId, n: u32) {
-    let c = Connection::open(store.path()).unwrap();
-    c.busy_timeout(Duration::from_secs(10)).unwrap();
-    c.execute_batch("BEGIN IMMEDIATE").unwrap();
-    c.execute(
-        "INSERT INTO blobs (size, complete, created, hdr_subject) VALUES (10, 1, 0, 'bulk')",
-        [],
-    )
-    .unwrap();
-    let blob = c.last_insert_rowid();
-    c.execute(
-        "INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?1, 0, CAST('Subject: x' AS BLOB))",
-        [blob],
-    )
-    .unwrap();
-    c.execute(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?3)
-         INSERT INTO messages (mailbox_id, uid, blob_id, size, flags, internal_date, modseq)
-         SELECT ?1, i, ?2, 10, CASE WHEN i % 5 = 0 THEN 8 ELSE 0 END, 0, 1 FROM n",
-        rusqlite::params![mailbox, blob, n],
-    )
-    .unwrap();
-    c.execute(
-        "UPDATE mailboxes SET uid_next = ?2 + 1, highest_modseq = 1 WHERE id = ?1",
-        rusqlite::params![mailbox, n],
-    )
-    .unwrap();
-    c.execute_batch("COMMIT").unwrap();
+fn bulk_fill(f: &Fixture, mailbox: MailboxId, n: u32) {
+    f.exec(
+        &format!(
+            "BEGIN IMMEDIATE;
+             INSERT INTO blobs (size, complete, created, hdr_subject) VALUES (10, 1, 0, 'bulk');
+             INSERT INTO blob_chunks (blob_id, seq, data)
+                 VALUES (last_insert_rowid(), 0, CAST('Subject: x' AS BLOB));
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {n})
+             INSERT INTO messages (mailbox_id, uid, blob_id, size, flags, internal_date, modseq)
+                 SELECT {mailbox}, i, (SELECT max(id) FROM blobs), 10,
+                        CASE WHEN i % 5 = 0 THEN 8 ELSE 0 END, 0, 1 FROM n;
+             UPDATE mailboxes SET uid_next = {n} + 1, highest_modseq = 1 WHERE id = {mailbox};
+             COMMIT;"
+        ),
+        &format!(
+            "BEGIN;
+             INSERT INTO blobs (size, complete, created, hdr_subject) VALUES (10, true, 0, 'bulk');
+             INSERT INTO blob_chunks (blob_id, seq, data)
+                 VALUES ((SELECT max(id) FROM blobs), 0, 'Subject: x'::bytea);
+             INSERT INTO messages (mailbox_id, uid, blob_id, size, flags, internal_date, modseq)
+                 SELECT {mailbox}, i, (SELECT max(id) FROM blobs), 10,
+                        CASE WHEN i % 5 = 0 THEN 8 ELSE 0 END, 0, 1
+                 FROM generate_series(1, {n}) AS i;
+             UPDATE mailboxes SET uid_next = {n} + 1, highest_modseq = 1 WHERE id = {mailbox};
+             COMMIT;"
+        ),
+    );
 }
 
-#[tokio::test]
-async fn expunging_a_fifth_of_a_big_mailbox_is_one_job() {
-    let f = fixture().await;
-    bulk_fill(&f.store, f.inbox, 5000);
-    let before = f.store.writer_stats();
+async fn expunging_a_fifth_of_a_big_mailbox_is_one_job(f: Fixture) {
+    bulk_fill(&f, f.inbox, 5000);
+    let jobs = f.writer_jobs();
     let gone = f.store.expunge_deleted(f.inbox, None).await.unwrap();
-    let after = f.store.writer_stats();
     assert_eq!(gone, (1..=1000).map(|i| i * 5).collect::<Vec<Uid>>());
-    assert_eq!(after.jobs - before.jobs, 1);
-    assert_eq!(after.transactions - before.transactions, 1);
+    f.assert_one_job_since(jobs, "expunge");
     assert_eq!(f.store.list_messages(f.inbox).await.unwrap().len(), 4000);
     let changes = f.store.changes_since(f.inbox, 1).await.unwrap();
     assert_eq!(changes.expunged, gone);
@@ -737,15 +812,13 @@ async fn expunging_a_fifth_of_a_big_mailbox_is_one_job() {
     // And the same for a move of 1000 messages.
     let trash = f.id("Trash").await;
     let some: Vec<Uid> = (1..=1000).collect();
-    let before = f.store.writer_stats();
+    let jobs = f.writer_jobs();
     let map = f.store.move_messages(f.inbox, &some, trash).await.unwrap();
     assert_eq!(map.len(), 800);
-    assert_eq!(f.store.writer_stats().jobs - before.jobs, 1);
+    f.assert_one_job_since(jobs, "move");
 }
 
-#[tokio::test]
-async fn append_style_delivery_keeps_flags_keywords_date_and_header() {
-    let f = fixture().await;
+async fn append_style_delivery_keeps_flags_keywords_date_and_header(f: Fixture) {
     let text = b"From: Alice <alice@example.org>\r\nSubject: drafted\r\nX-Long: one\r\n two\r\n\r\nBody.\r\n";
     let drafts = f.id("Drafts").await;
     let uid = f
@@ -800,9 +873,7 @@ async fn append_style_delivery_keeps_flags_keywords_date_and_header() {
     assert_eq!(f.store.list_messages(drafts).await.unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn header_block_is_cut_at_the_window_and_old_blobs_are_worked_out() {
-    let f = fixture().await;
+async fn header_block_is_cut_at_the_window_and_old_blobs_are_worked_out(f: Fixture) {
     // A header longer than the index window: stored cut at the window.
     let mut text = b"Subject: long\r\n".to_vec();
     while text.len() < store::INDEX_WINDOW + 1000 {
@@ -817,31 +888,24 @@ async fn header_block_is_cut_at_the_window_and_old_blobs_are_worked_out() {
     // chunks instead.
     let small = b"Subject: old\r\nTo: x@example.org\r\n\r\nold body\r\n";
     let uid = f.deliver_to(f.inbox, small, Delivery::default()).await;
-    Connection::open(f.store.path())
-        .unwrap()
-        .execute("DELETE FROM blob_parsed", [])
-        .unwrap();
+    f.exec("DELETE FROM blob_parsed", "DELETE FROM blob_parsed");
     let data = f.store.message_data(f.inbox, &[uid]).await.unwrap();
     assert_eq!(data[0].header, b"Subject: old\r\nTo: x@example.org\r\n\r\n");
 }
 
-#[tokio::test]
-async fn a_damaged_structure_is_an_error_not_a_panic() {
-    let f = fixture().await;
+async fn a_damaged_structure_is_an_error_not_a_panic(f: Fixture) {
     let uid = f.deliver_n(f.inbox, 1).await[0];
-    Connection::open(f.store.path())
-        .unwrap()
-        .execute("UPDATE blob_parsed SET structure = X'FFFF00'", [])
-        .unwrap();
+    f.exec(
+        "UPDATE blob_parsed SET structure = X'FFFF00'",
+        "UPDATE blob_parsed SET structure = '\\xFFFF00'",
+    );
     assert!(matches!(
         f.store.message_data(f.inbox, &[uid]).await,
         Err(StoreError::Corrupt(_))
     ));
 }
 
-#[tokio::test]
-async fn watchers_wake_after_deliveries_flag_changes_and_expunges() {
-    let f = fixture().await;
+async fn watchers_wake_after_deliveries_flag_changes_and_expunges(f: Fixture) {
     let mut rx = f.store.watch_mailbox(f.inbox);
     let mut other = f.store.watch_mailbox(f.id("Sent").await);
     let wait = Duration::from_secs(10);
@@ -900,9 +964,7 @@ async fn watchers_wake_after_deliveries_flag_changes_and_expunges() {
         .unwrap();
 }
 
-#[tokio::test]
-async fn status_and_quota_figures() {
-    let f = fixture().await;
+async fn status_and_quota_figures(f: Fixture) {
     let q = f.store.quota(f.account).await.unwrap();
     assert_eq!(
         q,
@@ -972,9 +1034,7 @@ async fn status_and_quota_figures() {
     assert_eq!(f.store.quota(b).await.unwrap(), store::Quota::default());
 }
 
-#[tokio::test]
-async fn moving_within_a_mailbox_renumbers_and_delivering_nowhere_fails() {
-    let f = fixture().await;
+async fn moving_within_a_mailbox_renumbers_and_delivering_nowhere_fails(f: Fixture) {
     f.deliver_n(f.inbox, 2).await;
     let map = f
         .store
@@ -1010,9 +1070,7 @@ async fn moving_within_a_mailbox_renumbers_and_delivering_nowhere_fails() {
     );
 }
 
-#[tokio::test]
-async fn watchers_wake_when_their_mailbox_is_renamed_or_deleted() {
-    let f = fixture().await;
+async fn watchers_wake_when_their_mailbox_is_renamed_or_deleted(f: Fixture) {
     let made = f
         .store
         .create_mailbox(f.account, "w/x", None)
@@ -1037,9 +1095,7 @@ async fn watchers_wake_when_their_mailbox_is_renamed_or_deleted() {
     ));
 }
 
-#[tokio::test]
-async fn uid_runs_and_first_unseen() {
-    let f = fixture().await;
+async fn uid_runs_and_first_unseen(f: Fixture) {
     assert!(f.store.uid_runs(f.inbox).await.unwrap().is_empty());
     assert_eq!(f.store.first_unseen(f.inbox).await.unwrap(), None);
     f.deliver_n(f.inbox, 10).await;
@@ -1058,15 +1114,21 @@ async fn uid_runs_and_first_unseen() {
 
 /// What `mailbox_status` should say, counted from the messages themselves.
 fn counted(f: &Fixture, mailbox: MailboxId) -> (u32, u32, u32, u64) {
-    let c = Connection::open(f.store.path()).unwrap();
-    c.query_row(
-        "SELECT count(*), coalesce(sum((flags & ?2) = 0), 0), coalesce(sum((flags & ?3) != 0), 0),
-                coalesce(sum(size), 0)
-         FROM messages WHERE mailbox_id = ?1",
-        rusqlite::params![mailbox, FLAG_SEEN, FLAG_DELETED],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as u64)),
+    let count = |what: &str| {
+        f.count(&format!(
+            "SELECT coalesce(sum({what}), 0) FROM messages WHERE mailbox_id = {mailbox}"
+        ))
+    };
+    (
+        count("1") as u32,
+        count(&format!(
+            "CASE WHEN flags & {FLAG_SEEN} = 0 THEN 1 ELSE 0 END"
+        )) as u32,
+        count(&format!(
+            "CASE WHEN flags & {FLAG_DELETED} != 0 THEN 1 ELSE 0 END"
+        )) as u32,
+        count("size") as u64,
     )
-    .unwrap()
 }
 
 async fn assert_counts_kept(f: &Fixture, step: &str) {
@@ -1098,9 +1160,7 @@ async fn assert_counts_kept(f: &Fixture, step: &str) {
     );
 }
 
-#[tokio::test]
-async fn kept_counts_follow_every_kind_of_change() {
-    let f = fixture().await;
+async fn kept_counts_follow_every_kind_of_change(f: Fixture) {
     let archive = f.id("Archive").await;
     f.deliver_n(f.inbox, 6).await;
     f.deliver_to(
@@ -1151,9 +1211,7 @@ async fn kept_counts_follow_every_kind_of_change() {
     assert_counts_kept(&f, "deleting a mailbox").await;
 }
 
-#[tokio::test]
-async fn newest_first_pages_follow_the_date_then_the_uid() {
-    let f = fixture().await;
+async fn newest_first_pages_follow_the_date_then_the_uid(f: Fixture) {
     // Dates out of UID order, and two messages of one second.
     for date in [300, 100, 200, 200, 50] {
         f.deliver_to(
@@ -1188,9 +1246,7 @@ fn counted_recent(f: &Fixture, mailbox: MailboxId) -> u32 {
     )) as u32
 }
 
-#[tokio::test]
-async fn recent_counts_agree_whether_the_range_is_all_none_or_some() {
-    let f = fixture().await;
+async fn recent_counts_agree_whether_the_range_is_all_none_or_some(f: Fixture) {
     let expect = |want: u32, step: &'static str| {
         let f = &f;
         async move {
@@ -1223,3 +1279,28 @@ async fn recent_counts_agree_whether_the_range_is_all_none_or_some() {
     f.deliver_n(f.inbox, 2).await;
     expect(5, "and more").await;
 }
+
+on_both!(
+    default_mailboxes_are_listed_with_special_use_and_subscription,
+    create_checks_names_and_makes_parents,
+    delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity,
+    rename_takes_children_along_and_keeps_uids,
+    renaming_inbox_moves_its_messages_and_leaves_it_empty,
+    keywords_are_added_removed_and_replaced_case_insensitively,
+    unchanged_since_leaves_newer_messages_alone,
+    changes_since_reports_new_changed_and_expunged,
+    move_copies_entries_and_expunges_the_originals_in_one_go,
+    uid_expunge_takes_only_the_named_deleted_messages,
+    expunging_a_fifth_of_a_big_mailbox_is_one_job,
+    append_style_delivery_keeps_flags_keywords_date_and_header,
+    header_block_is_cut_at_the_window_and_old_blobs_are_worked_out,
+    a_damaged_structure_is_an_error_not_a_panic,
+    watchers_wake_after_deliveries_flag_changes_and_expunges,
+    status_and_quota_figures,
+    moving_within_a_mailbox_renumbers_and_delivering_nowhere_fails,
+    watchers_wake_when_their_mailbox_is_renamed_or_deleted,
+    uid_runs_and_first_unseen,
+    kept_counts_follow_every_kind_of_change,
+    newest_first_pages_follow_the_date_then_the_uid,
+    recent_counts_agree_whether_the_range_is_all_none_or_some,
+);

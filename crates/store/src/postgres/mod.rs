@@ -12,7 +12,9 @@
 mod directory;
 mod dkim;
 mod entries;
+mod fanout;
 mod mailboxes;
+mod maildrop;
 mod message;
 mod queue;
 mod schema;
@@ -75,7 +77,10 @@ pub struct PgStore {
 
 struct Inner {
     pool: Pool,
-    watchers: Watchers,
+    watchers: Arc<Watchers>,
+    /// Change notices to and from the other nodes.
+    fanout: fanout::Fanout,
+    maildrops: Arc<maildrop::MaildropLocks>,
     pins: Arc<crate::ViewPins>,
     queue_signal: Arc<tokio::sync::Notify>,
 }
@@ -96,7 +101,7 @@ impl PgStore {
         config.application_name("sluice");
         config.connect_timeout(options.wait);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -110,16 +115,25 @@ impl PgStore {
             .runtime(Runtime::Tokio1)
             .build()
             .map_err(|e| StoreError::Invalid(format!("PostgreSQL pool: {e}")))?;
+        let watchers = Arc::new(Watchers::default());
+        let maildrops = maildrop::MaildropLocks::new(config.clone());
+        let (fanout, listening) = fanout::Fanout::start(pool.clone(), config, &watchers);
         let store = PgStore {
             inner: Arc::new(Inner {
+                fanout,
+                maildrops,
                 pool,
-                watchers: Watchers::default(),
+                watchers,
                 pins: Arc::new(crate::ViewPins::default()),
                 queue_signal: Arc::new(tokio::sync::Notify::new()),
             }),
         };
         let mut conn = store.conn().await?;
         schema::migrate(&mut conn).await?;
+        // Once connected, the node hears the others' changes: sessions
+        // that start now miss nothing. A listener slower than the wait
+        // keeps trying in the background.
+        let _ = tokio::time::timeout(options.wait, listening).await;
         Ok(store)
     }
 
@@ -133,10 +147,12 @@ impl PgStore {
             .map_err(|e| StoreError::Unavailable(e.to_string()))
     }
 
-    /// Tells this node's IDLE sessions that these mailboxes changed. Call
-    /// only after the commit.
-    pub(crate) fn notify(&self, mailboxes: impl IntoIterator<Item = i64>) {
-        self.inner.watchers.notify(mailboxes);
+    /// Tells the IDLE sessions of this node, and of the others, that these
+    /// mailboxes changed. Call only after the commit.
+    pub(crate) fn notify(&self, mailboxes: impl IntoIterator<Item = MailboxId>) {
+        let mailboxes: Vec<MailboxId> = mailboxes.into_iter().collect();
+        self.inner.watchers.notify(mailboxes.iter().copied());
+        self.inner.fanout.send(mailboxes);
     }
 }
 
@@ -445,5 +461,9 @@ impl Store for PgStore {
 
     fn pin_view(&self, mailbox: MailboxId, modseq: u64) -> crate::ViewPin {
         self.inner.pins.pin(mailbox, modseq)
+    }
+
+    async fn lock_maildrop(&self, account: AccountId) -> Result<Option<crate::MaildropLock>> {
+        self.inner.maildrops.take(account).await
     }
 }

@@ -1,0 +1,284 @@
+//! `sluice serve` on PostgreSQL (`[store] backend = "postgres"`), against
+//! a real PostgreSQL 15 on loopback, with Python's mail libraries as the
+//! clients: one node serving SMTP, IMAP and POP3; two nodes sharing the
+//! mailboxes; the database going away and coming back.
+
+use sluice_testkit as kit;
+
+use std::time::Duration;
+
+use kit::{python, Postgres, Server, PASSWORD};
+
+/// The `[store]` section of a node on `url`.
+fn on_postgres(url: &str) -> String {
+    format!("[store]\nbackend = \"postgres\"\nurl = \"{url}\"\n")
+}
+
+/// Sends one message with smtplib; the server's last reply (code, text).
+fn send(smtp: std::net::SocketAddr, to: &str, subject: &str, body: &str) -> String {
+    python(
+        r#"
+import smtplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+msg = "From: a@remote.test\r\nTo: %s\r\nSubject: %s\r\n\r\n%s\r\n" % (sys.argv[2], sys.argv[3], sys.argv[4])
+with smtplib.SMTP(host, int(port)) as s:
+    try:
+        s.sendmail("a@remote.test", [sys.argv[2]], msg)
+        print("250")
+    except smtplib.SMTPResponseException as e:
+        print(e.smtp_code, e.smtp_error.decode())
+    except smtplib.SMTPRecipientsRefused as e:
+        code, text = list(e.recipients.values())[0]
+        print(code, text.decode())
+"#,
+        &[&smtp.to_string(), to, subject, body],
+    )
+    .trim()
+    .to_string()
+}
+
+#[test]
+fn one_node_on_postgres_receives_and_serves_mail_over_smtp_imap_and_pop3() {
+    let pg = Postgres::start();
+    let url = pg.create_database();
+    let server = Server::start_with(&on_postgres(&url));
+    let user = server.add_user("pat");
+    assert_eq!(
+        send(server.smtp, &user, "quarterly zebra", "the numbers are in"),
+        "250"
+    );
+    assert_eq!(send(server.smtp, &user, "second", "nothing to see"), "250");
+
+    let out = python(
+        r#"
+import imaplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[2], sys.argv[3])
+print(m.select("INBOX")[1][0].decode())
+# RFC 3501 substring search, inside a word.
+print(m.uid("SEARCH", None, "TEXT", "ebra")[1][0].decode())
+print(m.uid("SEARCH", None, "BODY", "nothing to")[1][0].decode())
+typ, data = m.uid("FETCH", "1", "(BODY.PEEK[TEXT] FLAGS)")
+print(data[0][1].decode().strip())
+m.uid("STORE", "1", "+FLAGS", "(\\Seen $Important)")
+typ, data = m.uid("FETCH", "1", "(FLAGS)")
+print(data[0].decode())
+m.logout()
+"#,
+        &[&server.imap.to_string(), &user, PASSWORD],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "2", "{out}");
+    assert_eq!(lines[1], "1", "{out}");
+    assert_eq!(lines[2], "2", "{out}");
+    assert_eq!(lines[3], "the numbers are in", "{out}");
+    assert!(
+        lines[4].contains("\\Seen") && lines[4].contains("$Important"),
+        "{out}"
+    );
+
+    let out = python(
+        r#"
+import poplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+p = poplib.POP3(host, int(port), timeout=30)
+p.user(sys.argv[2]); p.pass_(sys.argv[3])
+print(p.stat()[0])
+resp, lines, octets = p.retr(2)
+print(lines[-1].decode())
+p.quit()
+"#,
+        &[&server.pop3.to_string(), &user, PASSWORD],
+    );
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["2", "nothing to see"]);
+    // Nothing of the store is in the data directory.
+    assert!(!server.data_dir().join("sluice.db").exists());
+}
+
+/// An IMAP session on `imap` IDLE in INBOX that waits for `n` EXISTS
+/// lines; prints, for each, the seconds since the line "ready" it prints
+/// once idling.
+const IDLE: &str = r#"
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)), timeout=30)
+f = s.makefile("rb")
+def line():
+    l = f.readline().decode()
+    if not l: raise SystemExit("closed")
+    return l
+def cmd(tag, text):
+    s.sendall(("%s %s\r\n" % (tag, text)).encode())
+    while True:
+        l = line()
+        if l.startswith(tag + " "):
+            return l
+line()
+cmd("a", "LOGIN %s \"%s\"" % (sys.argv[2], sys.argv[3]))
+cmd("b", "SELECT INBOX")
+s.sendall(b"c IDLE\r\n")
+assert line().startswith("+")
+print("ready", flush=True)
+for i in range(int(sys.argv[4])):
+    while True:
+        l = line()
+        if l.endswith("EXISTS\r\n"):
+            print(l.strip(), flush=True)
+            break
+s.sendall(b"DONE\r\n")
+"#;
+
+#[test]
+fn two_nodes_share_mailboxes_and_wake_each_others_idle_sessions() {
+    use std::io::BufRead;
+    let pg = Postgres::start();
+    let url = pg.create_database();
+    let a = Server::start_with(&on_postgres(&url));
+    let b = Server::start_with(&on_postgres(&url));
+    let user = a.add_user("sam");
+    // B sees the account A's command line made (its directory poll).
+    assert!(kit::wait_until(Duration::from_secs(5), || b.rcpt_accepted(&user)));
+
+    // Mail delivered over SMTP to node A wakes an IDLE on node B.
+    let rounds = 5;
+    let mut idle = kit::python_spawn(
+        IDLE,
+        &[&b.imap.to_string(), &user, PASSWORD, &rounds.to_string()],
+    );
+    let mut out = std::io::BufReader::new(idle.stdout.take().unwrap()).lines();
+    assert_eq!(out.next().unwrap().unwrap(), "ready");
+    for i in 1..=rounds {
+        let sent = std::time::Instant::now();
+        assert_eq!(send(a.smtp, &user, &format!("m{i}"), "x"), "250");
+        let seen = out.next().unwrap().unwrap();
+        let latency = sent.elapsed();
+        assert_eq!(seen, format!("* {i} EXISTS"));
+        assert!(
+            latency < Duration::from_secs(2),
+            "IDLE on B woke {latency:?} after the delivery on A"
+        );
+    }
+    assert!(idle.wait().unwrap().success());
+
+    // Flags set on B are seen by a session on A.
+    python(
+        r#"
+import imaplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[2], sys.argv[3])
+m.select("INBOX")
+m.uid("STORE", "2", "+FLAGS", "(\\Flagged)")
+m.logout()
+"#,
+        &[&b.imap.to_string(), &user, PASSWORD],
+    );
+    let out = python(
+        r#"
+import imaplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[2], sys.argv[3])
+m.select("INBOX")
+print(m.uid("SEARCH", None, "FLAGGED")[1][0].decode())
+m.logout()
+"#,
+        &[&a.imap.to_string(), &user, PASSWORD],
+    );
+    assert_eq!(out.trim(), "2");
+
+    // One POP3 session per maildrop, whichever node it is on.
+    let out = python(
+        r#"
+import poplib, sys
+def login(addr):
+    host, port = addr.rsplit(":", 1)
+    p = poplib.POP3(host, int(port), timeout=30)
+    p.user(sys.argv[3])
+    try:
+        p.pass_(sys.argv[4])
+    except poplib.error_proto as e:
+        print(e.args[0].decode())
+        return None
+    print("in")
+    return p
+on_a = login(sys.argv[1])
+on_b = login(sys.argv[2])
+on_a.quit()
+import time
+for _ in range(50):
+    on_b = login(sys.argv[2])
+    if on_b: break
+    time.sleep(0.1)
+on_b.quit()
+"#,
+        &[&a.pop3.to_string(), &b.pop3.to_string(), &user, PASSWORD],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "in", "{out}");
+    assert!(lines[1].starts_with("-ERR [IN-USE]"), "{out}");
+    assert_eq!(*lines.last().unwrap(), "in", "{out}");
+}
+
+#[test]
+fn the_database_going_away_gives_temporary_failures_and_service_resumes() {
+    let mut pg = Postgres::start();
+    let url = pg.create_database();
+    let server = Server::start_with(&on_postgres(&url));
+    let user = server.add_user("dee");
+    assert_eq!(send(server.smtp, &user, "before", "1"), "250");
+
+    pg.stop();
+    let reply = send(server.smtp, &user, "during", "2");
+    assert!(
+        reply.starts_with("451") || reply.starts_with("421"),
+        "{reply}"
+    );
+    let out = python(
+        r#"
+import imaplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+try:
+    m.login(sys.argv[2], sys.argv[3])
+    print(m.select("INBOX"))
+except imaplib.IMAP4.error as e:
+    print("error", e)
+"#,
+        &[&server.imap.to_string(), &user, PASSWORD],
+    );
+    assert!(out.contains("UNAVAILABLE"), "{out}");
+
+    pg.restart();
+    assert!(
+        kit::wait_until(Duration::from_secs(15), || send(
+            server.smtp,
+            &user,
+            "after",
+            "3"
+        ) == "250"),
+        "service did not resume: {}",
+        server.log()
+    );
+    let out = python(
+        r#"
+import imaplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[2], sys.argv[3])
+m.select("INBOX")
+for uid in m.uid("SEARCH", None, "ALL")[1][0].split():
+    print(m.uid("FETCH", uid, "(BODY.PEEK[HEADER.FIELDS (SUBJECT)])")[1][0][1].decode().strip())
+m.logout()
+"#,
+        &[&server.imap.to_string(), &user, PASSWORD],
+    );
+    let subjects: Vec<&str> = out.lines().collect();
+    assert_eq!(subjects[0], "Subject: before", "{out}");
+    assert!(
+        !out.contains("during"),
+        "a refused message was stored: {out}"
+    );
+    assert_eq!(*subjects.last().unwrap(), "Subject: after", "{out}");
+}
