@@ -717,6 +717,16 @@ mod tests {
     }
 
     #[test]
+    fn the_postgres_back_end_needs_its_url() {
+        let e = parse("[store]\nbackend = \"postgres\"\n").unwrap_err();
+        assert!(format!("{e:#}").contains("store.url"), "{e:#}");
+        let c = parse("[store]\nbackend = \"postgres\"\nurl = \"postgres://u@db/mail\"\n").unwrap();
+        assert_eq!(c.store.backend, StoreBackend::Postgres);
+        let e = parse("[store]\nbackend = \"mysql\"\n").unwrap_err();
+        assert!(format!("{e:#}").contains("backend"), "{e:#}");
+    }
+
+    #[test]
     fn one_or_many_addresses() {
         let c =
             parse("[listen]\nsmtp = \"127.0.0.1:25\"\npop3 = [\"127.0.0.1:110\", \"[::1]:110\"]\n")

@@ -108,6 +108,9 @@ enum Command {
     /// Put a snapshot made by `backup` in place of the store (the server
     /// must be stopped).
     Restore(backup::RestoreArgs),
+    /// Copy the whole SQLite store into an empty PostgreSQL database, UIDs
+    /// and flags kept (the server must be stopped)
+    Migrate(store_backend::MigrateArgs),
     /// Scan files or mail messages for viruses (exit 0 clean, 1 found, 2 error).
     Scan(scan_files::ScanArgs),
     /// DNS blocklist tools.
@@ -178,6 +181,7 @@ fn main() -> ExitCode {
                 Command::Spam { action } => spam_admin::spam(&config, action).await,
                 Command::Sieve { action } => sieve_admin::sieve(&config, action).await,
                 Command::Import(args) => import::import(&config, args).await,
+                Command::Migrate(args) => store_backend::migrate(&config, args).await,
                 Command::Export(args) => import::export(&config, args).await,
                 Command::Dnsbl { command } => dnsbl_server::run(command).await,
                 Command::Scan(_)

@@ -1,6 +1,7 @@
 //! The store `[store]` asks for: SQLite in the data directory (the
 //! embedded default), or a PostgreSQL database that several nodes share.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -141,6 +142,52 @@ fn pg_options(config: &Config, role: Role) -> anyhow::Result<PgOptions> {
     };
     options.wait = Duration::from_secs(5);
     Ok(options)
+}
+
+/// `sluice migrate`.
+#[derive(clap::Args, Debug)]
+pub struct MigrateArgs {
+    /// The data directory whose SQLite store is copied (default: the
+    /// configuration's `data_dir`).
+    #[arg(long)]
+    from: Option<PathBuf>,
+    /// The PostgreSQL database to copy into, `postgres://USER@HOST:PORT/DBNAME`;
+    /// it must hold no store yet.
+    #[arg(long)]
+    to: String,
+    /// A file whose first line is the database password (else
+    /// `SLUICE_STORE_PASSWORD`, else the URL's).
+    #[arg(long)]
+    password_file: Option<PathBuf>,
+}
+
+/// Copies the SQLite store into PostgreSQL, all or nothing, then says what
+/// to put in `[store]`.
+pub(crate) async fn migrate(config: &Config, args: MigrateArgs) -> anyhow::Result<()> {
+    let from = args.from.clone().unwrap_or_else(|| config.data_dir.clone());
+    let mut source = config.clone();
+    source.data_dir = from.clone();
+    // The server's own lock: a copy of a store being written is not one.
+    let _lock = crate::serve::lock_data_dir(&source)
+        .context("stop the server before migrating its store")?;
+    let mut target = config.clone();
+    target.store.url = Some(args.to.clone());
+    target.store.password_file = args.password_file.clone();
+    let options = pg_options(&target, Role::Tool)?;
+    let started = std::time::Instant::now();
+    let stats = PgStore::copy_from_sqlite(&from, options, |table, rows| {
+        eprintln!("{table}: {rows} rows");
+    })
+    .await
+    .with_context(|| format!("cannot copy {} to {}", from.display(), redacted(&args.to)))?;
+    eprintln!(
+        "copied {} messages in {} mailboxes in {:.1} s; now set in [store]: backend = \"postgres\", url = \"{}\"",
+        stats.rows("messages"),
+        stats.rows("mailboxes"),
+        started.elapsed().as_secs_f64(),
+        redacted(&args.to)
+    );
+    Ok(())
 }
 
 /// `url` without a password, for messages.

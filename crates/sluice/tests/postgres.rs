@@ -282,3 +282,90 @@ m.logout()
     );
     assert_eq!(*subjects.last().unwrap(), "Subject: after", "{out}");
 }
+
+/// Every mailbox of `user` over IMAP: name, UIDVALIDITY, and each
+/// message's UID, flags and body digest, one line each.
+fn imap_listing(imap: std::net::SocketAddr, user: &str) -> String {
+    python(
+        r#"
+import hashlib, imaplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[2], sys.argv[3])
+names = sorted(l.decode().rsplit(' "/" ', 1)[1].strip('"') for l in m.list()[1])
+for name in names:
+    m.select('"%s"' % name, readonly=True)
+    validity = m.response("UIDVALIDITY")[1][0].decode()
+    print(name, validity)
+    typ, data = m.uid("FETCH", "1:*", "(UID FLAGS BODY.PEEK[])")
+    for item in data:
+        if isinstance(item, tuple):
+            head = item[0].decode()
+            print(" ", head.split("BODY")[0], hashlib.sha256(item[1]).hexdigest()[:16])
+m.logout()
+"#,
+        &[&imap.to_string(), user, PASSWORD],
+    )
+}
+
+#[test]
+fn migrate_copies_a_sqlite_store_with_uids_flags_and_uidvalidity_kept() {
+    let pg = Postgres::start();
+    let url = pg.create_database();
+    let mut old = Server::start();
+    let user = old.add_user("max");
+    for i in 0..12 {
+        assert_eq!(send(old.smtp, &user, &format!("note {i}"), &"text ".repeat(i * 50)), "250");
+    }
+    python(
+        r#"
+import imaplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[2], sys.argv[3])
+m.create("Projects/Zebra")
+m.select("INBOX")
+m.uid("STORE", "2,5", "+FLAGS", "(\\Seen $Label1)")
+m.uid("STORE", "3", "+FLAGS", "(\\Deleted)")
+m.expunge()
+m.uid("MOVE", "7:8", "Projects/Zebra")
+m.logout()
+"#,
+        &[&old.imap.to_string(), &user, PASSWORD],
+    );
+    let before = imap_listing(old.imap, &user);
+    assert!(before.contains("Projects/Zebra"), "{before}");
+    old.terminate();
+
+    let out = old.cli(&["migrate", "--to", &url], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let new = Server::start_with(&on_postgres(&url));
+    let after = imap_listing(new.imap, &user);
+    assert_eq!(after, before);
+    // The copied text is searchable, inside words.
+    let out = python(
+        r#"
+import imaplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[2], sys.argv[3])
+m.select("INBOX")
+print(m.uid("SEARCH", None, "SUBJECT", "ote 1")[1][0].decode())
+"#,
+        &[&new.imap.to_string(), &user, PASSWORD],
+    );
+    assert_eq!(out.trim(), "2 11 12");
+
+    // A second copy into a database with a store is refused.
+    let again = old.cli(&["migrate", "--to", &url], "");
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("empty"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}

@@ -13,6 +13,7 @@ mod directory;
 mod dkim;
 mod entries;
 mod fanout;
+mod from_sqlite;
 mod mailboxes;
 mod maildrop;
 mod message;
@@ -39,6 +40,7 @@ use crate::model::{
     SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid, WebSession, WebSettings,
 };
 use crate::notify::Watchers;
+pub use from_sqlite::CopyStats;
 use crate::{MessageWriter, Store};
 
 /// Where the database is and how many connections a node may hold.
@@ -130,6 +132,14 @@ impl PgStore {
         };
         let mut conn = store.conn().await?;
         schema::migrate(&mut conn).await?;
+        // Chunks packed with a dictionary (copied from a SQLite store) name
+        // it; every one the database has must be known to read them.
+        for row in conn
+            .query("SELECT dict FROM zstd_dictionaries ORDER BY created, id", &[])
+            .await?
+        {
+            crate::dictionary::register(row.get::<_, &[u8]>(0))?;
+        }
         // Once connected, the node hears the others' changes: sessions
         // that start now miss nothing. A listener slower than the wait
         // keeps trying in the background.
