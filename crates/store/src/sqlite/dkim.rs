@@ -28,7 +28,7 @@ pub(super) fn list(c: &Connection) -> Result<Vec<DkimKey>> {
 }
 
 /// A selector is one or more dot-separated labels (RFC 6376 §3.1).
-fn valid_selector(selector: &str) -> Result<()> {
+pub(crate) fn valid_selector(selector: &str) -> Result<()> {
     let ok = !selector.is_empty()
         && selector.len() <= 63
         && selector.split('.').all(|label| {

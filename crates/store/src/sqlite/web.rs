@@ -6,7 +6,7 @@ use crate::error::{Result, StoreError};
 use crate::model::{AccountId, WebSession, WebSettings};
 
 /// Largest page size a user may choose.
-const MAX_PAGE_SIZE: u32 = 500;
+pub(crate) const MAX_PAGE_SIZE: u32 = 500;
 
 pub(super) fn create_session(c: &Connection, s: &WebSession) -> Result<()> {
     c.prepare_cached("DELETE FROM web_sessions WHERE expires <= ?1")?
