@@ -332,6 +332,51 @@ async fn keywords_are_added_removed_and_replaced_case_insensitively() {
 }
 
 #[tokio::test]
+async fn watchers_wake_after_flag_changes_and_expunges_once_committed() {
+    let m = mail().await;
+    m.deliver_n(m.inbox, 3);
+    let store = &m.f.store;
+    let mut rx = store.watch_mailbox(m.inbox);
+    let mut second = store.watch_mailbox(m.inbox);
+    let other = store.watch_mailbox(m.archive);
+    let woken = |rx: &mut tokio::sync::watch::Receiver<u64>| {
+        let changed = rx.has_changed().unwrap();
+        rx.borrow_and_update();
+        changed
+    };
+
+    store
+        .update_flags(m.inbox, &[1], FlagChange::Add, FLAG_SEEN, &[], None)
+        .await
+        .unwrap();
+    assert!(woken(&mut rx) && woken(&mut second), "a flag change");
+    // A no-op change wakes nobody; an expunge does.
+    store
+        .update_flags(m.inbox, &[1], FlagChange::Add, FLAG_SEEN, &[], None)
+        .await
+        .unwrap();
+    assert!(!woken(&mut rx));
+    store.expunge(m.inbox, &[1]).await.unwrap();
+    assert!(woken(&mut rx), "an expunge");
+    store.expunge(m.inbox, &[1]).await.unwrap();
+    assert!(!woken(&mut rx), "nothing left to expunge");
+    assert!(store
+        .expunge_deleted(m.inbox, None)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(!woken(&mut rx));
+    store
+        .update_flags(m.inbox, &[2], FlagChange::Add, FLAG_DELETED, &[], None)
+        .await
+        .unwrap();
+    woken(&mut rx);
+    assert_eq!(store.expunge_deleted(m.inbox, None).await.unwrap(), [2]);
+    assert!(woken(&mut rx), "an EXPUNGE");
+    assert!(!other.has_changed().unwrap(), "other mailboxes stay quiet");
+}
+
+#[tokio::test]
 async fn unchanged_since_leaves_newer_messages_alone() {
     let m = mail().await;
     m.deliver_n(m.inbox, 3);
