@@ -549,6 +549,11 @@ impl Store for SqliteStore {
             c.execute("DELETE FROM lost_subscriptions WHERE account_id = ?1", [id])?;
             c.execute("DELETE FROM sieve_scripts WHERE account_id = ?1", [id])?;
             c.execute("DELETE FROM sieve_memory WHERE account_id = ?1", [id])?;
+            // What the classifier learnt of this account goes too: an
+            // account added later may be given the same id.
+            for table in ["spam_tokens", "spam_totals", "spam_trained", "spam_training"] {
+                c.execute(&format!("DELETE FROM {table} WHERE account_id = ?1"), [id])?;
+            }
             c.execute("DELETE FROM accounts WHERE id = ?1", [id])?;
             web::forget_account(c, id)?;
             bump_serial(c)?;
