@@ -104,31 +104,11 @@ async fn directory_scripts(
         .collect())
 }
 
-/// A UIDVALIDITY the account never used: above every mailbox it has and
-/// every one it ever created (RFC 3501 §2.3.1.1). The update's row lock
-/// orders concurrent creations in the same account.
-async fn fresh_uid_validity(tx: &Transaction<'_>, account: AccountId) -> Result<i64> {
-    let row = tx
-        .query_opt(
-            "UPDATE accounts SET uid_validity_last = greatest($2, uid_validity_last + 1,
-                 coalesce((SELECT max(uid_validity) FROM mailboxes WHERE account_id = $1), 0) + 1)
-             WHERE id = $1 RETURNING uid_validity_last",
-            &[&account, &now()],
-        )
-        .await?
-        .ok_or_else(|| StoreError::NotFound(format!("account {account}")))?;
-    let validity: i64 = row.get(0);
-    if u32::try_from(validity).is_err() {
-        return Err(StoreError::Invalid("UIDVALIDITY space exhausted".into()));
-    }
-    Ok(validity)
-}
-
 /// Creates the mailboxes every account starts with, subscribed, so that
 /// clients showing only subscribed mailboxes show them.
 async fn create_default_mailboxes(tx: &Transaction<'_>, account: AccountId) -> Result<()> {
     for (name, special_use) in DEFAULT_MAILBOXES {
-        let validity = fresh_uid_validity(tx, account).await?;
+        let validity = i64::from(super::mailboxes::fresh_uid_validity(tx, account).await?);
         tx.execute(
             "INSERT INTO mailboxes (account_id, name, special_use, uid_validity, subscribed)
              VALUES ($1, $2, $3, $4, true)",

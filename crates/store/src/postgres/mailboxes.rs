@@ -92,8 +92,9 @@ async fn lock_tree(tx: &Transaction<'_>, account: AccountId) -> Result<()> {
 
 /// A UIDVALIDITY the account never used: above every mailbox it has and
 /// every one it ever created (RFC 3501 §2.3.1.1: a UIDVALIDITY+UID pair
-/// never names two messages).
-async fn fresh_uid_validity(tx: &Transaction<'_>, account: AccountId) -> Result<u32> {
+/// never names two messages). The update's row lock orders concurrent
+/// creations in one account.
+pub(super) async fn fresh_uid_validity(tx: &Transaction<'_>, account: AccountId) -> Result<u32> {
     let row = tx
         .query_opt(
             "UPDATE accounts SET uid_validity_last = greatest($2, uid_validity_last + 1,
