@@ -1,13 +1,110 @@
-//! (PostgreSQL) sieve
-#![allow(unused_variables, unused_imports)] // the stubs go as the methods are written
+//! Sieve scripts and the filter's memory, as in the SQLite back end
+//! (sqlite/sieve.rs): scripts are text the servers compiled, global
+//! scripts live under account 0, and a change to scripts bumps the
+//! directory serial so every node's delivery sees the new active script.
+//!
+//! Names are listed in byte order (`COLLATE "C"`), as SQLite's binary
+//! collation lists them, whatever the database's own collation.
+
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Transaction;
 
 use super::PgStore;
-use crate::error::Result;
-use crate::model::*;
+use crate::error::{Result, StoreError};
+use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
+use crate::sqlite::now;
+use crate::sqlite::sieve::{owner_id, valid_name};
+
+/// Tells every node that the directory snapshot is stale (scripts and
+/// spam thresholds are in it). In the transaction of the change, so the
+/// serial never runs ahead of what it announces.
+pub(super) async fn bump_directory_serial(tx: &Transaction<'_>) -> Result<()> {
+    tx.execute(
+        "UPDATE meta SET value = value + 1 WHERE key = 'directory_serial'",
+        &[],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Every account's active script and every global script, for the
+/// directory snapshot: (account, name, source, active).
+#[allow(dead_code)] // for load_directory (directory.rs), whose area writes it
+pub(super) async fn for_directory(
+    c: &tokio_postgres::Client,
+) -> Result<Vec<(AccountId, String, String, bool)>> {
+    let rows = c
+        .query(
+            "SELECT account_id, name, source, active FROM sieve_scripts
+             WHERE active OR account_id = 0",
+            &[],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)))
+        .collect()
+}
+
+/// Whether the script is active, `None` if there is no such script; its
+/// row stays locked until the transaction ends, so what is decided on the
+/// answer cannot be raced.
+async fn script_active(
+    tx: &Transaction<'_>,
+    account: AccountId,
+    name: &str,
+) -> Result<Option<bool>> {
+    let row = tx
+        .query_opt(
+            "SELECT active FROM sieve_scripts WHERE account_id = $1 AND name = $2 FOR UPDATE",
+            &[&account, &name],
+        )
+        .await?;
+    Ok(row.map(|r| r.try_get(0)).transpose()?)
+}
+
+/// The names of an account's scripts, their rows locked in name order
+/// until the transaction ends: two activations at once take turns rather
+/// than lock the rows in different orders and deadlock.
+async fn lock_scripts(tx: &Transaction<'_>, account: AccountId) -> Result<Vec<String>> {
+    let rows = tx
+        .query(
+            "SELECT name FROM sieve_scripts WHERE account_id = $1 ORDER BY name FOR UPDATE",
+            &[&account],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()?)
+}
+
+fn not_found(name: &str) -> StoreError {
+    StoreError::NotFound(format!("script {name:?}"))
+}
+
+fn taken(name: &str) -> StoreError {
+    StoreError::Exists(format!("script {name:?}"))
+}
 
 impl PgStore {
     pub(super) async fn sieve_scripts(&self, owner: ScriptOwner) -> Result<Vec<SieveScriptInfo>> {
-        unimplemented!("PostgreSQL: sieve_scripts")
+        let c = self.conn().await?;
+        let rows = c
+            .query(
+                "SELECT name, active, octet_length(source) FROM sieve_scripts
+                 WHERE account_id = $1 ORDER BY name COLLATE \"C\"",
+                &[&owner_id(owner)],
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(SieveScriptInfo {
+                    name: r.try_get(0)?,
+                    active: r.try_get(1)?,
+                    size: r.try_get::<_, i32>(2)? as u64,
+                })
+            })
+            .collect()
     }
 
     pub(super) async fn sieve_script(
@@ -15,7 +112,14 @@ impl PgStore {
         owner: ScriptOwner,
         name: &str,
     ) -> Result<Option<String>> {
-        unimplemented!("PostgreSQL: sieve_script")
+        let c = self.conn().await?;
+        let row = c
+            .query_opt(
+                "SELECT source FROM sieve_scripts WHERE account_id = $1 AND name = $2",
+                &[&owner_id(owner), &name],
+            )
+            .await?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 
     pub(super) async fn put_sieve_script(
@@ -24,39 +128,142 @@ impl PgStore {
         name: &str,
         source: &str,
     ) -> Result<()> {
-        unimplemented!("PostgreSQL: put_sieve_script")
+        valid_name(name)?;
+        let mut c = self.conn().await?;
+        let tx = c.transaction().await?;
+        tx.execute(
+            "INSERT INTO sieve_scripts (account_id, name, source, updated) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (account_id, name) DO UPDATE SET source = $3, updated = $4",
+            &[&owner_id(owner), &name, &source, &now()],
+        )
+        .await?;
+        bump_directory_serial(&tx).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
+    /// RFC 5804 §2.8: activating one deactivates the others; `None`
+    /// deactivates all.
     pub(super) async fn activate_sieve_script(
         &self,
         account: AccountId,
         name: Option<&str>,
     ) -> Result<()> {
-        unimplemented!("PostgreSQL: activate_sieve_script")
+        let mut c = self.conn().await?;
+        let tx = c.transaction().await?;
+        let names = lock_scripts(&tx, account).await?;
+        if let Some(name) = name {
+            if !names.iter().any(|known| known == name) {
+                return Err(not_found(name));
+            }
+        }
+        tx.execute(
+            "UPDATE sieve_scripts SET active = coalesce(name = $2, false) WHERE account_id = $1",
+            &[&account, &name],
+        )
+        .await?;
+        bump_directory_serial(&tx).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
+    /// RFC 5804 §2.10: the active script cannot be deleted.
     pub(super) async fn delete_sieve_script(&self, owner: ScriptOwner, name: &str) -> Result<()> {
-        unimplemented!("PostgreSQL: delete_sieve_script")
+        let account = owner_id(owner);
+        let mut c = self.conn().await?;
+        let tx = c.transaction().await?;
+        match script_active(&tx, account, name).await? {
+            None => return Err(not_found(name)),
+            Some(true) => {
+                return Err(StoreError::InUse(format!(
+                    "script {name:?} is active (deactivate it first)"
+                )))
+            }
+            Some(false) => {}
+        }
+        tx.execute(
+            "DELETE FROM sieve_scripts WHERE account_id = $1 AND name = $2",
+            &[&account, &name],
+        )
+        .await?;
+        bump_directory_serial(&tx).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
+    /// RFC 5804 §2.11.1: the new name must be free; an active script stays
+    /// active under it.
     pub(super) async fn rename_sieve_script(
         &self,
         owner: ScriptOwner,
         from: &str,
         to: &str,
     ) -> Result<()> {
-        unimplemented!("PostgreSQL: rename_sieve_script")
+        valid_name(to)?;
+        let account = owner_id(owner);
+        let mut c = self.conn().await?;
+        let tx = c.transaction().await?;
+        if script_active(&tx, account, to).await?.is_some() {
+            return Err(taken(to));
+        }
+        let renamed = tx
+            .execute(
+                "UPDATE sieve_scripts SET name = $3 WHERE account_id = $1 AND name = $2",
+                &[&account, &from, &to],
+            )
+            .await;
+        match renamed {
+            // Another node stored `to` since the check above.
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => return Err(taken(to)),
+            Err(e) => return Err(e.into()),
+            Ok(0) => return Err(not_found(from)),
+            Ok(_) => {}
+        }
+        bump_directory_serial(&tx).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     pub(super) async fn sieve_memory_holds(&self, account: AccountId, key: &str) -> Result<bool> {
-        unimplemented!("PostgreSQL: sieve_memory_holds")
+        let c = self.conn().await?;
+        let row = c
+            .query_opt(
+                "SELECT 1 FROM sieve_memory WHERE account_id = $1 AND key = $2 AND expires > $3",
+                &[&account, &key, &now()],
+            )
+            .await?;
+        Ok(row.is_some())
     }
 
+    /// Remembers keys until their expiry (a key remembered again keeps
+    /// the later one); the account's expired entries go.
     pub(super) async fn remember_in_sieve_memory(
         &self,
         account: AccountId,
         keys: Vec<(String, i64)>,
     ) -> Result<()> {
-        unimplemented!("PostgreSQL: remember_in_sieve_memory")
+        let (names, expiries): (Vec<String>, Vec<i64>) = keys.into_iter().unzip();
+        let mut c = self.conn().await?;
+        let tx = c.transaction().await?;
+        tx.execute(
+            "DELETE FROM sieve_memory WHERE account_id = $1 AND expires <= $2",
+            &[&account, &now()],
+        )
+        .await?;
+        // One statement for the batch; a key given twice is folded first,
+        // since one INSERT may not update the same row twice, and rows go
+        // in key order so concurrent batches lock them in the same order.
+        tx.execute(
+            "INSERT INTO sieve_memory (account_id, key, expires)
+             SELECT $1::bigint, k.key, max(k.expires)
+             FROM unnest($2::text[], $3::bigint[]) AS k (key, expires)
+             GROUP BY k.key ORDER BY k.key
+             ON CONFLICT (account_id, key)
+             DO UPDATE SET expires = greatest(sieve_memory.expires, excluded.expires)",
+            &[&account, &names, &expiries],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 }

@@ -10,7 +10,7 @@ use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
 
 /// The account column's value: global scripts live under account 0,
 /// which no account has (row ids start at 1).
-pub(super) fn owner_id(owner: ScriptOwner) -> AccountId {
+pub(crate) fn owner_id(owner: ScriptOwner) -> AccountId {
     match owner {
         ScriptOwner::Account(id) => id,
         ScriptOwner::Global => 0,
@@ -19,7 +19,7 @@ pub(super) fn owner_id(owner: ScriptOwner) -> AccountId {
 
 /// RFC 5804 §1.6: a script name is UTF-8 without control characters
 /// (and without the line and paragraph separators). We also bound it.
-pub(super) fn valid_name(name: &str) -> Result<()> {
+pub(crate) fn valid_name(name: &str) -> Result<()> {
     let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
     if name.is_empty() || name.len() > 512 || name.chars().any(bad) {
         return Err(StoreError::Invalid(format!(

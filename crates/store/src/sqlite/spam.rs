@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::model::{AccountId, BlobId, MailboxId, SpamModel, SpamTraining, Uid};
 
 /// The account column's value: the global model lives under account 0.
-fn owner_id(account: Option<AccountId>) -> AccountId {
+pub(crate) fn owner_id(account: Option<AccountId>) -> AccountId {
     account.unwrap_or(0)
 }
 
