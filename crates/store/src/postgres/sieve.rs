@@ -15,36 +15,6 @@ use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
 use crate::sqlite::now;
 use crate::sqlite::sieve::{owner_id, valid_name};
 
-/// Tells every node that the directory snapshot is stale (scripts and
-/// spam thresholds are in it). In the transaction of the change, so the
-/// serial never runs ahead of what it announces.
-pub(super) async fn bump_directory_serial(tx: &Transaction<'_>) -> Result<()> {
-    tx.execute(
-        "UPDATE meta SET value = value + 1 WHERE key = 'directory_serial'",
-        &[],
-    )
-    .await?;
-    Ok(())
-}
-
-/// Every account's active script and every global script, for the
-/// directory snapshot: (account, name, source, active).
-#[allow(dead_code)] // for load_directory (directory.rs), whose area writes it
-pub(super) async fn for_directory(
-    c: &tokio_postgres::Client,
-) -> Result<Vec<(AccountId, String, String, bool)>> {
-    let rows = c
-        .query(
-            "SELECT account_id, name, source, active FROM sieve_scripts
-             WHERE active OR account_id = 0",
-            &[],
-        )
-        .await?;
-    rows.iter()
-        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)))
-        .collect()
-}
-
 /// Whether the script is active, `None` if there is no such script; its
 /// row stays locked until the transaction ends, so what is decided on the
 /// answer cannot be raced.
@@ -137,7 +107,7 @@ impl PgStore {
             &[&owner_id(owner), &name, &source, &now()],
         )
         .await?;
-        bump_directory_serial(&tx).await?;
+        super::directory::bump_serial(&tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -162,7 +132,7 @@ impl PgStore {
             &[&account, &name],
         )
         .await?;
-        bump_directory_serial(&tx).await?;
+        super::directory::bump_serial(&tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -186,7 +156,7 @@ impl PgStore {
             &[&account, &name],
         )
         .await?;
-        bump_directory_serial(&tx).await?;
+        super::directory::bump_serial(&tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -219,7 +189,7 @@ impl PgStore {
             Ok(0) => return Err(not_found(from)),
             Ok(_) => {}
         }
-        bump_directory_serial(&tx).await?;
+        super::directory::bump_serial(&tx).await?;
         tx.commit().await?;
         Ok(())
     }

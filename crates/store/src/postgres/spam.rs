@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::Transaction;
 
-use super::sieve::bump_directory_serial;
+use super::directory::bump_serial;
 use super::PgStore;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, BlobId, SpamModel, SpamTraining};
@@ -163,7 +163,7 @@ impl PgStore {
         if n == 0 {
             return Err(StoreError::NotFound(format!("account {address}")));
         }
-        bump_directory_serial(&tx).await?;
+        bump_serial(&tx).await?;
         tx.commit().await?;
         Ok(())
     }
