@@ -170,7 +170,7 @@ pub(super) fn model(
         .optional()?
         .unwrap_or((0, 0));
     let mut counts = HashMap::new();
-    if spam_messages + ham_messages > 0 && !tokens.is_empty() {
+    if (spam_messages > 0 || ham_messages > 0) && !tokens.is_empty() {
         // One statement for all of a message's tokens (thousands of point
         // queries would cost more than the delivery itself).
         let list = Rc::new(
