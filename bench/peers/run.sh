@@ -29,6 +29,8 @@
 #   DOVECOT_FTS   xapian: give Dovecot a full-text index (fts-xapian, every
 #                 substring of 3-20 letters of a word), built right after
 #                 the IMAP load; the fair peer for SEARCH TEXT and BODY
+#   SLUICE_STORE  postgres: Sluice keeps its store in a PostgreSQL server of
+#                 its own (initdb in the temp tree, port 25432), not SQLite
 #   ROWS          which rows to run, of "smtp pop3 imap web outbound"
 #                 (default: all; outbound runs outbound.sh beside this
 #                 script, relaying to smtp-sink, and prints its own table)
@@ -112,6 +114,7 @@ cleanup() {
         for _ in $(seq 1 50); do kill -0 "$SLUICE_PID" 2>/dev/null || break; sleep 0.2; done
     fi
     [ -d "$T/rc" ] && "$HERE/roundcube.sh" stop "$T/rc"
+    [ -f "$T/pg/data/postmaster.pid" ] && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$T/pg/data" -m fast stop >/dev/null 2>&1
     local pids=
     pids="$(cat "$T/pf/queue/pid/master.pid" "$T/dovecot-run/master.pid" 2>/dev/null | tr -s ' \n' ' ')"
     [ -f "$T/pf/main.cf" ] && postfix -c "$T/pf" stop >/dev/null 2>&1
@@ -125,6 +128,21 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
+
+# --- PostgreSQL, when Sluice's store is there ------------------------------
+STORE_SECTION=
+if [ "${SLUICE_STORE:-sqlite}" = postgres ]; then
+    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+    [ -x "$PG_BIN/postgres" ] || die "PostgreSQL is not installed: apt-get install postgresql-15"
+    mkdir -p "$T/pg" && chown postgres:postgres "$T/pg"
+    runuser -u postgres -- "$PG_BIN/initdb" -D "$T/pg/data" -U sluice --auth=trust -E UTF8 \
+        --locale=C.UTF-8 --no-instructions >/dev/null
+    runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$T/pg/data" -l "$T/pg/log" -w \
+        -o "-p 25432 -k $T/pg -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
+    "$PG_BIN/psql" -X -q -h 127.0.0.1 -p 25432 -U sluice -d postgres -c "CREATE DATABASE sluice"
+    STORE_SECTION=$'[store]\nbackend = "postgres"\nurl = "postgres://sluice@127.0.0.1:25432/sluice"'
+    log "postgresql on 25432 for the store of sluice"
+fi
 
 # --- Sluice -----------------------------------------------------------------
 mkdir -p "$T/sluice"
@@ -144,6 +162,7 @@ dkim = "off"
 dmarc = "off"
 [log]
 level = "warn"
+$STORE_SECTION
 EOF
 sl() { $SLUICE --config "$T/sluice/sluice.toml" "$@"; }
 ACCOUNTS=$(for i in $(seq 1 "$USERS"); do echo "user$i@$DOMAIN pop$i@$DOMAIN"; done; echo "imap1@$DOMAIN"
@@ -346,7 +365,12 @@ if [ "${SLUICE_IMAP:-}" = 1 ]; then
     bench sluice-imap-load imap --server "127.0.0.1:$S_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
         --load "$IMAP_MESSAGES" --mix-only
     sleep 10 # the full-text index writes its rows up to 5 s after delivery
-    disk "$T/sluice/data" sluice
+    if [ -d "$T/pg" ]; then
+        "$PG_BIN/psql" -X -q -h 127.0.0.1 -p 25432 -U sluice -d sluice -c "CHECKPOINT"
+        disk "$T/pg/data" sluice
+    else
+        disk "$T/sluice/data" sluice
+    fi
 fi
 cat >"$T/cold-dovecot.sh" <<EOF
 #!/bin/sh
