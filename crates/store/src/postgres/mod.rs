@@ -19,6 +19,7 @@ mod schema;
 mod search;
 mod sieve;
 mod spam;
+mod sweep;
 mod web;
 
 use std::sync::Arc;
@@ -53,6 +54,10 @@ pub struct PgOptions {
     /// How long a request waits for a free connection (or a new one to
     /// open) before it fails as unavailable.
     pub wait: Duration,
+    /// How long a blob whose last reference went is kept before the
+    /// sweeper deletes it: sessions on other nodes may still show its
+    /// message, and their view pins cannot be seen from here (sweep.rs).
+    pub release_grace: Duration,
 }
 
 impl PgOptions {
@@ -63,6 +68,7 @@ impl PgOptions {
             password: None,
             pool_size: 16,
             wait: Duration::from_secs(5),
+            release_grace: Duration::from_secs(10 * 60),
         }
     }
 }
@@ -78,6 +84,8 @@ struct Inner {
     watchers: Watchers,
     pins: Arc<crate::ViewPins>,
     queue_signal: Arc<tokio::sync::Notify>,
+    /// [`PgOptions::release_grace`].
+    release_grace: Duration,
 }
 
 /// A pooled connection.
@@ -116,10 +124,13 @@ impl PgStore {
                 watchers: Watchers::default(),
                 pins: Arc::new(crate::ViewPins::default()),
                 queue_signal: Arc::new(tokio::sync::Notify::new()),
+                release_grace: options.release_grace,
             }),
         };
         let mut conn = store.conn().await?;
         schema::migrate(&mut conn).await?;
+        drop(conn);
+        sweep::start(&store);
         Ok(store)
     }
 
