@@ -621,6 +621,40 @@ async fn entries_get_their_flags_keywords_date_and_queue_rows_their_envelope() {
     );
 }
 
+#[tokio::test]
+async fn a_mailbox_named_twice_gets_two_entries_and_a_remote_only_message_none() {
+    let (f, boxes) = open_with_mailboxes(2).await;
+    let receipt = deliver_to(&f.store, &[boxes[1], boxes[0], boxes[1]], MAIL).await;
+    assert_eq!(
+        receipt.entries,
+        vec![(boxes[1], 1), (boxes[0], 1), (boxes[1], 2)]
+    );
+    assert_eq!(
+        f.sql("SELECT uid_next || ' ' || highest_modseq || ' ' || n_messages FROM mailboxes ORDER BY id"),
+        "2 2 1\n3 3 2"
+    );
+    assert_eq!(count(&f, "SELECT refcount FROM blobs"), 3);
+
+    let mut w = f.store.message_writer();
+    w.write(MAIL).await.unwrap();
+    let remote = w
+        .deliver(Delivery {
+            remote: vec!["r@example.com".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(remote.entries.is_empty());
+    assert_eq!(
+        count(
+            &f,
+            &format!("SELECT refcount FROM blobs WHERE id = {}", remote.blob)
+        ),
+        1
+    );
+    assert_eq!(count(&f, "SELECT count(*) FROM queue"), 1);
+}
+
 fn store_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
