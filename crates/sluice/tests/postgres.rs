@@ -315,7 +315,15 @@ fn migrate_copies_a_sqlite_store_with_uids_flags_and_uidvalidity_kept() {
     let mut old = Server::start();
     let user = old.add_user("max");
     for i in 0..12 {
-        assert_eq!(send(old.smtp, &user, &format!("note {i}"), &"text ".repeat(i * 50)), "250");
+        assert_eq!(
+            send(
+                old.smtp,
+                &user,
+                &format!("note {i}"),
+                &"text ".repeat(i * 50)
+            ),
+            "250"
+        );
     }
     python(
         r#"

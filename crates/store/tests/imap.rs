@@ -63,7 +63,7 @@ impl Fixture {
         let db = url.rsplit('/').next().unwrap().to_string();
         let mut options = PgOptions::new(&url);
         // Blobs go as soon as nothing needs them, as on SQLite.
-        options.sweep_grace = Duration::ZERO;
+        options.release_grace = Duration::ZERO;
         let store = PgStore::connect(options).await.unwrap();
         Fixture::with(Backend::Postgres { pg, db, store }).await
     }

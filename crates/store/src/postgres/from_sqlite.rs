@@ -308,7 +308,10 @@ impl PgStore {
     ) -> Result<CopyStats> {
         let path = dir.join("sluice.db");
         if !path.exists() {
-            return Err(StoreError::NotFound(format!("a store in {}", dir.display())));
+            return Err(StoreError::NotFound(format!(
+                "a store in {}",
+                dir.display()
+            )));
         }
         let sqlite = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         crate::sqlite::load_dictionaries(&sqlite)?;
@@ -397,12 +400,19 @@ async fn copy_table(sqlite: &Connection, tx: &Transaction<'_>, table: &Table) ->
 async fn copy_text(sqlite: &Connection, tx: &Transaction<'_>) -> Result<u64> {
     let mut ids = sqlite.prepare("SELECT id FROM blobs WHERE complete = 1 ORDER BY id")?;
     let mut rows = ids.query([])?;
-    let mut batch = Batch::new("blob_text", &["blob_id", "part", "subject", "addresses", "body"]);
+    let mut batch = Batch::new(
+        "blob_text",
+        &["blob_id", "part", "subject", "addresses", "body"],
+    );
     let mut copied = 0;
     while let Some(row) = rows.next()? {
         let blob: i64 = row.get(0)?;
         let text = crate::sqlite::fts_batch::text_from_chunks(sqlite, blob)?;
-        let [subject, addresses, body] = folded_text(&text);
+        let super::message::FoldedText {
+            subject,
+            addresses,
+            body,
+        } = super::message::FoldedText::of(&text);
         let bytes = subject.len() + addresses.len() + body.len();
         batch.push(
             vec![
@@ -505,15 +515,3 @@ fn row_bytes(row: &rusqlite::Row, columns: usize) -> usize {
         })
         .sum()
 }
-
-/// The full-text columns of a message: its index text, folded as searches
-/// fold needles.
-fn folded_text(text: &crate::sqlite::fts_batch::FtsText) -> [String; 3] {
-    use crate::sqlite::text_match::match_fold;
-    [
-        match_fold(&text.subject),
-        match_fold(&text.addresses),
-        match_fold(&text.body),
-    ]
-}
-

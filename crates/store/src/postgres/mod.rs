@@ -22,6 +22,7 @@ mod schema;
 mod search;
 mod sieve;
 mod spam;
+mod sweep;
 mod web;
 
 use std::sync::Arc;
@@ -40,8 +41,8 @@ use crate::model::{
     SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid, WebSession, WebSettings,
 };
 use crate::notify::Watchers;
-pub use from_sqlite::CopyStats;
 use crate::{MessageWriter, Store};
+pub use from_sqlite::CopyStats;
 
 /// Where the database is and how many connections a node may hold.
 #[derive(Debug, Clone)]
@@ -57,6 +58,10 @@ pub struct PgOptions {
     /// How long a request waits for a free connection (or a new one to
     /// open) before it fails as unavailable.
     pub wait: Duration,
+    /// How long a blob whose last reference went is kept before the
+    /// sweeper deletes it: sessions on other nodes may still show its
+    /// message, and their view pins cannot be seen from here (sweep.rs).
+    pub release_grace: Duration,
 }
 
 impl PgOptions {
@@ -67,6 +72,7 @@ impl PgOptions {
             password: None,
             pool_size: 16,
             wait: Duration::from_secs(5),
+            release_grace: Duration::from_secs(10 * 60),
         }
     }
 }
@@ -85,6 +91,8 @@ struct Inner {
     maildrops: Arc<maildrop::MaildropLocks>,
     pins: Arc<crate::ViewPins>,
     queue_signal: Arc<tokio::sync::Notify>,
+    /// [`PgOptions::release_grace`].
+    release_grace: Duration,
 }
 
 /// A pooled connection.
@@ -128,6 +136,7 @@ impl PgStore {
                 watchers,
                 pins: Arc::new(crate::ViewPins::default()),
                 queue_signal: Arc::new(tokio::sync::Notify::new()),
+                release_grace: options.release_grace,
             }),
         };
         let mut conn = store.conn().await?;
@@ -135,7 +144,10 @@ impl PgStore {
         // Chunks packed with a dictionary (copied from a SQLite store) name
         // it; every one the database has must be known to read them.
         for row in conn
-            .query("SELECT dict FROM zstd_dictionaries ORDER BY created, id", &[])
+            .query(
+                "SELECT dict FROM zstd_dictionaries ORDER BY created, id",
+                &[],
+            )
             .await?
         {
             crate::dictionary::register(row.get::<_, &[u8]>(0))?;
@@ -144,6 +156,8 @@ impl PgStore {
         // that start now miss nothing. A listener slower than the wait
         // keeps trying in the background.
         let _ = tokio::time::timeout(options.wait, listening).await;
+        drop(conn);
+        sweep::start(&store);
         Ok(store)
     }
 

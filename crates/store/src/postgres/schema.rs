@@ -88,7 +88,11 @@ const STEPS: &[&str] = &[
         hdr_date bigint,
         hdr_day bigint,
         hdr_message_id text NOT NULL DEFAULT '',
-        piece_size bigint NOT NULL DEFAULT 131072
+        piece_size bigint NOT NULL DEFAULT 131072,
+        -- When the last reference went (the database's clock, Unix
+        -- seconds): the sweeper keeps a released blob for a grace period,
+        -- as other nodes' sessions may still show its message.
+        released bigint
     );
     CREATE INDEX blobs_released ON blobs(id) WHERE refcount <= 0 AND complete;
     CREATE INDEX blobs_incomplete ON blobs(created) WHERE NOT complete;
@@ -237,13 +241,17 @@ const STEPS: &[&str] = &[
         spam boolean NOT NULL
     );
 
-    -- A blob's reference count: one per message row and per queue row.
+    -- A blob's reference count: one per message row and per queue row;
+    -- the time the last one went.
     CREATE FUNCTION blob_ref() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
         IF TG_OP = 'INSERT' THEN
-            UPDATE blobs SET refcount = refcount + 1 WHERE id = NEW.blob_id;
+            UPDATE blobs SET refcount = refcount + 1, released = NULL WHERE id = NEW.blob_id;
         ELSE
-            UPDATE blobs SET refcount = refcount - 1 WHERE id = OLD.blob_id;
+            UPDATE blobs SET refcount = refcount - 1,
+                released = CASE WHEN refcount <= 1
+                    THEN extract(epoch FROM now())::bigint ELSE released END
+            WHERE id = OLD.blob_id;
         END IF;
         RETURN NULL;
     END $$;
