@@ -69,6 +69,14 @@ impl Server {
         server
     }
 
+    /// A server sharing a store that another one set up (a second node on
+    /// one PostgreSQL database): nothing is added to the store.
+    pub fn start_joining(extra: &str) -> Server {
+        let mut server = Server::unstarted(extra, &[], |_| {});
+        server.spawn();
+        server
+    }
+
     fn start_full(extra: &str, listen: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> Server {
         let mut server = Server::unstarted(extra, listen, prepare);
         server.spawn();
