@@ -60,6 +60,10 @@ const HEADER_BATCH: i32 = 1024;
 
 const DAY: i64 = 86_400;
 
+/// ASCII letters, for folding keywords with `translate()`.
+const ASCII_UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+const ASCII_LOWER: &str = "abcdefghijklmnopqrstuvwxyz";
+
 type Param = Box<dyn ToSql + Sync + Send>;
 
 impl PgStore {
@@ -323,12 +327,14 @@ impl Compiler {
             self.push(if set { "FALSE" } else { "TRUE" });
             return;
         }
-        // Keywords are ASCII atoms: the C collation's lower() folds exactly
-        // ASCII, as SQLite's does, whatever the database's collation.
+        // Keywords are ASCII atoms, folded as SQLite's lower() folds them:
+        // ASCII letters only, whatever the database's collation (lower()
+        // under a Turkish one would make `I` a dotless `ı`).
         let p = self.param(format!(" {} ", k.to_ascii_lowercase()), "text");
         let op = if set { ">" } else { "=" };
         self.push(&format!(
-            "strpos(' ' || lower(m.keywords COLLATE \"C\") || ' ', {p}) {op} 0"
+            "strpos(' ' || translate(m.keywords, '{ASCII_UPPER}', '{ASCII_LOWER}') || ' ', {p}) \
+             {op} 0"
         ));
     }
 
