@@ -12,7 +12,7 @@ pub(crate) mod dkim;
 pub(crate) mod entries;
 pub(crate) mod fts_batch;
 mod fts_file;
-mod functions;
+pub(crate) mod functions;
 pub(crate) mod mailboxes;
 pub(crate) mod message;
 mod pool;

@@ -178,7 +178,7 @@ pub(crate) fn match_fold(text: &str) -> String {
 
 /// The check of one needle against a message's text.
 pub(crate) struct Matcher {
-    folded: String,
+    pub(crate) folded: String,
     body_only: bool,
 }
 
