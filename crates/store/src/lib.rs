@@ -248,7 +248,9 @@ pub trait Store: Send + Sync + 'static {
     /// their delay (a delay warning is sent once per recipient).
     async fn mark_queue_warned(&self, ids: Vec<i64>) -> Result<()>;
     /// Ends every lease: what a sender starting up calls, since no attempt
-    /// of an earlier run can still be in flight. (One sender per store.)
+    /// of an earlier run can still be in flight. A store several nodes
+    /// share (PostgreSQL) ends none, since another node's attempts may be;
+    /// leases left by a crash run out by themselves there.
     async fn release_queue_leases(&self) -> Result<usize>;
     /// Records attempt outcomes, durably, before returning.
     async fn record_queue_outcomes(&self, outcomes: Vec<(i64, QueueOutcome)>) -> Result<()>;

@@ -19,11 +19,11 @@ use store::{
 macro_rules! on_both {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
-            #[tokio::test]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
                 super::$name(super::Fixture::sqlite().await).await
             }
-            #[tokio::test]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 super::$name(super::Fixture::postgres().await).await
             }

@@ -328,6 +328,13 @@ impl PgStore {
         let n = copy_text(&sqlite, &tx).await?;
         progress("blob_text", n);
         stats.tables.push(("blob_text", n));
+        // Blobs the SQLite store had released but not yet swept go here.
+        tx.execute(
+            "UPDATE blobs SET released = extract(epoch FROM now())::bigint
+             WHERE refcount <= 0 AND released IS NULL",
+            &[],
+        )
+        .await?;
         for table in SEQUENCED {
             tx.execute(
                 &format!(

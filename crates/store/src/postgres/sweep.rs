@@ -48,10 +48,12 @@ const LOOK_AHEAD: usize = 4 * BATCH;
 pub(super) const LEFTOVER_AGE: i64 = 24 * 60 * 60;
 
 /// Released blobs past their grace period, oldest first, locked for this
-/// transaction; ones another node is sweeping are skipped.
+/// transaction; ones another node is sweeping are skipped. Only a release
+/// the triggers noted counts: a blob being put together by hand, with its
+/// references still to come (`sluice migrate`, tests), is no leftover.
 const FIND: &str = "SELECT id FROM blobs
     WHERE refcount <= 0 AND complete
-      AND coalesce(released, 0) <= extract(epoch FROM now())::bigint - $1
+      AND released <= extract(epoch FROM now())::bigint - $1
     ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED";
 
 /// Starts this node's sweeper. It holds the store only while it sweeps,

@@ -23,7 +23,7 @@ fn number(f: &Fixture, sql: &str) -> i64 {
         .unwrap_or_else(|_| panic!("{sql:?} gave {out:?}"))
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn directory_edits_are_checked_and_bump_the_serial() {
     let f = open().await;
     let store = &f.store;
@@ -87,7 +87,7 @@ async fn directory_edits_are_checked_and_bump_the_serial() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_account_gets_subscribed_mailboxes_with_fresh_uidvalidities() {
     let f = open().await;
     f.store.add_domain("example.org").await.unwrap();
@@ -153,7 +153,7 @@ fn store_now() -> i64 {
         .as_secs() as i64
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_directory_snapshot_holds_domains_accounts_aliases_and_scripts() {
     let f = open().await;
     let store = &f.store;
@@ -219,7 +219,7 @@ async fn the_directory_snapshot_holds_domains_accounts_aliases_and_scripts() {
     assert!(d.global_script("off").is_none());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aliases_gain_and_lose_targets() {
     let f = open().await;
     let store = &f.store;
@@ -308,7 +308,7 @@ async fn aliases_gain_and_lose_targets() {
     assert_eq!(store.directory_serial().await.unwrap(), s + 2);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn domains_and_accounts_list_in_byte_order() {
     let f = open().await;
     let store = &f.store;
@@ -328,7 +328,7 @@ async fn domains_and_accounts_list_in_byte_order() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passwords_and_quotas_change_on_known_accounts() {
     let f = open().await;
     let store = &f.store;
@@ -386,7 +386,7 @@ async fn passwords_and_quotas_change_on_known_accounts() {
     assert_eq!(store.directory_serial().await.unwrap(), s + 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_an_account_releases_its_references_and_leaves_nothing() {
     let f = open().await;
     let store = &f.store;
@@ -485,7 +485,7 @@ async fn removing_an_account_releases_its_references_and_leaves_nothing() {
     assert!(store.list_domains().await.unwrap().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_account_creations_each_get_their_mailboxes_once() {
     let f = open().await;
     f.store.add_domain("example.org").await.unwrap();
@@ -512,7 +512,7 @@ async fn concurrent_account_creations_each_get_their_mailboxes_once() {
     assert_eq!(f.store.directory_serial().await.unwrap(), 4);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_domain_removed_while_accounts_and_keys_are_added_leaves_no_orphans() {
     let f = open().await;
     f.store.add_domain("example.org").await.unwrap();
@@ -576,7 +576,7 @@ async fn a_domain_removed_while_accounts_and_keys_are_added_leaves_no_orphans() 
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_account_added_while_another_node_removes_its_domain_is_not_found() {
     let f = open().await;
     f.store.add_domain("example.org").await.unwrap();

@@ -25,7 +25,7 @@ fn signing(keys: Vec<DkimKey>) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dkim_keys_rotate_by_algorithm_and_go_with_their_domain() {
     let f = open().await;
     let store = &f.store;
@@ -109,7 +109,7 @@ async fn dkim_keys_rotate_by_algorithm_and_go_with_their_domain() {
     assert_eq!(f.sql("SELECT count(*) FROM dkim_keys"), "0");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dkim_keys_read_back_whole_in_domain_then_selector_order() {
     let f = open().await;
     let store = &f.store;

@@ -157,7 +157,7 @@ fn uids(entries: &[MessageEntry]) -> Vec<Uid> {
     entries.iter().map(|m| m.uid).collect()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flag_updates_touch_only_what_changes_and_expunge_takes_the_deleted() {
     let m = mail().await;
     m.deliver_n(m.inbox, 5);
@@ -249,7 +249,7 @@ async fn flag_updates_touch_only_what_changes_and_expunge_takes_the_deleted() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keywords_are_added_removed_and_replaced_case_insensitively() {
     let m = mail().await;
     m.deliver_n(m.inbox, 3);
@@ -331,7 +331,7 @@ async fn keywords_are_added_removed_and_replaced_case_insensitively() {
         .is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchers_wake_after_flag_changes_and_expunges_once_committed() {
     let m = mail().await;
     m.deliver_n(m.inbox, 3);
@@ -376,7 +376,7 @@ async fn watchers_wake_after_flag_changes_and_expunges_once_committed() {
     assert!(!other.has_changed().unwrap(), "other mailboxes stay quiet");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unchanged_since_leaves_newer_messages_alone() {
     let m = mail().await;
     m.deliver_n(m.inbox, 3);
@@ -428,7 +428,7 @@ async fn unchanged_since_leaves_newer_messages_alone() {
     assert_eq!(changed[0].modseq, before + 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_mailbox_is_not_found_where_the_sqlite_back_end_says_so() {
     let m = mail().await;
     m.deliver_n(m.inbox, 1);
@@ -477,7 +477,7 @@ async fn a_missing_mailbox_is_not_found_where_the_sqlite_back_end_says_so() {
     assert!(store.message_data(987_654, &[1]).await.unwrap().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_since_reports_new_changed_and_expunged() {
     let m = mail().await;
     m.deliver_n(m.inbox, 5);
@@ -529,7 +529,7 @@ async fn changes_since_reports_new_changed_and_expunged() {
     assert!(ahead.changed.is_empty() && ahead.expunged.is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expunges_leave_tombstones_fetch_can_still_read() {
     let m = mail().await;
     m.deliver_n(m.inbox, 3);
@@ -608,7 +608,7 @@ async fn expunges_leave_tombstones_fetch_can_still_read() {
     assert_eq!(m.highest_modseq(m.inbox), before + 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uid_expunge_takes_only_the_named_deleted_messages() {
     let m = mail().await;
     m.deliver_n(m.inbox, 5);
@@ -639,7 +639,7 @@ async fn uid_expunge_takes_only_the_named_deleted_messages() {
     m.assert_counters_kept(m.inbox);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_share_blobs_and_take_new_uids_in_source_order() {
     let m = mail().await;
     m.deliver_n(m.inbox, 3);
@@ -718,7 +718,7 @@ async fn copies_share_blobs_and_take_new_uids_in_source_order() {
     assert_eq!(m.highest_modseq(m.archive), archive_modseq + 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
     let m = mail().await;
     m.deliver_n(m.inbox, 4);
@@ -787,7 +787,7 @@ async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
     assert_eq!(m.highest_modseq(m.inbox), before + 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moving_within_a_mailbox_renumbers() {
     let m = mail().await;
     m.deliver_n(m.inbox, 2);
@@ -809,7 +809,7 @@ async fn moving_within_a_mailbox_renumbers() {
     m.assert_counters_kept(m.inbox);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moves_into_and_out_of_junk_queue_spam_training() {
     let m = mail().await;
     m.deliver_n(m.inbox, 3);
@@ -852,7 +852,7 @@ async fn moves_into_and_out_of_junk_queue_spam_training() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn message_data_reads_stored_structures_and_works_out_old_ones() {
     let m = mail().await;
     m.deliver(m.inbox, "parsed", PLAIN);
@@ -910,7 +910,7 @@ async fn message_data_reads_stored_structures_and_works_out_old_ones() {
     ));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn newest_first_pages_follow_the_date_then_the_uid() {
     let m = mail().await;
     // Dates out of UID order, and two messages of one second.
@@ -936,7 +936,7 @@ async fn newest_first_pages_follow_the_date_then_the_uid() {
     assert!(page(5, 2).await.is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_of_one_mailbox_each_get_their_own_modseq() {
     let m = mail().await;
     m.deliver_n(m.inbox, 8);
@@ -963,7 +963,7 @@ async fn concurrent_writers_of_one_mailbox_each_get_their_own_modseq() {
     assert_eq!(m.highest_modseq(m.inbox), base + 8);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moves_in_opposite_directions_at_once_do_not_deadlock() {
     let m = mail().await;
     m.deliver_n(m.inbox, 10);

@@ -166,7 +166,7 @@ fn is_invalid<T: std::fmt::Debug>(r: store::Result<T>) -> bool {
     matches!(r, Err(StoreError::Invalid(_)))
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn default_mailboxes_are_listed_with_special_use_and_subscription() {
     let (f, account, inbox) = with_account().await;
     let all = f.store.list_mailboxes(account).await.unwrap();
@@ -249,7 +249,7 @@ async fn default_mailboxes_are_listed_with_special_use_and_subscription() {
     ));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_checks_names_and_makes_parents() {
     let (f, account, _) = with_account().await;
     let long = "x".repeat(1001);
@@ -356,7 +356,7 @@ async fn create_checks_names_and_makes_parents() {
     });
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity() {
     let (f, account, _) = with_account().await;
     for inbox in ["INBOX", "inbox"] {
@@ -435,7 +435,7 @@ async fn delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity() {
     assert!(third.uid_validity > again.uid_validity);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rename_takes_children_along_and_keeps_uids() {
     let (f, account, _) = with_account().await;
     let a = f.store.create_mailbox(account, "a", None).await.unwrap();
@@ -551,7 +551,7 @@ async fn rename_takes_children_along_and_keeps_uids() {
         .is_some());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renaming_inbox_moves_its_messages_and_leaves_it_empty() {
     let (f, account, inbox) = with_account().await;
     f.store
@@ -635,7 +635,7 @@ async fn renaming_inbox_moves_its_messages_and_leaves_it_empty() {
     ));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_outlive_their_mailboxes_until_dropped() {
     let (f, account, _) = with_account().await;
     f.store
@@ -721,7 +721,7 @@ async fn subscriptions_outlive_their_mailboxes_until_dropped() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn special_use_is_found_per_account_or_the_mailbox_itself() {
     let (f, a, a_inbox) = with_account().await;
     let b = add_account(&f, "b@example.org").await;
@@ -777,7 +777,7 @@ async fn special_use_is_found_per_account_or_the_mailbox_itself() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_quota_figures() {
     let (f, account, inbox) = with_account().await;
     assert_eq!(
@@ -836,7 +836,7 @@ async fn status_and_quota_figures() {
     assert_eq!((q.messages, q.used_bytes), (4, total));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uid_runs_and_first_unseen() {
     let (f, _, inbox) = with_account().await;
     assert!(f.store.uid_runs(inbox).await.unwrap().is_empty());
@@ -856,7 +856,7 @@ async fn uid_runs_and_first_unseen() {
     assert_eq!(f.store.first_unseen(987_654).await.unwrap(), None);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mailbox_keywords_are_each_set_once_sorted_ignoring_case() {
     let (f, account, inbox) = with_account().await;
     assert!(f.store.mailbox_keywords(inbox).await.unwrap().is_empty());
@@ -892,7 +892,7 @@ fn counted_recent(f: &Fixture, mailbox: MailboxId) -> u32 {
     ) as u32
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recent_counts_agree_whether_the_range_is_all_none_or_some() {
     let (f, _, inbox) = with_account().await;
     let expect = |want: u32, step: &'static str| {
@@ -919,7 +919,7 @@ async fn recent_counts_agree_whether_the_range_is_all_none_or_some() {
     expect(3, "some of them gone").await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_new_message_is_claimed_recent_once() {
     let (f, _, inbox) = with_account().await;
     assert_eq!(f.store.claim_recent(inbox).await.unwrap(), (0, 1));
@@ -964,7 +964,7 @@ async fn each_new_message_is_claimed_recent_once() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_changes_of_one_tree_keep_it_whole() {
     let (f, account, _) = with_account().await;
     let other = PgStore::connect(PgOptions::new(&f.pg.url(&f.db)))
@@ -1033,7 +1033,7 @@ async fn concurrent_changes_of_one_tree_keep_it_whole() {
     assert!(names.contains(&"Same/kid".to_string()), "{names:?}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchers_wake_when_their_mailbox_is_renamed_or_deleted() {
     let (f, account, _) = with_account().await;
     let made = f.store.create_mailbox(account, "w/x", None).await.unwrap();
@@ -1073,7 +1073,7 @@ async fn open_icu() -> Fixture {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_are_ordered_and_nested_by_bytes_whatever_the_locale() {
     let f = open_icu().await;
     let account = add_account(&f, "a@example.org").await;

@@ -28,7 +28,10 @@ pub struct Fixture {
 
 impl Fixture {
     /// Runs `sql` in the store's database with `psql`; what it printed
-    /// (unaligned, tuples only), for checks of the tables themselves.
+    /// (unaligned, tuples only), for checks of the tables themselves. It
+    /// blocks its thread: the tests run on a runtime with two, so the
+    /// store's own tasks (the sweeper) go on meanwhile, and a statement
+    /// waiting for a lock one of them holds does not wait forever.
     pub fn sql(&self, sql: &str) -> String {
         self.pg.psql(&self.db, sql)
     }
@@ -53,7 +56,7 @@ pub async fn open_with_account() -> (Fixture, i64, MailboxId) {
     (f, account, inbox)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_database_gets_the_schema_once_and_a_newer_one_is_refused() {
     let pg = Postgres::start();
     let url = pg.create_database();
@@ -82,7 +85,7 @@ async fn a_new_database_gets_the_schema_once_and_a_newer_one_is_refused() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_database_is_unavailable() {
     let mut pg = Postgres::start();
     let url = pg.create_database();
@@ -128,7 +131,7 @@ async fn woken(
         .map(|_| started.elapsed())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_on_one_node_wake_watchers_on_another_within_a_second() {
     let (f, _account, inbox) = open_with_account().await;
     let b = second_node(&f).await;
@@ -173,7 +176,7 @@ async fn changes_on_one_node_wake_watchers_on_another_within_a_second() {
     assert_eq!(b.changes_since(inbox, 1).await.unwrap().expunged, vec![uid]);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_database_going_away_is_a_temporary_failure_and_service_resumes() {
     let (mut f, _account, inbox) = open_with_account().await;
     let b = second_node(&f).await;
@@ -224,7 +227,7 @@ async fn the_database_going_away_is_a_temporary_failure_and_service_resumes() {
     assert_eq!(uids, vec![1, uid], "the refused message is not there");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_maildrop_is_locked_across_nodes_until_its_holder_lets_go() {
     let (f, account, _inbox) = open_with_account().await;
     let b = second_node(&f).await;

@@ -125,7 +125,7 @@ async fn wait_for_count(f: &Fixture, sql: &str, n: i64) {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_blob_for_many_recipients_freed_with_the_last_reference() {
     let (f, boxes) = open_with_mailboxes(15).await;
     let receipt = deliver_to(&f.store, &boxes, MAIL).await;
@@ -185,7 +185,7 @@ async fn one_blob_for_many_recipients_freed_with_the_last_reference() {
     assert_eq!(f.store.sweep_now().await.unwrap(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_messages_stream_in_pieces_and_read_back_byte_for_byte() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let mut expected = b"Subject: big\r\nContent-Type: application/octet-stream\r\n\r\n".to_vec();
@@ -244,7 +244,7 @@ async fn large_messages_stream_in_pieces_and_read_back_byte_for_byte() {
     assert!(back == expected, "read back as written");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_streams_compressed_and_reads_back_whole() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let mut w = f.store.message_writer();
@@ -281,7 +281,7 @@ async fn text_streams_compressed_and_reads_back_whole() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pieces_read_back_as_whole_chunks_with_or_without_a_lead() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let lead = b"Received: from a by b; Tue, 1 Jan 2030 00:00:00 +0000\r\n".to_vec();
@@ -320,7 +320,7 @@ async fn pieces_read_back_as_whole_chunks_with_or_without_a_lead() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lead_comes_first_in_small_and_large_messages() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let db = client(&f).await;
@@ -405,7 +405,7 @@ async fn a_lead_comes_first_in_small_and_large_messages() {
     assert_eq!(count(&f, "SELECT count(*) FROM messages"), 3);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blobs_stored_in_chunk_sized_pieces_before_still_read() {
     let f = open_with_grace(Duration::ZERO).await;
     let db = client(&f).await;
@@ -437,7 +437,7 @@ async fn blobs_stored_in_chunk_sized_pieces_before_still_read() {
     assert_eq!(f.store.read_chunk(900001, 0).await.unwrap(), None);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aborted_dropped_and_crashed_writes_leave_nothing() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let mut w = f.store.message_writer();
@@ -502,7 +502,7 @@ async fn aborted_dropped_and_crashed_writes_leave_nothing() {
     assert_eq!(count(&f, "SELECT count(*) FROM blob_chunks"), 0);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_delivery_stores_nothing() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let mut w = f.store.message_writer();
@@ -536,7 +536,7 @@ async fn a_refused_delivery_stores_nothing() {
     assert_eq!(count(&f, "SELECT count(*) FROM blob_chunks"), 0);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn entries_get_their_flags_keywords_date_and_queue_rows_their_envelope() {
     let (f, boxes) = open_with_mailboxes(3).await;
     let mut w = f.store.message_writer();
@@ -621,7 +621,7 @@ async fn entries_get_their_flags_keywords_date_and_queue_rows_their_envelope() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mailbox_named_twice_gets_two_entries_and_a_remote_only_message_none() {
     let (f, boxes) = open_with_mailboxes(2).await;
     let receipt = deliver_to(&f.store, &[boxes[1], boxes[0], boxes[1]], MAIL).await;
@@ -662,7 +662,7 @@ fn store_now() -> i64 {
         .as_secs() as i64
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_fields_and_folded_text_are_indexed_at_delivery() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let text = "From: =?utf-8?q?Z=C3=B6e?= <zoe@example.net>\r\nTo: a@example.org, Bob <bob@example.org>\r\n\
@@ -721,7 +721,7 @@ async fn header_fields_and_folded_text_are_indexed_at_delivery() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nul_in_the_text_is_stored_as_a_replacement_character() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let receipt = deliver_to(&f.store, &boxes, b"Subject: nul\r\n\r\nzebra\0walrus\r\n").await;
@@ -740,7 +740,7 @@ async fn a_nul_in_the_text_is_stored_as_a_replacement_character() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_after_a_large_attachment_is_indexed_at_delivery() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let mut message = b"Subject: scan\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n\
@@ -835,7 +835,7 @@ async fn concurrent_deliveries_all_land_with_distinct_uids() {
     assert_eq!(count(&f, "SELECT count(DISTINCT modseq) FROM messages"), 20);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pinned_view_keeps_expunged_messages_readable_until_it_lets_go() {
     let (f, boxes) = open_with_mailboxes(1).await;
     let mailbox = boxes[0];
@@ -857,7 +857,7 @@ async fn a_pinned_view_keeps_expunged_messages_readable_until_it_lets_go() {
     drop(pin);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn released_blobs_wait_out_the_grace_period() {
     let f = open_with_grace(Duration::from_secs(600)).await;
     let boxes = add_mailboxes(&f, 1);
@@ -902,7 +902,7 @@ async fn nodes_sweeping_together_delete_each_blob_once() {
     assert_eq!(count(&f, "SELECT count(*) FROM blob_chunks"), 0);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweeper_lets_the_store_go_with_its_last_handle() {
     let Fixture { pg, db, store } = open_with_grace(Duration::ZERO).await;
     let connections = || -> i64 {

@@ -223,7 +223,7 @@ async fn found(f: &Fixture, mbox: i64, key: SearchKey) -> Vec<Uid> {
     f.store.search(mbox, &key).await.unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_and_body_find_any_substring_of_the_text() {
     let mut first = mail(
         "The haystack",
@@ -295,7 +295,7 @@ async fn text_and_body_find_any_substring_of_the_text() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_needle_in_thousands_of_words_is_found_exactly() {
     let mut many = String::new();
     for n in 0..3000 {
@@ -322,7 +322,7 @@ async fn a_needle_in_thousands_of_words_is_found_exactly() {
     assert_eq!(found(&f, mbox, SearchKey::Body("xq zx".into())).await, [4]);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn like_wildcards_in_a_needle_match_only_themselves() {
     let mails = [
         mail("a", "100% sure_thing \\o/\r\n"),
@@ -341,7 +341,7 @@ async fn like_wildcards_in_a_needle_match_only_themselves() {
     assert_eq!(found(&f, mbox, body("\\")).await, [1]);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_and_bcc_read_the_raw_header_block_packed_or_not() {
     let header = "Subject: one\r\nX-Tag: alpha\r\n\tbeta\r\nBCC: Ann <ann@b.test>\r\n\
                   x-tag:gamma \r\n";
@@ -397,7 +397,7 @@ async fn header_and_bcc_read_the_raw_header_block_packed_or_not() {
     assert!(found(&f, mbox, header("X-Tag'; --", "$1")).await.is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_columns_match_substrings_ignoring_case() {
     let mut a = mail("Café PLANS", "");
     a.from = "Zoë <ZOE@Example.org>".into();
@@ -435,7 +435,7 @@ async fn header_columns_match_substrings_ignoring_case() {
     assert_eq!(found(&f, mbox, SearchKey::Cc(String::new())).await, [1, 2]);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flags_keywords_sizes_dates_uids_and_modseqs() {
     let base = 20_089; // 2025-01-01
     let mut mails = Vec::new();
@@ -535,7 +535,7 @@ async fn flags_keywords_sizes_dates_uids_and_modseqs() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_flat_keys_are_answered_and_deep_trees_refused() {
     let mut a = mail("s", "b");
     a.size = 100;

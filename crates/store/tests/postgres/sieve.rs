@@ -39,7 +39,7 @@ fn info(name: &str, active: bool, size: u64) -> SieveScriptInfo {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_active_script_that_cannot_be_deleted() {
     let (f, ann) = with_account().await;
     let store = &f.store;
@@ -95,7 +95,7 @@ async fn one_active_script_that_cannot_be_deleted() {
     assert!(matches!(err, StoreError::Invalid(_)), "{err}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_script_to_activate_leaves_the_active_one() {
     let (f, ann) = with_account().await;
     let me = ScriptOwner::Account(ann);
@@ -113,7 +113,7 @@ async fn an_unknown_script_to_activate_leaves_the_active_one() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_are_listed_in_byte_order_with_their_size_in_bytes() {
     let (f, ann) = with_account().await;
     let me = ScriptOwner::Account(ann);
@@ -135,7 +135,7 @@ async fn scripts_are_listed_in_byte_order_with_their_size_in_bytes() {
     assert!(f.store.sieve_script(me, "A").await.unwrap().is_none());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn storing_again_replaces_the_source_and_keeps_it_active() {
     let (f, ann) = with_account().await;
     let me = ScriptOwner::Account(ann);
@@ -161,7 +161,7 @@ async fn storing_again_replaces_the_source_and_keeps_it_active() {
     assert!((now() - updated).abs() < 60, "{updated}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn global_scripts_are_apart_from_personal_ones() {
     let (f, ann) = with_account().await;
     let store = &f.store;
@@ -223,7 +223,7 @@ async fn global_scripts_are_apart_from_personal_ones() {
         .is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renames_need_a_known_script_and_a_free_valid_name() {
     let (f, ann) = with_account().await;
     let me = ScriptOwner::Account(ann);
@@ -244,7 +244,7 @@ async fn renames_need_a_known_script_and_a_free_valid_name() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_needs_a_known_script() {
     let (f, ann) = with_account().await;
     let me = ScriptOwner::Account(ann);
@@ -252,7 +252,7 @@ async fn deleting_needs_a_known_script() {
     assert!(matches!(err, StoreError::NotFound(_)), "{err}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_names_follow_rfc_5804() {
     let (f, ann) = with_account().await;
     let me = ScriptOwner::Account(ann);
@@ -283,7 +283,7 @@ async fn script_names_follow_rfc_5804() {
     assert_eq!(f.sql("SELECT count(*) FROM sieve_scripts"), "2");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_change_of_scripts_moves_the_directory_serial_and_a_refused_one_does_not() {
     let (f, ann) = with_account().await;
     let me = ScriptOwner::Account(ann);
@@ -310,7 +310,7 @@ async fn each_change_of_scripts_moves_the_directory_serial_and_a_refused_one_doe
     assert_eq!(serial(&f), start + 5);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_memory_forgets_at_expiry() {
     let (f, ann) = with_account().await;
     let store = &f.store;
@@ -338,7 +338,7 @@ async fn the_memory_forgets_at_expiry() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_memory_keeps_the_later_expiry_of_a_key() {
     let (f, ann) = with_account().await;
     let now = now();
@@ -377,7 +377,7 @@ async fn the_memory_keeps_the_later_expiry_of_a_key() {
     assert_eq!(f.sql("SELECT count(*) FROM sieve_memory"), "2");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_account_has_a_memory_of_its_own() {
     let (f, ann) = with_account().await;
     let bob = ann + 1;
@@ -405,7 +405,7 @@ async fn each_account_has_a_memory_of_its_own() {
     assert!(!f.store.sieve_memory_holds(bob, "k").await.unwrap());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn activations_at_once_leave_exactly_one_script_active() {
     let (f, ann) = with_account().await;
     let me = ScriptOwner::Account(ann);

@@ -50,7 +50,7 @@ fn row(token: &str, spam: u32, ham: u32) -> (String, u32, u32) {
     (token.to_string(), spam, ham)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_trained_twice_counts_once_and_moving_back_retrains() {
     let (f, ann) = with_account().await;
     let store = &f.store;
@@ -102,7 +102,7 @@ async fn a_message_trained_twice_counts_once_and_moving_back_retrains() {
     assert_eq!(store.spam_token_count(Some(ann)).await.unwrap(), 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_global_model_is_account_zero_and_learns_without_a_blob_each_time() {
     let (f, ann) = with_account().await;
     let store = &f.store;
@@ -139,7 +139,7 @@ async fn the_global_model_is_account_zero_and_learns_without_a_blob_each_time() 
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_given_twice_counts_twice_and_untraining_stops_at_zero() {
     let (f, ann) = with_account().await;
     let store = &f.store;
@@ -189,7 +189,7 @@ async fn a_token_given_twice_counts_twice_and_untraining_stops_at_zero() {
     assert_eq!((model.spam_messages, model.ham_messages), (2, 0));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn message_totals_never_go_below_zero() {
     let (f, ann) = with_account().await;
     let a = Some(ann);
@@ -207,7 +207,7 @@ async fn message_totals_never_go_below_zero() {
     assert_eq!(model.counts["x"], (0, 1));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_with_no_messages_answers_no_counts() {
     let (f, ann) = with_account().await;
     f.sql(&format!(
@@ -231,7 +231,7 @@ async fn a_model_with_no_messages_answers_no_counts() {
     assert_eq!((model.ham_messages, model.counts.len()), (1, 0));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_rows_say_when_each_token_was_last_trained() {
     let (f, ann) = with_account().await;
     let a = Some(ann);
@@ -272,7 +272,7 @@ async fn token_rows_say_when_each_token_was_last_trained() {
     assert_eq!((model.spam_messages, model.ham_messages), (1, 1));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_training_queue_goes_oldest_first_and_training_settles_an_item() {
     let (f, ann) = with_account().await;
     f.sql(&format!(
@@ -315,7 +315,7 @@ async fn the_training_queue_goes_oldest_first_and_training_settles_an_item() {
     assert!(f.store.spam_training_batch(0).await.unwrap().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_model_learnt_from_a_blob_goes_with_the_blob() {
     let (f, ann) = with_account().await;
     let blob: i64 = f
@@ -341,7 +341,7 @@ async fn what_a_model_learnt_from_a_blob_goes_with_the_blob() {
     assert_eq!(counts(&f, Some(ann)).await, [row("t", 2, 0)]);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_trainings_of_one_model_all_count() {
     let (f, ann) = with_account().await;
     let mut tasks = Vec::new();
@@ -373,7 +373,7 @@ async fn concurrent_trainings_of_one_model_all_count() {
     assert_eq!(f.sql("SELECT count(*) FROM spam_trained"), "12");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_account_threshold_is_set_and_cleared() {
     let (f, _ann) = with_account().await;
     let start = serial(&f);

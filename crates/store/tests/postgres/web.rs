@@ -16,7 +16,7 @@ fn session(id: &str, account: i64, created: i64) -> WebSession {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_expire_and_end() {
     let f = open().await;
     let store = &f.store;
@@ -61,7 +61,7 @@ async fn sessions_expire_and_end() {
     assert_eq!(f.sql("SELECT count(*) FROM web_sessions"), "0");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_reads_back_its_accounts_address_not_the_one_given() {
     let f = open().await;
     let store = &f.store;
@@ -76,7 +76,7 @@ async fn a_session_reads_back_its_accounts_address_not_the_one_given() {
     assert_eq!(read.csrf, "csrf-s");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_an_account_ends_its_sessions_and_settings() {
     let f = open().await;
     let store = &f.store;
@@ -120,7 +120,7 @@ async fn removing_an_account_ends_its_sessions_and_settings() {
     assert_eq!(store.web_settings(b).await.unwrap(), custom);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_out_of_bounds_are_refused() {
     let f = open().await;
     let store = &f.store;
