@@ -58,7 +58,7 @@ m.login(sys.argv[2], sys.argv[3])
 print(m.select("INBOX")[1][0].decode())
 # RFC 3501 substring search, inside a word.
 print(m.uid("SEARCH", None, "TEXT", "ebra")[1][0].decode())
-print(m.uid("SEARCH", None, "BODY", "nothing to")[1][0].decode())
+print(m.uid("SEARCH", None, "BODY", '"nothing to"')[1][0].decode())
 typ, data = m.uid("FETCH", "1", "(BODY.PEEK[TEXT] FLAGS)")
 print(data[0][1].decode().strip())
 m.uid("STORE", "1", "+FLAGS", "(\\Seen $Important)")
@@ -371,7 +371,7 @@ host, port = sys.argv[1].rsplit(":", 1)
 m = imaplib.IMAP4(host, int(port))
 m.login(sys.argv[2], sys.argv[3])
 m.select("INBOX")
-print(m.uid("SEARCH", None, "SUBJECT", "ote 1")[1][0].decode())
+print(m.uid("SEARCH", None, "SUBJECT", '"ote 1"')[1][0].decode())
 "#,
         &[&new.imap.to_string(), &user, PASSWORD],
     );

@@ -350,9 +350,10 @@ impl PgStore {
             [],
             |r| r.get(0),
         )?;
+        // One more than the copy's: every node reloads what it serves.
         tx.execute(
-            "UPDATE meta SET value = $1 + 1 WHERE key = 'directory_serial'",
-            &[&serial],
+            "UPDATE meta SET value = $1 WHERE key = 'directory_serial'",
+            &[&(serial + 1)],
         )
         .await?;
         tx.commit().await?;
