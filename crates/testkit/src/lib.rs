@@ -36,7 +36,7 @@ pub use outbound::outbound_config;
 pub use pebble::{Pebble, PebbleOptions};
 pub use postfix::PostfixMx;
 pub use postgres::{Postgres, PG_USER};
-pub use server::{signal, Server, DOMAIN, PASSWORD};
+pub use server::{signal, Server, DOMAIN, PASSWORD, STORE_ENV};
 pub use sink::SmtpSink;
 pub use tools::{addr_arg, debian_python, path_arg, python, python_spawn, swaks};
 

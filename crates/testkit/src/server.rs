@@ -30,7 +30,15 @@ pub struct Server {
     /// Every listener by its name in the log (`smtp`, `submission`,
     /// `http`, ...), for listeners without a field of their own.
     pub listeners: std::collections::HashMap<String, SocketAddr>,
+    /// The server's store when it is in PostgreSQL ([`STORE_ENV`]).
+    _postgres: Option<crate::Postgres>,
 }
+
+/// Set to `postgres`, every server of the kit keeps its store in a
+/// PostgreSQL server of its own rather than SQLite (unless the test gives
+/// a `[store]` section itself): `./test.sh` runs the protocol suites a
+/// second time this way, so both back ends answer the same clients.
+pub const STORE_ENV: &str = "SLUICE_TEST_STORE";
 
 impl Server {
     /// A server with the default settings and domain `example.org`.
@@ -89,9 +97,17 @@ impl Server {
         let dir = tempfile::tempdir().expect("temp dir");
         prepare(dir.path());
         let unset: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let mut extra = extra.to_string();
+        let on_postgres = std::env::var(STORE_ENV).is_ok_and(|v| v == "postgres");
+        let postgres = (on_postgres && !extra.contains("[store]")).then(|| {
+            let pg = crate::Postgres::start();
+            let url = pg.create_database();
+            extra.push_str(&format!("\n[store]\nbackend = \"postgres\"\nurl = \"{url}\"\n"));
+            pg
+        });
         let server = Server {
             dir,
-            extra: extra.to_string(),
+            extra,
             listen: listen
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -104,6 +120,7 @@ impl Server {
             imap: unset,
             imaps: unset,
             listeners: Default::default(),
+            _postgres: postgres,
         };
         server.write_config();
         server

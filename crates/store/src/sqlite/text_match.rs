@@ -165,9 +165,16 @@ pub(crate) fn match_fold(text: &str) -> String {
         }
         space = false;
         let mut buf = [0u8; 4];
-        // Decomposing one character alone is enough: the marks it
-        // reorders are dropped.
-        for d in std::iter::once(c).nfd().filter(|&d| !is_combining_mark(d)) {
+        // A character that decomposes (é into e and an accent) loses its
+        // marks, as the index's tokenizer drops diacritics; a mark written
+        // on its own (Thai vowels and tones, an accent typed apart) is a
+        // letter of the text to the tokenizer, and stays. Decomposing one
+        // character alone is enough: the marks it reorders are dropped.
+        let drop_marks = std::iter::once(c).nfd().nth(1).is_some();
+        for d in std::iter::once(c)
+            .nfd()
+            .filter(|&d| !(drop_marks && is_combining_mark(d)))
+        {
             for l in d.to_lowercase() {
                 out.extend_from_slice(l.encode_utf8(&mut buf).as_bytes());
             }
@@ -566,6 +573,10 @@ mod tests {
         assert_eq!(match_fold("Zürich  ÉCOLE\r\n\tx"), "zurich ecole x");
         assert_eq!(match_fold("Ǻ"), "a");
         assert_eq!(match_fold("ø ß Σ"), "ø ß σ");
+        // Marks written on their own are letters: Thai keeps its vowels
+        // and tones, as the index's tokenizer does.
+        assert_eq!(match_fold("สวัสดี"), "สวัสดี");
+        assert_eq!(match_fold("e\u{301}"), "e\u{301}");
         let m = Matcher::new("  Zurich ecole ", false);
         let text = FtsText {
             subject: "Bonjour".into(),
