@@ -233,6 +233,9 @@ pub struct StoreConfig {
     pub password_file: Option<PathBuf>,
     /// Connections each node keeps open to PostgreSQL.
     pub pool_size: usize,
+    /// On PostgreSQL, seconds a message's text is kept after its last
+    /// reference goes: a session on another node may still show it.
+    pub release_grace_secs: u64,
 }
 
 /// `store.backend`.
@@ -254,6 +257,7 @@ impl Default for StoreConfig {
             url: None,
             password_file: None,
             pool_size: 16,
+            release_grace_secs: 600,
         }
     }
 }

@@ -141,6 +141,7 @@ fn pg_options(config: &Config, role: Role) -> anyhow::Result<PgOptions> {
         Role::Tool => 2,
     };
     options.wait = Duration::from_secs(5);
+    options.release_grace = Duration::from_secs(config.store.release_grace_secs);
     Ok(options)
 }
 

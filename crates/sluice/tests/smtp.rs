@@ -137,7 +137,7 @@ for _ in range(3):
         &[&user],
     );
     assert_eq!(out, ["250", "250", "550", "354", "250", "250", "221"]);
-    let text = String::from_utf8(server.stored_text("1")).unwrap();
+    let text = String::from_utf8(server.stored_text("true")).unwrap();
     assert!(
         text.ends_with("Subject: piped\r\n\r\n.leading dot\r\n"),
         "{text:?}"
@@ -167,7 +167,7 @@ s.sendall(b"QUIT\r\n"); print(reply())
     );
     let codes: Vec<&str> = out.iter().map(|l| &l[..3]).collect();
     assert_eq!(codes, ["250", "250", "250", "250", "503", "221"], "{out:?}");
-    let data = server.stored_text("1");
+    let data = server.stored_text("true");
     assert!(data.ends_with(b"Subject: chunked\r\n\r\n.not stuffed\r\nsecond part\r\n"));
 }
 

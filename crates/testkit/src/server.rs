@@ -30,8 +30,9 @@ pub struct Server {
     /// Every listener by its name in the log (`smtp`, `submission`,
     /// `http`, ...), for listeners without a field of their own.
     pub listeners: std::collections::HashMap<String, SocketAddr>,
-    /// The server's store when it is in PostgreSQL ([`STORE_ENV`]).
-    _postgres: Option<crate::Postgres>,
+    /// The server's store when it is in PostgreSQL ([`STORE_ENV`]): the
+    /// server and the database's name.
+    pub(crate) postgres: Option<(crate::Postgres, String)>,
 }
 
 /// Set to `postgres`, every server of the kit keeps its store in a
@@ -102,8 +103,13 @@ impl Server {
         let postgres = (on_postgres && !extra.contains("[store]")).then(|| {
             let pg = crate::Postgres::start();
             let url = pg.create_database();
-            extra.push_str(&format!("\n[store]\nbackend = \"postgres\"\nurl = \"{url}\"\n"));
-            pg
+            // Released blobs go at once, as on SQLite: one node, and
+            // tests that watch them go.
+            extra.push_str(&format!(
+                "\n[store]\nbackend = \"postgres\"\nurl = \"{url}\"\nrelease_grace_secs = 0\n"
+            ));
+            let db = url.rsplit('/').next().expect("a database name").to_string();
+            (pg, db)
         });
         let server = Server {
             dir,
@@ -120,7 +126,7 @@ impl Server {
             imap: unset,
             imaps: unset,
             listeners: Default::default(),
-            _postgres: postgres,
+            postgres,
         };
         server.write_config();
         server

@@ -1,5 +1,5 @@
 //! A read-only look at a test server's database, for checking what was
-//! stored.
+//! stored: the SQLite file, or the PostgreSQL database the server is on.
 
 use crate::Server;
 
@@ -7,6 +7,26 @@ impl Server {
     /// The stored text of the one blob `filter` (SQL over `b`, its blobs
     /// row) picks, its chunks decoded as the store reads them.
     pub fn stored_text(&self, filter: &str) -> Vec<u8> {
+        if let Some((pg, db)) = &self.postgres {
+            let rows = pg.psql(
+                db,
+                &format!(
+                    "SELECT c.codec || ' ' || encode(c.data, 'hex') FROM blob_chunks c
+                     JOIN blobs b ON b.id = c.blob_id WHERE {filter} ORDER BY c.seq"
+                ),
+            );
+            return rows
+                .lines()
+                .flat_map(|line| {
+                    let (codec, hex) = line.split_once(' ').expect("codec and data");
+                    let data: Vec<u8> = (0..hex.len())
+                        .step_by(2)
+                        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+                        .collect();
+                    store::decode_chunk(codec.parse().expect("codec"), &data).unwrap()
+                })
+                .collect();
+        }
         let db = self.db();
         store::load_dictionaries(&db).unwrap();
         let mut stmt = db
@@ -33,9 +53,16 @@ impl Server {
         .unwrap()
     }
 
-    /// The single integer a query returns.
+    /// The single integer a query returns (SQL both back ends accept).
     pub fn count(&self, sql: &str) -> i64 {
-        self.db().query_row(sql, [], |r| r.get(0)).unwrap()
+        match &self.postgres {
+            Some((pg, db)) => {
+                let out = pg.psql(db, sql);
+                out.parse()
+                    .unwrap_or_else(|_| panic!("{sql}: not a number: {out:?}"))
+            }
+            None => self.db().query_row(sql, [], |r| r.get(0)).unwrap(),
+        }
     }
 
     /// The single integer a query of the full-text index file returns.

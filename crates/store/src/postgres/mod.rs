@@ -93,6 +93,8 @@ struct Inner {
     queue_signal: Arc<tokio::sync::Notify>,
     /// [`PgOptions::release_grace`].
     release_grace: Duration,
+    /// Wakes the sweeper before its next round (sweep.rs).
+    sweep_wake: Arc<tokio::sync::Notify>,
 }
 
 /// A pooled connection.
@@ -137,6 +139,7 @@ impl PgStore {
                 pins: Arc::new(crate::ViewPins::default()),
                 queue_signal: Arc::new(tokio::sync::Notify::new()),
                 release_grace: options.release_grace,
+                sweep_wake: Arc::new(tokio::sync::Notify::new()),
             }),
         };
         let mut conn = store.conn().await?;
@@ -177,6 +180,7 @@ impl PgStore {
         let mailboxes: Vec<MailboxId> = mailboxes.into_iter().collect();
         self.inner.watchers.notify(mailboxes.iter().copied());
         self.inner.fanout.send(mailboxes);
+        sweep::changed(&self.inner);
     }
 }
 

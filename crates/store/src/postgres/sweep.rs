@@ -60,10 +60,20 @@ const FIND: &str = "SELECT id FROM blobs
 /// so it ends once the last handle of the store is dropped.
 pub(super) fn start(store: &PgStore) {
     let inner = Arc::downgrade(&store.inner);
-    tokio::spawn(run(inner));
+    let wake = Arc::clone(&store.inner.sweep_wake);
+    tokio::spawn(run(inner, wake));
 }
 
-async fn run(inner: Weak<Inner>) {
+/// Wakes this node's sweeper after a change, when released blobs go at
+/// once (no grace period: one node, as on SQLite); with a grace period a
+/// release cannot be swept sooner than the rounds come anyway.
+pub(super) fn changed(inner: &Inner) {
+    if inner.release_grace.is_zero() {
+        inner.sweep_wake.notify_one();
+    }
+}
+
+async fn run(inner: Weak<Inner>, wake: Arc<tokio::sync::Notify>) {
     loop {
         // The first round at once: blobs released while no node ran go
         // first.
@@ -75,7 +85,10 @@ async fn run(inner: Weak<Inner>) {
                 tracing::warn!(error = %e, "sweeping released blobs failed");
             }
         }
-        tokio::time::sleep(INTERVAL).await;
+        tokio::select! {
+            _ = tokio::time::sleep(INTERVAL) => {}
+            _ = wake.notified() => {}
+        }
     }
 }
 
