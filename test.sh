@@ -85,6 +85,12 @@ fi
 
 cargo test --workspace --locked "$@"
 
+# The protocol suites again with every server's store in PostgreSQL (a
+# server of its own per test): both back ends answer the same clients.
+SLUICE_TEST_STORE=postgres cargo test --locked -p sluice \
+  --test smtp --test pop3 --test imap --test imap_concurrency --test submission \
+  --test sieve --test managesieve --test spam --test admin "$@"
+
 # Short fuzz runs of every parser that reads network bytes, with a fixed
 # seed so they are the same runs everywhere (.ci/fuzz-smoke).
 for smoke in crates/*/fuzz/smoke.sh; do
