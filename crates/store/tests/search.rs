@@ -3,10 +3,12 @@
 //! below restates the matching rules of `Store::search` in plain Rust over
 //! what the test itself wrote into each message.
 
+use std::sync::Arc;
+
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use store::{Delivery, SearchKey, SqliteOptions, SqliteStore, Store, Uid};
+use store::{Delivery, PgOptions, PgStore, SearchKey, SqliteOptions, SqliteStore, Store, Uid};
 
 /// Words of subjects, bodies and tag headers: few, so matches are frequent.
 /// No word is another's case or accent variant, so the index's diacritic
@@ -450,7 +452,12 @@ fn eval(key: &SearchKey, m: &Model) -> bool {
 
 /// Delivers the messages into a fresh mailbox, concurrently (so group
 /// commit keeps it quick), and builds the model from what was written.
-async fn load(store: &SqliteStore, account: i64, case: usize, specs: &[Spec]) -> (i64, Vec<Model>) {
+async fn load(
+    store: &Arc<dyn Store>,
+    account: i64,
+    case: usize,
+    specs: &[Spec],
+) -> (i64, Vec<Model>) {
     let mailbox = store
         .create_mailbox(account, &format!("case{case}"), None)
         .await
@@ -464,7 +471,7 @@ async fn load(store: &SqliteStore, account: i64, case: usize, specs: &[Spec]) ->
             .iter()
             .map(|&(i, up)| case_variant(KEYWORDS[i], up))
             .collect();
-        let store = store.clone();
+        let store = Arc::clone(store);
         let spec = spec.clone();
         tasks.push(tokio::spawn(async move {
             let mut w = store.message_writer();
@@ -555,19 +562,41 @@ async fn load(store: &SqliteStore, account: i64, case: usize, specs: &[Spec]) ->
 
 #[test]
 fn search_agrees_with_brute_force() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    agrees_with_brute_force(&rt, Arc::new(store), 256);
+}
+
+/// The same on PostgreSQL: its own SQL and `pg_trgm` text search must
+/// give the model's answers too. Fewer cases: a delivery there is a round
+/// trip to a server.
+#[test]
+fn search_agrees_with_brute_force_on_postgres() {
+    let rt = runtime();
+    let pg = sluice_testkit::Postgres::start();
+    let url = pg.create_database();
+    let store = rt.block_on(PgStore::connect(PgOptions::new(&url))).unwrap();
+    agrees_with_brute_force(&rt, Arc::new(store), 96);
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+        .unwrap()
+}
+
+/// Random mailboxes and keys, `cases` times; each answer of `store`
+/// checked against the model.
+fn agrees_with_brute_force(rt: &tokio::runtime::Runtime, store: Arc<dyn Store>, cases: u32) {
     let account = rt.block_on(async {
         store.add_domain("example.org").await.unwrap();
         store.add_account("s@example.org", "pw").await.unwrap()
     });
     let mut runner = TestRunner::new(Config {
-        cases: 256,
+        cases,
         failure_persistence: None,
         ..Config::default()
     });
