@@ -71,7 +71,13 @@ fn index_fold(text: &str) -> String {
             continue;
         }
         space = false;
-        for d in std::iter::once(c).nfd().filter(|&d| !is_combining_mark(d)) {
+        // Marks of a character that decomposes go; a mark written on its
+        // own (Thai vowels and tones) stays.
+        let drop_marks = std::iter::once(c).nfd().nth(1).is_some();
+        for d in std::iter::once(c)
+            .nfd()
+            .filter(|&d| !(drop_marks && is_combining_mark(d)))
+        {
             out.extend(d.to_lowercase());
         }
     }
