@@ -11,7 +11,10 @@
 //! raw or plain zstd. Readers decode either.
 
 use deadpool_postgres::GenericClient;
+use futures_util::future::try_join_all;
+use futures_util::TryFutureExt;
 use mime_tree::StructureBuilder;
+use tokio_postgres::types::ToSql;
 
 use super::PgStore;
 use crate::error::{Result, StoreError};
@@ -407,15 +410,28 @@ async fn commit_delivery(
         Some(blob) => blob,
         None => new_blob(&tx).await?,
     };
-    for (seq, piece) in &stored.pieces {
-        insert_piece(&tx, blob, *seq, piece).await?;
-    }
-    insert_parsed(&tx, blob, stored).await?;
-    let entries = insert_entries(&tx, blob, stored, delivery).await?;
-    insert_queued(&tx, blob, delivery).await?;
-    // Complete only now, with its references counted: a complete blob
-    // without any is the sweeper's.
-    complete_blob(&tx, blob, stored).await?;
+    // The rest in as few round trips as the statements allow: futures
+    // polled together have their statements pipelined on the connection
+    // (tokio-postgres sends each as soon as it is polled, without waiting
+    // for the answers before it), and the server runs them in the order
+    // they came. Only the mailbox rows' lock order matters between
+    // concurrent deliveries, and `insert_entries` keeps it inside; the
+    // blob is this transaction's alone until the commit, so marking it
+    // complete need not wait for its references. The first error fails
+    // the whole transaction.
+    let pieces = try_join_all(
+        stored
+            .pieces
+            .iter()
+            .map(|(seq, piece)| insert_piece(&tx, blob, *seq, piece)),
+    );
+    let ((), (), entries, (), ()) = tokio::try_join!(
+        pieces.map_ok(|_| ()),
+        insert_parsed(&tx, blob, stored),
+        insert_entries(&tx, blob, stored, delivery),
+        insert_queued(&tx, blob, delivery),
+        complete_blob(&tx, blob, stored),
+    )?;
     tx.commit().await?;
     Ok(DeliveryReceipt {
         blob,
@@ -434,8 +450,6 @@ async fn insert_parsed(c: &impl GenericClient, blob: BlobId, stored: &Stored) ->
              VALUES ($1, $2, $3, $4)",
         )
         .await?;
-    c.execute(&parsed, &[&blob, &stored.structure, &codec, header])
-        .await?;
     let t = &stored.text;
     let text = c
         .prepare_cached(
@@ -443,8 +457,9 @@ async fn insert_parsed(c: &impl GenericClient, blob: BlobId, stored: &Stored) ->
              VALUES ($1, 0, $2, $3, $4)",
         )
         .await?;
-    c.execute(&text, &[&blob, &t.subject, &t.addresses, &t.body])
-        .await?;
+    let parsed_row: [&(dyn ToSql + Sync); 4] = [&blob, &stored.structure, &codec, header];
+    let text_row: [&(dyn ToSql + Sync); 4] = [&blob, &t.subject, &t.addresses, &t.body];
+    tokio::try_join!(c.execute(&parsed, &parsed_row), c.execute(&text, &text_row))?;
     Ok(())
 }
 
@@ -486,23 +501,30 @@ async fn insert_entries(
     let date = delivery.internal_date.unwrap_or_else(crate::sqlite::now);
     let size = stored.size as i64;
     let mut entries = Vec::with_capacity(delivery.mailboxes.len());
+    let mut rows = Vec::with_capacity(delivery.mailboxes.len());
     for (n, (&mailbox, &(uid, modseq))) in delivery.mailboxes.iter().zip(&numbers).enumerate() {
         let (flags, keywords) = match stored.mailbox_flags.get(n) {
-            Some((flags, words)) => (*flags, words.as_str()),
-            None => (delivery.flags, stored.keywords.as_str()),
+            Some((flags, words)) => (*flags as i32, words.as_str()),
+            None => (delivery.flags as i32, stored.keywords.as_str()),
         };
-        let flags = flags as i32;
-        c.execute(
-            &insert,
-            &[
-                &mailbox, &uid, &blob, &size, &flags, &keywords, &date, &modseq,
-            ],
-        )
-        .await?;
-        let uid = Uid::try_from(uid)
+        let uid32 = Uid::try_from(uid)
             .map_err(|_| StoreError::Corrupt(format!("mailbox {mailbox} is out of UIDs")))?;
-        entries.push((mailbox, uid));
+        entries.push((mailbox, uid32));
+        rows.push((mailbox, uid, flags, keywords, modseq));
     }
+    // The entries themselves depend on nothing but the numbers: pipelined.
+    let insert = &insert;
+    try_join_all(
+        rows.iter()
+            .map(|(mailbox, uid, flags, keywords, modseq)| async move {
+                c.execute(
+                    insert,
+                    &[mailbox, uid, &blob, &size, flags, keywords, &date, modseq],
+                )
+                .await
+            }),
+    )
+    .await?;
     Ok(entries)
 }
 
@@ -519,25 +541,34 @@ async fn insert_queued(c: &impl GenericClient, blob: BlobId, delivery: &Delivery
         )
         .await?;
     let now = crate::sqlite::now();
-    for (n, recipient) in delivery.remote.iter().enumerate() {
-        let dsn = delivery.remote_dsn.get(n).cloned().unwrap_or_default();
-        let notify = i32::from(dsn.notify);
+    let rows: Vec<_> = delivery
+        .remote
+        .iter()
+        .enumerate()
+        .map(|(n, recipient)| {
+            let dsn = delivery.remote_dsn.get(n).cloned().unwrap_or_default();
+            (recipient, i32::from(dsn.notify), dsn.orcpt)
+        })
+        .collect();
+    let (insert, now) = (&insert, &now);
+    try_join_all(rows.iter().map(|(recipient, notify, orcpt)| async move {
         c.execute(
-            &insert,
+            insert,
             &[
                 &blob,
                 &delivery.sender,
                 recipient,
-                &now,
-                &notify,
-                &dsn.orcpt,
+                now,
+                notify,
+                orcpt,
                 &delivery.envid,
                 &delivery.ret_full,
                 &delivery.eight_bit,
             ],
         )
-        .await?;
-    }
+        .await
+    }))
+    .await?;
     Ok(())
 }
 
