@@ -95,6 +95,10 @@ struct Inner {
     release_grace: Duration,
     /// Wakes the sweeper before its next round (sweep.rs).
     sweep_wake: Arc<tokio::sync::Notify>,
+    /// Held while this node sweeps: the background task and a caller of
+    /// `sweep_now` take turns, so neither returns while the other still
+    /// holds rows it skipped.
+    sweeping: tokio::sync::Mutex<()>,
 }
 
 /// A pooled connection.
@@ -140,6 +144,7 @@ impl PgStore {
                 queue_signal: Arc::new(tokio::sync::Notify::new()),
                 release_grace: options.release_grace,
                 sweep_wake: Arc::new(tokio::sync::Notify::new()),
+                sweeping: tokio::sync::Mutex::new(()),
             }),
         };
         let mut conn = store.conn().await?;

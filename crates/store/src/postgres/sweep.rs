@@ -100,6 +100,11 @@ impl PgStore {
     /// same every few seconds; this is for callers that need the tables
     /// settled now.
     pub async fn sweep_now(&self) -> Result<usize> {
+        // Rows are locked with SKIP LOCKED, so that nodes never wait on
+        // each other; on one node, two sweeps would skip each other's
+        // rows and the first to finish would return with blobs still
+        // there.
+        let _turn = self.inner.sweeping.lock().await;
         let mut total = 0;
         loop {
             let n = self.sweep_batch(BATCH).await?;
