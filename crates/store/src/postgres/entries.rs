@@ -17,10 +17,13 @@
 
 use std::collections::HashMap;
 
+use deadpool_postgres::{GenericClient, Transaction};
 use mime_tree::{MessageStructure, StructureBuilder};
-use tokio_postgres::{GenericClient, IsolationLevel, Row, Transaction};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{IsolationLevel, Row};
 
-use super::PgStore;
+use super::prepared::Prepared;
+use super::{Conn, PgStore};
 use crate::chunk_codec;
 use crate::error::{Result, StoreError};
 use crate::index::{header_block, IndexedHeaders};
@@ -67,7 +70,7 @@ fn mailbox_not_found(mailbox: MailboxId) -> StoreError {
 /// transaction; `None` for a mailbox that does not exist.
 async fn bump_modseq(tx: &Transaction<'_>, mailbox: MailboxId) -> Result<Option<i64>> {
     Ok(tx
-        .query_opt(
+        .query_opt_prepared(
             "UPDATE mailboxes SET highest_modseq = highest_modseq + 1 WHERE id = $1
              RETURNING highest_modseq",
             &[&mailbox],
@@ -78,7 +81,7 @@ async fn bump_modseq(tx: &Transaction<'_>, mailbox: MailboxId) -> Result<Option<
 
 /// A transaction that reads one snapshot: its statements agree with each
 /// other, as the SQLite back end's reads do.
-async fn snapshot(c: &mut tokio_postgres::Client) -> Result<Transaction<'_>> {
+async fn snapshot(c: &mut Conn) -> Result<Transaction<'_>> {
     Ok(c.build_transaction()
         .isolation_level(IsolationLevel::RepeatableRead)
         .read_only(true)
@@ -114,7 +117,7 @@ async fn update_flag_rows(
         .ok_or_else(|| mailbox_not_found(mailbox))?;
     let limit = unchanged_since.map_or(i64::MAX, sql_modseq);
     let rows = tx
-        .query(
+        .query_prepared(
             &format!(
                 "SELECT {ENTRY_COLUMNS} FROM messages
                  WHERE mailbox_id = $1 AND uid = ANY($2) AND modseq <= $3
@@ -147,7 +150,7 @@ async fn update_flag_rows(
     // Flags are bit sets: stored as `integer`, read back as the same bits.
     let flags: Vec<i32> = changed.iter().map(|e| e.flags as i32).collect();
     let keywords: Vec<String> = changed.iter().map(|e| e.keywords.join(" ")).collect();
-    tx.execute(
+    tx.execute_prepared(
         "UPDATE messages m SET flags = c.flags, keywords = c.keywords, modseq = $2
          FROM unnest($3::bigint[], $4::integer[], $5::text[]) AS c(uid, flags, keywords)
          WHERE m.mailbox_id = $1 AND m.uid = c.uid",
@@ -317,47 +320,6 @@ async fn special_use(tx: &Transaction<'_>, mailbox: MailboxId) -> Result<Option<
         .and_then(|r| r.get(0)))
 }
 
-/// What changed after `since`, read in one snapshot so the figures agree
-/// with each other.
-async fn read_changes(tx: &Transaction<'_>, mailbox: MailboxId, since: u64) -> Result<Changes> {
-    let since = sql_modseq(since);
-    let (uid_next, highest): (i64, i64) = tx
-        .query_opt(
-            "SELECT uid_next, highest_modseq FROM mailboxes WHERE id = $1",
-            &[&mailbox],
-        )
-        .await?
-        .map(|r| (r.get(0), r.get(1)))
-        .ok_or_else(|| mailbox_not_found(mailbox))?;
-    let changed = tx
-        .query(
-            &format!(
-                "SELECT {ENTRY_COLUMNS} FROM messages WHERE mailbox_id = $1 AND modseq > $2
-                 ORDER BY uid"
-            ),
-            &[&mailbox, &since],
-        )
-        .await?
-        .iter()
-        .map(entry_from_row)
-        .collect();
-    let expunged = tx
-        .query(
-            "SELECT uid FROM expunged WHERE mailbox_id = $1 AND modseq > $2 ORDER BY uid",
-            &[&mailbox, &since],
-        )
-        .await?
-        .iter()
-        .map(|r| r.get::<_, i64>(0) as Uid)
-        .collect();
-    Ok(Changes {
-        changed,
-        expunged,
-        highest_modseq: highest as u64,
-        uid_next: uid_next as Uid,
-    })
-}
-
 /// FETCH data for a UID list: one query over messages and their blobs.
 async fn read_message_data(
     c: &impl GenericClient,
@@ -367,7 +329,7 @@ async fn read_message_data(
     // Expunged messages come from their tombstones while their blob is
     // kept for a view that may still show them (pins.rs).
     let rows = c
-        .query(
+        .query_prepared(
             "SELECT m.uid, m.blob_id, m.size, m.flags, m.internal_date, m.modseq, m.keywords,
                     b.hdr_from, b.hdr_to, b.hdr_cc, b.hdr_subject, b.hdr_date, b.hdr_message_id,
                     p.structure, p.header_codec, p.header
@@ -592,12 +554,42 @@ impl PgStore {
         Ok(map)
     }
 
+    /// Every IMAP command ends with this catch-up, so it is one round
+    /// trip: the snapshot's BEGIN, its three reads and its COMMIT are
+    /// pipelined (the server runs them in the order sent), on statements
+    /// the connection prepared before.
     pub(super) async fn changes_since(&self, mailbox: MailboxId, modseq: u64) -> Result<Changes> {
-        let mut c = self.conn().await?;
-        let tx = snapshot(&mut c).await?;
-        let changes = read_changes(&tx, mailbox, modseq).await?;
-        tx.commit().await?;
-        Ok(changes)
+        let c = self.conn().await?;
+        let since = sql_modseq(modseq);
+        let changed_sql = format!(
+            "SELECT {ENTRY_COLUMNS} FROM messages WHERE mailbox_id = $1 AND modseq > $2
+             ORDER BY uid"
+        );
+        let (head, changed, expunged) = tokio::try_join!(
+            c.prepare_cached("SELECT uid_next, highest_modseq FROM mailboxes WHERE id = $1"),
+            c.prepare_cached(&changed_sql),
+            c.prepare_cached(
+                "SELECT uid FROM expunged WHERE mailbox_id = $1 AND modseq > $2 ORDER BY uid"
+            ),
+        )?;
+        let by_mailbox: [&(dyn ToSql + Sync); 1] = [&mailbox];
+        let by_modseq: [&(dyn ToSql + Sync); 2] = [&mailbox, &since];
+        let ((), head, changed, expunged, ()) = tokio::try_join!(
+            c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+            c.query_opt(&head, &by_mailbox),
+            c.query(&changed, &by_modseq),
+            c.query(&expunged, &by_modseq),
+            c.batch_execute("COMMIT"),
+        )?;
+        let (uid_next, highest): (i64, i64) = head
+            .map(|r| (r.get(0), r.get(1)))
+            .ok_or_else(|| mailbox_not_found(mailbox))?;
+        Ok(Changes {
+            changed: changed.iter().map(entry_from_row).collect(),
+            expunged: expunged.iter().map(|r| r.get::<_, i64>(0) as Uid).collect(),
+            highest_modseq: highest as u64,
+            uid_next: uid_next as Uid,
+        })
     }
 
     pub(super) async fn message_data(
@@ -608,11 +600,11 @@ impl PgStore {
         if uids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut c = self.conn().await?;
-        let tx = snapshot(&mut c).await?;
-        let data = read_message_data(&tx, mailbox, uids).await?;
-        tx.commit().await?;
-        Ok(data)
+        // One statement reads one snapshot: no transaction needed (the
+        // rare blob without a stored structure is read from its chunks,
+        // which never change).
+        let c = self.conn().await?;
+        read_message_data(&c, mailbox, uids).await
     }
 
     /// An expunge in a transaction of its own; the expunged UIDs.

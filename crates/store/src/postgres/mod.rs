@@ -17,6 +17,7 @@ mod from_sqlite;
 mod mailboxes;
 mod maildrop;
 mod message;
+mod prepared;
 mod queue;
 mod schema;
 mod search;
