@@ -30,7 +30,14 @@
 #                 substring of 3-20 letters of a word), built right after
 #                 the IMAP load; the fair peer for SEARCH TEXT and BODY
 #   SLUICE_STORE  postgres: Sluice keeps its store in a PostgreSQL server of
-#                 its own (initdb in the temp tree, port 25432), not SQLite
+#                 its own (initdb in the temp tree, port 25432), not SQLite;
+#                 both: SQLite, and right after the IMAP load the store is
+#                 copied into that PostgreSQL with `sluice migrate`, the copy
+#                 is compared with the original over IMAP, message by
+#                 message (imap-compare.py beside this script); then the
+#                 IMAP requests and mixes run on PostgreSQL too, served by
+#                 a second Sluice (rows marked [PostgreSQL]; the requests
+#                 load the mailbox again, as on SQLite)
 #   ROWS          which rows to run, of "smtp pop3 imap web outbound"
 #                 (default: all; outbound runs outbound.sh beside this
 #                 script, relaying to smtp-sink, and prints its own table)
@@ -68,7 +75,7 @@ DOMAIN=example.org
 PASSWORD=password
 
 # Loopback ports, away from the usual ones.
-S_SMTP=22525 S_POP3=22110 S_IMAP=22143 S_HTTP=22080
+S_SMTP=22525 S_POP3=22110 S_IMAP=22143 S_HTTP=22080 S_IMAP_PG=22144
 P_SMTP=23525 D_POP3=23110 D_IMAP=23143 R_HTTP=23080
 
 log() { printf '== %s\n' "$*" >&2; }
@@ -77,7 +84,7 @@ die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (installs packages, runs daemons)"
 command -v "${SLUICE%% *}" >/dev/null 2>&1 || [ -x "${SLUICE%% *}" ] || die "no sluice binary: set SLUICE"
 
-for port in $S_SMTP $S_POP3 $S_IMAP $S_HTTP $P_SMTP $D_POP3 $D_IMAP $R_HTTP; do
+for port in $S_SMTP $S_POP3 $S_IMAP $S_HTTP $S_IMAP_PG $P_SMTP $D_POP3 $D_IMAP $R_HTTP; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         die "port $port is in use"
     fi
@@ -113,6 +120,10 @@ cleanup() {
         kill "$SLUICE_PID" 2>/dev/null
         for _ in $(seq 1 50); do kill -0 "$SLUICE_PID" 2>/dev/null || break; sleep 0.2; done
     fi
+    if [ -f "$T/sluice-pg/pid" ]; then
+        kill "$(cat "$T/sluice-pg/pid")" 2>/dev/null
+        sleep 1
+    fi
     [ -d "$T/rc" ] && "$HERE/roundcube.sh" stop "$T/rc"
     [ -f "$T/pg/data/postmaster.pid" ] && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$T/pg/data" -m fast stop >/dev/null 2>&1
     local pids=
@@ -131,7 +142,10 @@ trap cleanup EXIT INT TERM
 
 # --- PostgreSQL, when Sluice's store is there ------------------------------
 STORE_SECTION=
-if [ "${SLUICE_STORE:-sqlite}" = postgres ]; then
+SLUICE_STORE=${SLUICE_STORE:-sqlite}
+case $SLUICE_STORE in sqlite|postgres|both) ;; *) die "SLUICE_STORE is sqlite, postgres or both, not $SLUICE_STORE" ;; esac
+PG_URL=postgres://sluice@127.0.0.1:25432/sluice
+if [ "$SLUICE_STORE" != sqlite ]; then
     PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
     [ -x "$PG_BIN/postgres" ] || die "PostgreSQL is not installed: apt-get install postgresql-15"
     mkdir -p "$T/pg" && chown postgres:postgres "$T/pg"
@@ -140,7 +154,7 @@ if [ "${SLUICE_STORE:-sqlite}" = postgres ]; then
     runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$T/pg/data" -l "$T/pg/log" -w \
         -o "-p 25432 -k $T/pg -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
     "$PG_BIN/psql" -X -q -h 127.0.0.1 -p 25432 -U sluice -d postgres -c "CREATE DATABASE sluice"
-    STORE_SECTION=$'[store]\nbackend = "postgres"\nurl = "postgres://sluice@127.0.0.1:25432/sluice"'
+    [ "$SLUICE_STORE" = postgres ] && STORE_SECTION=$'[store]\nbackend = "postgres"\nurl = "'"$PG_URL"'"'
     log "postgresql on 25432 for the store of sluice"
 fi
 
@@ -172,11 +186,38 @@ for a in $ACCOUNTS; do
     echo "$PASSWORD" | sl user add "$a" --password-stdin >/dev/null
 done
 start_sluice() {
-    $SLUICE serve --config "$T/sluice/sluice.toml" >"$T/sluice/serve.log" 2>&1 &
+    $SLUICE serve --config "$T/sluice/sluice.toml" >>"$T/sluice/serve.log" 2>&1 &
     SLUICE_PID=$!
     wait_port $S_SMTP && wait_port $S_POP3
     echo "$SLUICE_PID" >"$T/sluice/pid"
 }
+stop_pid_file() { # FILE: stops the process it names and waits for it
+    local pid
+    pid=$(cat "$1")
+    kill "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    rm -f "$1"
+}
+stop_sluice() { stop_pid_file "$T/sluice/pid"; SLUICE_PID=; }
+# SLUICE_STORE=both: a second node, IMAP only, on the PostgreSQL copy.
+start_sluice_pg() {
+    mkdir -p "$T/sluice-pg"
+    cat >"$T/sluice-pg/sluice.toml" <<EOF
+hostname = "mx.$DOMAIN"
+data_dir = "$T/sluice-pg/data"
+[listen]
+imap = "127.0.0.1:$S_IMAP_PG"
+[log]
+level = "warn"
+[store]
+backend = "postgres"
+url = "$PG_URL"
+EOF
+    $SLUICE serve --config "$T/sluice-pg/sluice.toml" >>"$T/sluice-pg/serve.log" 2>&1 &
+    echo $! >"$T/sluice-pg/pid"
+    wait_port $S_IMAP_PG
+}
+stop_sluice_pg() { stop_pid_file "$T/sluice-pg/pid"; }
 
 wait_port() {
     for _ in $(seq 1 200); do
@@ -365,11 +406,29 @@ if [ "${SLUICE_IMAP:-}" = 1 ]; then
     bench sluice-imap-load imap --server "127.0.0.1:$S_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
         --load "$IMAP_MESSAGES" --mix-only
     sleep 10 # the full-text index writes its rows up to 5 s after delivery
-    if [ -d "$T/pg" ]; then
+    if [ "$SLUICE_STORE" = postgres ]; then
         "$PG_BIN/psql" -X -q -h 127.0.0.1 -p 25432 -U sluice -d sluice -c "CHECKPOINT"
         disk "$T/pg/data" sluice
     else
         disk "$T/sluice/data" sluice
+    fi
+    if [ "$SLUICE_STORE" = both ]; then
+        # The store as loaded, 21,282 messages by default, copied while
+        # this node is stopped (migrate refuses a store in use).
+        stop_sluice
+        t0=$(date +%s%N)
+        sl migrate --to "$PG_URL" >"$T/sluice/migrate.log" 2>&1 || { cat "$T/sluice/migrate.log" >&2; die "sluice migrate failed"; }
+        migrate_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+        log "sluice migrate of $IMAP_MESSAGES messages to PostgreSQL: $migrate_ms ms"
+        printf '{"ms": %s}\n' "$migrate_ms" >"$R/migrate-time.json"
+        start_sluice
+        start_sluice_pg
+        python3 "$HERE/imap-compare.py" "127.0.0.1:$S_IMAP" "127.0.0.1:$S_IMAP_PG" "imap1@$DOMAIN" "$PASSWORD" \
+            >"$R/migrate-compare.json" || log "the PostgreSQL copy differs from the SQLite store: see migrate-compare.json"
+        python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("== compared %d of %d messages over IMAP: %s, %d differences" % (r["compared"], r["messages"], "equal" if r["equal"] else "NOT EQUAL", r["mismatch_count"]), file=sys.stderr)' "$R/migrate-compare.json"
+        stop_sluice_pg
+        "$PG_BIN/psql" -X -q -h 127.0.0.1 -p 25432 -U sluice -d sluice -c "CHECKPOINT"
+        disk "$T/pg/data" sluice-pg
     fi
 fi
 cat >"$T/cold-dovecot.sh" <<EOF
@@ -415,6 +474,31 @@ EOF
         --mix-only --clients "$IMAP_CLIENTS" --duration "$DURATION"
     bench sluice-imap-mix-header imap --server "127.0.0.1:$S_IMAP" --user "imap1@$DOMAIN" --password "$PASSWORD" \
         --mix-only --clients "$IMAP_CLIENTS" --duration "$DURATION" --mix-search header
+    if [ "$SLUICE_STORE" = both ]; then
+        # The same requests on the PostgreSQL copy, with the SQLite node
+        # stopped. Cold restarts this node and drops the page cache;
+        # PostgreSQL's own shared buffers stay warm.
+        stop_sluice
+        start_sluice_pg
+        cat >"$T/cold-sluice-pg.sh" <<EOF
+#!/bin/sh
+pid=\$(cat $T/sluice-pg/pid)
+kill "\$pid"
+while kill -0 "\$pid" 2>/dev/null; do sleep 0.1; done
+sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
+$SLUICE serve --config $T/sluice-pg/sluice.toml >>$T/sluice-pg/serve.log 2>&1 &
+echo \$! >$T/sluice-pg/pid
+EOF
+        chmod +x "$T/cold-sluice-pg.sh"
+        bench sluice-pg-imap imap --server "127.0.0.1:$S_IMAP_PG" --user "imap1@$DOMAIN" --password "$PASSWORD" \
+            --load "$IMAP_MESSAGES" --repeat 3 --cold-cmd "$T/cold-sluice-pg.sh"
+        bench sluice-pg-imap-mix imap --server "127.0.0.1:$S_IMAP_PG" --user "imap1@$DOMAIN" --password "$PASSWORD" \
+            --mix-only --clients "$IMAP_CLIENTS" --duration "$DURATION"
+        bench sluice-pg-imap-mix-header imap --server "127.0.0.1:$S_IMAP_PG" --user "imap1@$DOMAIN" --password "$PASSWORD" \
+            --mix-only --clients "$IMAP_CLIENTS" --duration "$DURATION" --mix-search header
+        stop_sluice_pg
+        start_sluice
+    fi
 else
     log "sluice IMAP not asked for (SLUICE_IMAP=1): IMAP rows show Dovecot only"
 fi
@@ -495,33 +579,44 @@ s, p = load("sluice-pop3"), load("peers-pop3")
 if s and p:
     row("POP3 5 clients: transactions/min", s["sessions_per_min"], p["sessions_per_min"])
     row("POP3 5 clients: messages retrieved/min", s["retrieved_per_min"], p["retrieved_per_min"])
-si, pi = load("sluice-imap"), load("peers-imap")
-if pi:
-    for k, q in enumerate(pi["requests"]):
+# Sluice on SQLite, and with SLUICE_STORE=both on PostgreSQL too, each
+# against the same Dovecot run.
+pi = load("peers-imap")
+for side, mark in (("sluice", ""), ("sluice-pg", " [PostgreSQL]")):
+    si = load(side + "-imap")
+    if side == "sluice-pg" and not si:
+        continue
+    for k, q in enumerate(pi["requests"] if pi else ()):
         # Expunges run once (cold when a cold command is given): no warm row.
         if q.get("warm_ms"):
             sv = si["requests"][k]["warm_mean_ms"] if si else None
-            row("IMAP %s on %s msgs: warm ms (lower better)" % (q["name"], imap_n), sv, q["warm_mean_ms"] or None, False)
+            row("IMAP %s on %s msgs%s: warm ms (lower better)" % (q["name"], imap_n, mark), sv, q["warm_mean_ms"] or None, False)
         if q.get("cold_ms") is not None:
             sc = si["requests"][k].get("cold_ms") if si else None
-            row("IMAP %s on %s msgs: cold ms (lower better)" % (q["name"], imap_n), sc, q["cold_ms"], False)
+            row("IMAP %s on %s msgs%s: cold ms (lower better)" % (q["name"], imap_n, mark), sc, q["cold_ms"], False)
         if q["name"].startswith(("text", "body")):
             # Substring rows have no expected count: each side's answer.
-            row("IMAP %s: messages found" % q["name"], si["requests"][k].get("got") if si else None, q.get("got"))
-sd, pd = load("disk-sluice"), load("disk-peers")
-if pd:
-    row("IMAP mail on disk after loading %s msgs: MiB (lower better)" % imap_n,
-        sd["bytes"] / 1048576 if sd else None, pd["bytes"] / 1048576, False)
-for suffix, what in (("", "SEARCH TEXT"), ("-header", "SEARCH FROM")):
-    sm, pm = load("sluice-imap-mix" + suffix), load("peers-imap-mix" + suffix)
-    if pm:
-        sc, pc = (sm or {}).get("concurrent") or {}, pm["concurrent"]
-        row("IMAP long sessions (%s), %d clients: commands/s" % (what, pc["clients"]), sc.get("ops_per_s"), pc["ops_per_s"])
-        for kind, q in pc["latency"].items():
-            row("IMAP long sessions (%s): %s p50 ms (lower better)" % (what, kind),
-                sc.get("latency", {}).get(kind, {}).get("p50_ms"), q["p50_ms"], False)
-        row("IMAP long sessions (%s): failed commands (lower better)" % what,
-            sum(sc.get("errors", {}).values()) if sm else None, sum(pc["errors"].values()), False)
+            row("IMAP %s%s: messages found" % (q["name"], mark), si["requests"][k].get("got") if si else None, q.get("got"))
+    if si and pi:
+        row("IMAP load of %s msgs by APPEND%s: msgs/s" % (imap_n, mark), si["load_per_s"], pi["load_per_s"])
+    sd, pd = load("disk-" + side), load("disk-peers")
+    if pd:
+        row("IMAP mail on disk after loading %s msgs%s: MiB (lower better)" % (imap_n, mark),
+            sd["bytes"] / 1048576 if sd else None, pd["bytes"] / 1048576, False)
+    for suffix, what in (("", "SEARCH TEXT"), ("-header", "SEARCH FROM")):
+        sm, pm = load(side + "-imap-mix" + suffix), load("peers-imap-mix" + suffix)
+        if pm:
+            sc, pc = (sm or {}).get("concurrent") or {}, pm["concurrent"]
+            row("IMAP long sessions (%s)%s, %d clients: commands/s" % (what, mark, pc["clients"]), sc.get("ops_per_s"), pc["ops_per_s"])
+            for kind, q in pc["latency"].items():
+                row("IMAP long sessions (%s)%s: %s p50 ms (lower better)" % (what, mark, kind),
+                    sc.get("latency", {}).get(kind, {}).get("p50_ms"), q["p50_ms"], False)
+            row("IMAP long sessions (%s)%s: failed commands (lower better)" % (what, mark),
+                sum(sc.get("errors", {}).values()) if sm else None, sum(pc["errors"].values()), False)
+mt, mc = load("migrate-time"), load("migrate-compare")
+if mt and mc:
+    print("sluice migrate of %s msgs to PostgreSQL: %.1f s; compared over IMAP: %d of %d messages, %s (%d differences)"
+          % (imap_n, mt["ms"] / 1000, mc["compared"], mc["messages"], "equal" if mc["equal"] else "NOT EQUAL", mc["mismatch_count"]))
 sw, pw = load("sluice-web"), load("peers-web")
 if sw and pw:
     for a, b in zip(sw["steps"], pw["steps"]):
