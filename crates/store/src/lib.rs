@@ -15,6 +15,7 @@ mod dictionary;
 mod directory;
 mod error;
 mod index;
+mod intake;
 mod keyword;
 mod model;
 mod notify;

@@ -13,22 +13,17 @@
 use deadpool_postgres::GenericClient;
 use futures_util::future::try_join_all;
 use futures_util::TryFutureExt;
-use mime_tree::StructureBuilder;
 use tokio_postgres::types::ToSql;
 
 use super::PgStore;
 use crate::error::{Result, StoreError};
-use crate::index::{header_block, index_message, IndexedHeaders, MessageIndex};
+use crate::index::{IndexedHeaders, MessageIndex};
+use crate::intake::{Intake, LEAD_SEQ, PIECE_SIZE};
 use crate::keyword;
 use crate::model::{BlobId, Delivery, DeliveryReceipt, MailboxId, Uid};
 use crate::sqlite::fts_batch::FtsText;
-use crate::sqlite::message::{LEAD_SEQ, PIECE_SIZE};
 use crate::sqlite::text_match::match_fold;
-use crate::{chunk_codec, CHUNK_SIZE, INDEX_WINDOW};
-
-/// Messages up to this size are indexed inline; larger ones on a blocking
-/// thread, as in the SQLite back end.
-const INLINE_INDEX_LIMIT: usize = 64 * 1024;
+use crate::{chunk_codec, CHUNK_SIZE};
 
 /// A chunk as [`chunk_codec::pack`] makes it: codec and bytes.
 type Packed = (i64, Vec<u8>);
@@ -132,22 +127,8 @@ pub(crate) struct PgMessageWriter {
     /// Created with the first full piece; small messages never need one
     /// before delivery.
     blob: Option<BlobId>,
-    next_seq: u32,
-    /// Bytes not yet stored, never more than one piece.
-    pending: Vec<u8>,
-    /// The start of the message's header fields and text, until the index
-    /// is taken from it: bodies of attachments are left out as they
-    /// stream by (`text_tap`), so a large attachment holds no memory here.
-    head: Vec<u8>,
-    text_tap: Option<mime_tree::PartRewriter>,
-    /// The index, computed as soon as the head is full so that the head
-    /// need not be kept for the rest of a large message.
-    index: Option<MessageIndex>,
-    /// The top-level header block, cut out of the head with the index.
-    header: Vec<u8>,
-    /// Sees every byte: the MIME structure IMAP serves without parsing.
-    structure: StructureBuilder,
-    size: u64,
+    /// Pieces, structure and index window (intake.rs).
+    intake: Intake,
     /// Delivered or aborted: nothing for `Drop` to clean up.
     finished: bool,
 }
@@ -157,43 +138,15 @@ impl PgMessageWriter {
         PgMessageWriter {
             store,
             blob: None,
-            next_seq: 0,
-            pending: Vec::new(),
-            head: Vec::new(),
-            text_tap: Some(mime_tree::PartRewriter::text_only()),
-            index: None,
-            header: Vec::new(),
-            structure: StructureBuilder::new(),
-            size: 0,
+            intake: Intake::new(),
             finished: false,
         }
     }
 
-    /// Feeds `data` to the head; indexes the head once it fills the window.
-    async fn tap_text(&mut self, data: &[u8]) -> Result<()> {
-        let Some(tap) = &mut self.text_tap else {
-            return Ok(());
-        };
-        tap.push(data, &mut self.head);
-        if self.head.len() >= INDEX_WINDOW {
-            self.text_tap = None;
-            let mut head = std::mem::take(&mut self.head);
-            head.truncate(INDEX_WINDOW);
-            self.header = header_block(&head).to_vec();
-            self.index = Some(
-                tokio::task::spawn_blocking(move || index_message(&head))
-                    .await
-                    .map_err(|_| StoreError::Closed)?,
-            );
-        }
-        Ok(())
-    }
-
-    /// Stores the full pending piece, creating the blob with the first.
-    /// Not in a transaction: a crash leaves an incomplete blob, which the
-    /// sweeper takes once it is old enough (sweep.rs).
-    async fn flush_piece(&mut self) -> Result<()> {
-        let data = std::mem::replace(&mut self.pending, Vec::with_capacity(PIECE_SIZE));
+    /// Stores a full piece, creating the blob with the first. Not in a
+    /// transaction: a crash leaves an incomplete blob, which the sweeper
+    /// takes once it is old enough (sweep.rs).
+    async fn flush_piece(&mut self, seq: i64, data: Vec<u8>) -> Result<()> {
         let piece = chunk_codec::pack(data, None);
         let c = self.store.conn().await?;
         let blob = match self.blob {
@@ -204,66 +157,8 @@ impl PgMessageWriter {
                 blob
             }
         };
-        insert_piece(&c, blob, i64::from(self.next_seq), &piece).await?;
-        self.next_seq += 1;
+        insert_piece(&c, blob, seq, &piece).await?;
         Ok(())
-    }
-
-    /// The index of the message with `lead` in front, and its header block
-    /// in `self.header`.
-    async fn take_index(&mut self, lead: &[u8]) -> Result<MessageIndex> {
-        let index = match self.index.take() {
-            Some(index) => index,
-            None => self.index_head(lead).await?,
-        };
-        if !lead.is_empty() && !self.header.starts_with(lead) {
-            // A large message's header was cut out before the lead existed.
-            self.header.splice(0..0, lead.iter().copied());
-        }
-        Ok(index)
-    }
-
-    /// Indexes the head still held (the message was shorter than the
-    /// window), with `lead` in front.
-    async fn index_head(&mut self, lead: &[u8]) -> Result<MessageIndex> {
-        if let Some(tap) = self.text_tap.take() {
-            tap.finish(&mut self.head);
-        }
-        let mut head = std::mem::take(&mut self.head);
-        head.truncate(INDEX_WINDOW);
-        if !lead.is_empty() {
-            head.splice(0..0, lead.iter().copied());
-        }
-        self.header = header_block(&head).to_vec();
-        if head.len() <= INLINE_INDEX_LIMIT {
-            Ok(index_message(&head))
-        } else {
-            tokio::task::spawn_blocking(move || index_message(&head))
-                .await
-                .map_err(|_| StoreError::Closed)
-        }
-    }
-
-    /// The pieces still to store, numbered and packed: the lead as a
-    /// piece of its own before pieces already stored, or the whole message
-    /// with the lead in front when none was.
-    fn last_pieces(&mut self, lead: &[u8]) -> Vec<(i64, Packed)> {
-        let seq = i64::from(self.next_seq);
-        let last = std::mem::take(&mut self.pending);
-        if self.blob.is_some() {
-            [(LEAD_SEQ, lead.to_vec()), (seq, last)]
-                .into_iter()
-                .filter(|(_, data)| !data.is_empty())
-                .map(|(n, data)| (n, chunk_codec::pack(data, None)))
-                .collect()
-        } else {
-            [lead, last.as_slice()]
-                .concat()
-                .chunks(PIECE_SIZE)
-                .enumerate()
-                .map(|(n, data)| (seq + n as i64, chunk_codec::pack(data.to_vec(), None)))
-                .collect()
-        }
     }
 
     /// Everything the delivery stores beside the entries, computed before
@@ -275,23 +170,18 @@ impl PgMessageWriter {
             .iter()
             .map(|(flags, words)| Ok((*flags, keyword::normalize(words)?.join(" "))))
             .collect::<Result<Vec<_>>>()?;
-        let lead = delivery.lead.as_slice();
-        if lead.len() >= CHUNK_SIZE {
-            return Err(StoreError::Invalid(format!(
-                "header fields put in front of a message take {} bytes, more than {CHUNK_SIZE}",
-                lead.len()
-            )));
-        }
-        let mut structure = std::mem::take(&mut self.structure).finish();
-        structure.prepend(lead.len() as u64);
-        let mut index = self.take_index(lead).await?;
-        let header = std::mem::take(&mut self.header);
-        let text = FtsText::new(&mut index, &header);
+        let taken = self.intake.take(&delivery.lead).await?;
+        let mut index = taken.index;
+        let text = FtsText::new(&mut index, &taken.header);
         Ok(Stored {
-            pieces: self.last_pieces(lead),
-            size: self.size + lead.len() as u64,
-            structure: structure.to_bytes(),
-            header: chunk_codec::pack(header, None),
+            pieces: taken
+                .pieces
+                .into_iter()
+                .map(|(n, data)| (n, chunk_codec::pack(data, None)))
+                .collect(),
+            size: taken.size,
+            structure: taken.structure,
+            header: chunk_codec::pack(taken.header, None),
             text: FoldedText::of(&text),
             index,
             keywords,
@@ -603,25 +493,15 @@ async fn complete_blob(c: &impl GenericClient, blob: BlobId, stored: &Stored) ->
 #[async_trait::async_trait]
 impl crate::MessageWriter for PgMessageWriter {
     async fn write(&mut self, mut data: &[u8]) -> Result<()> {
-        self.size += data.len() as u64;
-        self.structure.feed(data);
-        self.tap_text(data).await?;
-        // Fill the pending piece exactly, so its buffer never grows past
-        // one piece.
-        while !data.is_empty() {
-            let room = PIECE_SIZE - self.pending.len();
-            let (now, later) = data.split_at(room.min(data.len()));
-            self.pending.extend_from_slice(now);
-            data = later;
-            if self.pending.len() == PIECE_SIZE {
-                self.flush_piece().await?;
-            }
+        self.intake.read(data).await?;
+        while let Some((seq, piece)) = self.intake.next_piece(&mut data) {
+            self.flush_piece(seq, piece).await?;
         }
         Ok(())
     }
 
     fn size(&self) -> u64 {
-        self.size
+        self.intake.size()
     }
 
     async fn deliver(mut self: Box<Self>, delivery: Delivery) -> Result<DeliveryReceipt> {

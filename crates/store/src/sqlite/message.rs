@@ -4,56 +4,24 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mime_tree::StructureBuilder;
 use rusqlite::{params, Connection};
 
 use super::fts_batch::FtsText;
 use super::{now, Inner};
 use crate::error::{Result, StoreError};
-use crate::index::{header_block, index_message, MessageIndex};
+use crate::index::MessageIndex;
+use crate::intake::{Intake, PIECE_SIZE};
 use crate::keyword;
 use crate::model::{BlobId, Delivery, DeliveryReceipt};
-use crate::{chunk_codec, MessageWriter, CHUNK_SIZE, INDEX_WINDOW};
-
-/// Messages up to this size are indexed inline; larger ones on a blocking
-/// thread, so parsing a megabyte of MIME does not hold a runtime thread.
-const INLINE_INDEX_LIMIT: usize = 64 * 1024;
-
-/// The chunk number of a lead written after the message's own chunks
-/// ([`Delivery::lead`]); it sorts first.
-pub(crate) const LEAD_SEQ: i64 = -1;
-
-/// Size of the pieces a new blob is stored in. Readers still get
-/// [`CHUNK_SIZE`] at a time (`read_chunk` joins pieces); the piece is what
-/// each receiving connection holds until it is written, so it sets most of
-/// the store's memory per connection in the data stage: 128 KiB pieces
-/// cost about 180 KiB per connection, 32 KiB ones about 60 KiB (200
-/// concurrent 10 MB mails, `bench/probes/concurrent_scan_memory.py`).
-/// Smaller pieces would mean more rows and a worse compression ratio for
-/// little more saving.
-pub(crate) const PIECE_SIZE: usize = 32 * 1024;
+use crate::{chunk_codec, MessageWriter};
 
 pub(crate) struct SqliteMessageWriter {
     inner: Arc<Inner>,
-    /// Created with the first full chunk; small messages never need one
+    /// Created with the first full piece; small messages never need one
     /// before delivery.
     blob: Option<BlobId>,
-    next_seq: u32,
-    /// Bytes not yet flushed, never more than one piece.
-    pending: Vec<u8>,
-    /// The start of the message's header fields and text, until the index
-    /// is taken from it: the bodies of attachments are left out as they
-    /// stream by (`text_tap`), so a large attachment holds no memory here.
-    head: Vec<u8>,
-    text_tap: Option<mime_tree::PartRewriter>,
-    /// The index, computed as soon as the head is full so that the head
-    /// need not be kept for the rest of a large message.
-    index: Option<MessageIndex>,
-    /// The top-level header block, cut out of the head with the index.
-    header: Vec<u8>,
-    /// Sees every byte: the MIME structure IMAP serves without parsing.
-    structure: StructureBuilder,
-    size: u64,
+    /// Pieces, structure and index window (intake.rs).
+    intake: Intake,
     finished: bool,
     /// This message's delivery, announced to the writer from the start
     /// (`Writer::expect_job`); taken when it is sent.
@@ -66,24 +34,15 @@ impl SqliteMessageWriter {
             expected: Some(inner.writer.expect_job()),
             inner,
             blob: None,
-            next_seq: 0,
-            pending: Vec::new(),
-            head: Vec::new(),
-            text_tap: Some(mime_tree::PartRewriter::text_only()),
-            index: None,
-            header: Vec::new(),
-            structure: StructureBuilder::new(),
-            size: 0,
+            intake: Intake::new(),
             finished: false,
         }
     }
 
-    async fn flush_chunk(&mut self) -> Result<()> {
-        let data = std::mem::replace(&mut self.pending, Vec::with_capacity(PIECE_SIZE));
+    async fn flush_chunk(&mut self, seq: i64, data: Vec<u8>) -> Result<()> {
         // Compressed here, so the writer thread only stores it.
         let chunk = chunk_codec::pack(data, self.inner.dictionaries.current().as_deref());
         let blob = self.blob;
-        let seq = i64::from(self.next_seq);
         // Not durable: the delivery that completes this blob fsyncs the log,
         // and a crash before it leaves an incomplete blob that recovery drops.
         let id = self
@@ -99,7 +58,6 @@ impl SqliteMessageWriter {
             })
             .await?;
         self.blob = Some(id);
-        self.next_seq += 1;
         Ok(())
     }
 }
@@ -142,38 +100,15 @@ fn insert_chunk(
 #[async_trait]
 impl MessageWriter for SqliteMessageWriter {
     async fn write(&mut self, mut data: &[u8]) -> Result<()> {
-        self.size += data.len() as u64;
-        self.structure.feed(data);
-        if let Some(tap) = &mut self.text_tap {
-            tap.push(data, &mut self.head);
-            if self.head.len() >= INDEX_WINDOW {
-                self.text_tap = None;
-                let mut head = std::mem::take(&mut self.head);
-                head.truncate(INDEX_WINDOW);
-                self.header = header_block(&head).to_vec();
-                self.index = Some(
-                    tokio::task::spawn_blocking(move || index_message(&head))
-                        .await
-                        .map_err(|_| StoreError::Closed)?,
-                );
-            }
-        }
-        // Fill the pending piece exactly, so its buffer never grows past
-        // one piece.
-        while !data.is_empty() {
-            let room = PIECE_SIZE - self.pending.len();
-            let (now, later) = data.split_at(room.min(data.len()));
-            self.pending.extend_from_slice(now);
-            data = later;
-            if self.pending.len() == PIECE_SIZE {
-                self.flush_chunk().await?;
-            }
+        self.intake.read(data).await?;
+        while let Some((seq, piece)) = self.intake.next_piece(&mut data) {
+            self.flush_chunk(seq, piece).await?;
         }
         Ok(())
     }
 
     fn size(&self) -> u64 {
-        self.size
+        self.intake.size()
     }
 
     async fn deliver(mut self: Box<Self>, delivery: Delivery) -> Result<DeliveryReceipt> {
@@ -188,79 +123,28 @@ impl MessageWriter for SqliteMessageWriter {
             .iter()
             .map(|(flags, words)| Ok((*flags, keyword::normalize(words)?.join(" "))))
             .collect::<Result<Vec<_>>>()?;
-        let lead = delivery.lead.clone();
-        if lead.len() >= CHUNK_SIZE {
-            return Err(StoreError::Invalid(format!(
-                "header fields put in front of a message take {} bytes, more than {CHUNK_SIZE}",
-                lead.len()
-            )));
-        }
         let expected = self.expected.take();
         let has_remote = !delivery.remote.is_empty();
         let remote_count = delivery.remote.len() as u64;
-        let mut structure = std::mem::take(&mut self.structure).finish();
-        structure.prepend(lead.len() as u64);
-        let structure = structure.to_bytes();
-        let index = match self.index.take() {
-            Some(index) => index,
-            None => {
-                if let Some(tap) = self.text_tap.take() {
-                    tap.finish(&mut self.head);
-                }
-                let mut head = std::mem::take(&mut self.head);
-                head.truncate(INDEX_WINDOW);
-                if !lead.is_empty() {
-                    head.splice(0..0, lead.iter().copied());
-                }
-                self.header = header_block(&head).to_vec();
-                if head.len() <= INLINE_INDEX_LIMIT {
-                    index_message(&head)
-                } else {
-                    tokio::task::spawn_blocking(move || index_message(&head))
-                        .await
-                        .map_err(|_| StoreError::Closed)?
-                }
-            }
-        };
+        let taken = self.intake.take(&delivery.lead).await?;
         let blob = self.blob;
-        let seq = i64::from(self.next_seq);
-        let last = std::mem::take(&mut self.pending);
-        let size = self.size + lead.len() as u64;
         let dictionary = self.inner.dictionaries.current();
         let dictionary = dictionary.as_deref();
-        let chunks: Vec<(i64, (i64, Vec<u8>))> = if blob.is_some() {
-            // Pieces are written already: the lead is a piece of its own
-            // before them (seq -1), which `read_chunk` folds back into
-            // chunks of the usual size.
-            [(LEAD_SEQ, lead.clone()), (seq, last)]
-                .into_iter()
-                .filter(|(_, data)| !data.is_empty())
-                .map(|(n, data)| (n, chunk_codec::pack(data, dictionary)))
-                .collect()
-        } else {
-            // The whole message is still here: the lead simply comes first.
-            [lead.as_slice(), last.as_slice()]
-                .concat()
-                .chunks(PIECE_SIZE)
-                .enumerate()
-                .map(|(n, data)| (seq + n as i64, chunk_codec::pack(data.to_vec(), dictionary)))
-                .collect()
-        };
-        let mut header = std::mem::take(&mut self.header);
-        if !lead.is_empty() && !header.starts_with(&lead) {
-            // A large message's header was cut out before the lead existed.
-            header.splice(0..0, lead.iter().copied());
-        }
+        let chunks = taken
+            .pieces
+            .into_iter()
+            .map(|(n, data)| (n, chunk_codec::pack(data, dictionary)))
+            .collect();
         // The index row is written later, with others (fts_batch.rs).
-        let mut index = index;
-        let text = FtsText::new(&mut index, &header);
+        let mut index = taken.index;
+        let text = FtsText::new(&mut index, &taken.header);
         self.finished = true;
         let stored = Stored {
             chunks,
-            size,
+            size: taken.size,
             index,
-            structure,
-            header: chunk_codec::pack(header, dictionary),
+            structure: taken.structure,
+            header: chunk_codec::pack(taken.header, dictionary),
             keywords,
             mailbox_flags,
         };

@@ -1384,9 +1384,9 @@ impl Store for SqliteStore {
 
 /// Chunk `seq` of a blob as readers see it: [`CHUNK_SIZE`] bytes each but
 /// the last, whatever the size of the pieces it is stored in (the blob's
-/// `piece_size`: [`message::PIECE_SIZE`] now, [`CHUNK_SIZE`] for blobs
+/// `piece_size`: [`crate::intake::PIECE_SIZE`] now, [`CHUNK_SIZE`] for blobs
 /// written before). A blob with a lead (a piece numbered
-/// [`message::LEAD_SEQ`], written after the others) is read as if the
+/// [`crate::intake::LEAD_SEQ`], written after the others) is read as if the
 /// lead had been written first.
 fn read_chunk(c: &Connection, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>> {
     let piece_size: usize = c
@@ -1402,7 +1402,7 @@ fn read_chunk(c: &Connection, blob: BlobId, seq: u32) -> Result<Option<Vec<u8>>>
             .map(|(codec, data)| crate::chunk_codec::unpack_owned(codec, data, blob))
             .transpose()
     };
-    let lead = piece(message::LEAD_SEQ)?.unwrap_or_default();
+    let lead = piece(crate::intake::LEAD_SEQ)?.unwrap_or_default();
     // The chunk is bytes [start, start + CHUNK_SIZE) of the lead followed
     // by the pieces.
     let start = seq as usize * CHUNK_SIZE;
