@@ -11,6 +11,7 @@
 mod auth;
 mod chunk_codec;
 pub use chunk_codec::decode_chunk;
+mod clock;
 mod dictionary;
 mod directory;
 mod error;

@@ -100,7 +100,7 @@ pub(super) async fn fresh_uid_validity(tx: &Transaction<'_>, account: AccountId)
             "UPDATE accounts SET uid_validity_last = greatest($2, uid_validity_last + 1,
                  coalesce((SELECT max(uid_validity) FROM mailboxes WHERE account_id = $1), 0) + 1)
              WHERE id = $1 RETURNING uid_validity_last",
-            &[&account, &crate::sqlite::now()],
+            &[&account, &crate::clock::now()],
         )
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("account {account}")))?;

@@ -10,9 +10,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::Transaction;
 
 use super::PgStore;
+use crate::clock::now;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
-use crate::sqlite::now;
 use crate::sqlite::sieve::{owner_id, valid_name};
 
 /// Whether the script is active, `None` if there is no such script; its

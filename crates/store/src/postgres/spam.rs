@@ -15,10 +15,11 @@ use tokio_postgres::Transaction;
 
 use super::directory::bump_serial;
 use super::PgStore;
+use crate::clock::now;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, BlobId, SpamModel, SpamTraining};
 use crate::sqlite::spam::owner_id;
-use crate::sqlite::{now, valid_address};
+use crate::sqlite::valid_address;
 
 /// The counts column of a class.
 fn column(spam: bool) -> &'static str {

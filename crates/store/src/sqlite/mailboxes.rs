@@ -124,7 +124,7 @@ fn fresh_uid_validity(c: &Connection, account: AccountId) -> Result<u32> {
             "UPDATE accounts SET uid_validity_last = max(?2, uid_validity_last + 1,
                  coalesce((SELECT max(uid_validity) FROM mailboxes WHERE account_id = ?1), 0) + 1)
              WHERE id = ?1 RETURNING uid_validity_last",
-            params![account, super::now()],
+            params![account, crate::clock::now()],
             |r| r.get(0),
         )
         .optional()?;
