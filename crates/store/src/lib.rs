@@ -18,6 +18,7 @@ mod error;
 mod index;
 mod keyword;
 mod model;
+mod names;
 mod notify;
 mod password;
 mod pins;

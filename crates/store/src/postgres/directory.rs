@@ -18,8 +18,9 @@ use crate::clock::now;
 use crate::directory::{AccountEntry, Directory};
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, AliasEntry, MailboxId};
+use crate::names::{valid_address, valid_domain};
 use crate::password::hash_password;
-use crate::sqlite::{valid_address, valid_domain, DEFAULT_MAILBOXES};
+use crate::sqlite::DEFAULT_MAILBOXES;
 
 /// Counts a directory edit; call inside the edit's transaction.
 pub(super) async fn bump_serial(tx: &Transaction<'_>) -> Result<()> {

@@ -18,8 +18,8 @@ use super::PgStore;
 use crate::clock::now;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, BlobId, SpamModel, SpamTraining};
+use crate::names::valid_address;
 use crate::sqlite::spam::owner_id;
-use crate::sqlite::valid_address;
 
 /// The counts column of a class.
 fn column(spam: bool) -> &'static str {

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::directory::{normalize_address, AccountEntry, Directory};
+use crate::directory::{AccountEntry, Directory};
 use crate::error::{Result, StoreError};
 use crate::index::IndexedHeaders;
 use crate::keyword;
@@ -44,6 +44,7 @@ use crate::model::{
     MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, ScriptOwner,
     SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid,
 };
+use crate::names::{valid_address, valid_domain};
 use crate::password::hash_password;
 use crate::{MessageWriter, Store, CHUNK_SIZE};
 
@@ -146,36 +147,6 @@ fn bump_serial(conn: &Connection) -> Result<()> {
         [],
     )?;
     Ok(())
-}
-
-pub(crate) fn valid_domain(name: &str) -> Result<String> {
-    let name = name.trim().trim_end_matches('.').to_lowercase();
-    let ok = !name.is_empty()
-        && name.len() <= 253
-        && !name.starts_with('.')
-        && !name.contains("..")
-        && name
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '-' || c == '.' || c == '_');
-    if ok {
-        Ok(name)
-    } else {
-        Err(StoreError::Invalid(format!(
-            "not a valid domain name: {name:?}"
-        )))
-    }
-}
-
-pub(crate) fn valid_address(address: &str) -> Result<String> {
-    let normal = normalize_address(address)
-        .filter(|a| {
-            !a.chars()
-                .any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>')
-        })
-        .ok_or_else(|| StoreError::Invalid(format!("not a valid address: {address:?}")))?;
-    let (_, domain) = normal.rsplit_once('@').expect("normalised");
-    valid_domain(domain)?;
-    Ok(normal)
 }
 
 impl SqliteStore {
