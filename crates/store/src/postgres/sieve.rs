@@ -13,7 +13,8 @@ use super::PgStore;
 use crate::clock::now;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
-use crate::sqlite::sieve::{owner_id, valid_name};
+use crate::names::valid_script_name;
+use crate::sqlite::sieve::owner_id;
 
 /// Whether the script is active, `None` if there is no such script; its
 /// row stays locked until the transaction ends, so what is decided on the
@@ -98,7 +99,7 @@ impl PgStore {
         name: &str,
         source: &str,
     ) -> Result<()> {
-        valid_name(name)?;
+        valid_script_name(name)?;
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
         tx.execute(
@@ -169,7 +170,7 @@ impl PgStore {
         from: &str,
         to: &str,
     ) -> Result<()> {
-        valid_name(to)?;
+        valid_script_name(to)?;
         let account = owner_id(owner);
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;

@@ -7,6 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
+use crate::names::valid_script_name;
 
 /// The account column's value: global scripts live under account 0,
 /// which no account has (row ids start at 1).
@@ -15,18 +16,6 @@ pub(crate) fn owner_id(owner: ScriptOwner) -> AccountId {
         ScriptOwner::Account(id) => id,
         ScriptOwner::Global => 0,
     }
-}
-
-/// RFC 5804 §1.6: a script name is UTF-8 without control characters
-/// (and without the line and paragraph separators). We also bound it.
-pub(crate) fn valid_name(name: &str) -> Result<()> {
-    let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
-    if name.is_empty() || name.len() > 512 || name.chars().any(bad) {
-        return Err(StoreError::Invalid(format!(
-            "not a valid script name: {name:?}"
-        )));
-    }
-    Ok(())
 }
 
 pub(super) fn list(c: &Connection, owner: ScriptOwner) -> Result<Vec<SieveScriptInfo>> {
@@ -62,7 +51,7 @@ pub(super) fn put(
     source: &str,
     now: i64,
 ) -> Result<()> {
-    valid_name(name)?;
+    valid_script_name(name)?;
     c.execute(
         "INSERT INTO sieve_scripts (account_id, name, source, updated) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (account_id, name) DO UPDATE SET source = ?3, updated = ?4",
@@ -120,7 +109,7 @@ pub(super) fn delete(c: &Connection, owner: ScriptOwner, name: &str) -> Result<(
 /// RFC 5804 §2.11.1: the new name must be free; an active script stays
 /// active under it.
 pub(super) fn rename(c: &Connection, owner: ScriptOwner, from: &str, to: &str) -> Result<()> {
-    valid_name(to)?;
+    valid_script_name(to)?;
     if get(c, owner, to)?.is_some() {
         return Err(StoreError::Exists(format!("script {to:?}")));
     }
