@@ -17,6 +17,7 @@ mod directory;
 mod error;
 mod index;
 mod keyword;
+mod mailbox_names;
 mod model;
 mod names;
 mod notify;

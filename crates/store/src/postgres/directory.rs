@@ -17,10 +17,10 @@ use super::PgStore;
 use crate::clock::now;
 use crate::directory::{AccountEntry, Directory};
 use crate::error::{Result, StoreError};
+use crate::mailbox_names::DEFAULT_MAILBOXES;
 use crate::model::{AccountId, AliasEntry, MailboxId};
 use crate::names::{valid_address, valid_domain};
 use crate::password::hash_password;
-use crate::sqlite::DEFAULT_MAILBOXES;
 
 /// Counts a directory edit; call inside the edit's transaction.
 pub(super) async fn bump_serial(tx: &Transaction<'_>) -> Result<()> {

@@ -39,6 +39,7 @@ use crate::directory::{AccountEntry, Directory};
 use crate::error::{Result, StoreError};
 use crate::index::IndexedHeaders;
 use crate::keyword;
+use crate::mailbox_names::{lookup_name, valid_new_name, valid_special_use, DEFAULT_MAILBOXES};
 use crate::model::{
     AccountId, AliasEntry, BlobId, Changes, DkimKey, FlagChange, MailboxId, MailboxInfo,
     MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, ScriptOwner,
@@ -55,21 +56,10 @@ use crate::notify::Watchers;
 pub use backup::{backup_database, restore_database, BackupStats};
 pub use dictionaries::load_dictionaries;
 use entries::{entry_from_row, Which, ENTRY_COLUMNS};
-use mailboxes::{lookup_name, valid_new_name, valid_special_use};
 use pool::ReadPool;
 pub use stats::{disk_stats, DiskStats};
 use writer::Writer;
 pub use writer::WriterStats;
-
-/// Mailboxes every new account gets, with their RFC 6154 special use.
-pub(crate) const DEFAULT_MAILBOXES: &[(&str, Option<&str>)] = &[
-    ("INBOX", None),
-    ("Sent", Some("\\Sent")),
-    ("Drafts", Some("\\Drafts")),
-    ("Trash", Some("\\Trash")),
-    ("Junk", Some("\\Junk")),
-    ("Archive", Some("\\Archive")),
-];
 
 /// Tuning of the SQLite back end.
 #[derive(Debug, Clone)]
