@@ -21,6 +21,7 @@ mod mailbox_names;
 mod model;
 mod names;
 mod notify;
+mod owner;
 mod password;
 mod pins;
 mod postgres;

@@ -14,7 +14,7 @@ use crate::clock::now;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
 use crate::names::valid_script_name;
-use crate::sqlite::sieve::owner_id;
+use crate::owner::script_owner_id;
 
 /// Whether the script is active, `None` if there is no such script; its
 /// row stays locked until the transaction ends, so what is decided on the
@@ -64,7 +64,7 @@ impl PgStore {
             .query(
                 "SELECT name, active, octet_length(source) FROM sieve_scripts
                  WHERE account_id = $1 ORDER BY name COLLATE \"C\"",
-                &[&owner_id(owner)],
+                &[&script_owner_id(owner)],
             )
             .await?;
         rows.iter()
@@ -87,7 +87,7 @@ impl PgStore {
         let row = c
             .query_opt(
                 "SELECT source FROM sieve_scripts WHERE account_id = $1 AND name = $2",
-                &[&owner_id(owner), &name],
+                &[&script_owner_id(owner), &name],
             )
             .await?;
         Ok(row.map(|r| r.try_get(0)).transpose()?)
@@ -105,7 +105,7 @@ impl PgStore {
         tx.execute(
             "INSERT INTO sieve_scripts (account_id, name, source, updated) VALUES ($1, $2, $3, $4)
              ON CONFLICT (account_id, name) DO UPDATE SET source = $3, updated = $4",
-            &[&owner_id(owner), &name, &source, &now()],
+            &[&script_owner_id(owner), &name, &source, &now()],
         )
         .await?;
         super::directory::bump_serial(&tx).await?;
@@ -140,7 +140,7 @@ impl PgStore {
 
     /// RFC 5804 §2.10: the active script cannot be deleted.
     pub(super) async fn delete_sieve_script(&self, owner: ScriptOwner, name: &str) -> Result<()> {
-        let account = owner_id(owner);
+        let account = script_owner_id(owner);
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
         match script_active(&tx, account, name).await? {
@@ -171,7 +171,7 @@ impl PgStore {
         to: &str,
     ) -> Result<()> {
         valid_script_name(to)?;
-        let account = owner_id(owner);
+        let account = script_owner_id(owner);
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
         if script_active(&tx, account, to).await?.is_some() {

@@ -8,15 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
 use crate::names::valid_script_name;
-
-/// The account column's value: global scripts live under account 0,
-/// which no account has (row ids start at 1).
-pub(crate) fn owner_id(owner: ScriptOwner) -> AccountId {
-    match owner {
-        ScriptOwner::Account(id) => id,
-        ScriptOwner::Global => 0,
-    }
-}
+use crate::owner::script_owner_id;
 
 pub(super) fn list(c: &Connection, owner: ScriptOwner) -> Result<Vec<SieveScriptInfo>> {
     let scripts = c
@@ -24,7 +16,7 @@ pub(super) fn list(c: &Connection, owner: ScriptOwner) -> Result<Vec<SieveScript
             "SELECT name, active, length(CAST(source AS BLOB)) FROM sieve_scripts
              WHERE account_id = ?1 ORDER BY name",
         )?
-        .query_map([owner_id(owner)], |r| {
+        .query_map([script_owner_id(owner)], |r| {
             Ok(SieveScriptInfo {
                 name: r.get(0)?,
                 active: r.get::<_, i64>(1)? != 0,
@@ -38,7 +30,7 @@ pub(super) fn list(c: &Connection, owner: ScriptOwner) -> Result<Vec<SieveScript
 pub(super) fn get(c: &Connection, owner: ScriptOwner, name: &str) -> Result<Option<String>> {
     Ok(c.query_row(
         "SELECT source FROM sieve_scripts WHERE account_id = ?1 AND name = ?2",
-        params![owner_id(owner), name],
+        params![script_owner_id(owner), name],
         |r| r.get(0),
     )
     .optional()?)
@@ -55,7 +47,7 @@ pub(super) fn put(
     c.execute(
         "INSERT INTO sieve_scripts (account_id, name, source, updated) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (account_id, name) DO UPDATE SET source = ?3, updated = ?4",
-        params![owner_id(owner), name, source, now],
+        params![script_owner_id(owner), name, source, now],
     )?;
     Ok(())
 }
@@ -87,7 +79,7 @@ pub(super) fn delete(c: &Connection, owner: ScriptOwner, name: &str) -> Result<(
     let active: Option<i64> = c
         .query_row(
             "SELECT active FROM sieve_scripts WHERE account_id = ?1 AND name = ?2",
-            params![owner_id(owner), name],
+            params![script_owner_id(owner), name],
             |r| r.get(0),
         )
         .optional()?;
@@ -99,7 +91,7 @@ pub(super) fn delete(c: &Connection, owner: ScriptOwner, name: &str) -> Result<(
         Some(_) => {
             c.execute(
                 "DELETE FROM sieve_scripts WHERE account_id = ?1 AND name = ?2",
-                params![owner_id(owner), name],
+                params![script_owner_id(owner), name],
             )?;
             Ok(())
         }
@@ -115,7 +107,7 @@ pub(super) fn rename(c: &Connection, owner: ScriptOwner, from: &str, to: &str) -
     }
     let n = c.execute(
         "UPDATE sieve_scripts SET name = ?3 WHERE account_id = ?1 AND name = ?2",
-        params![owner_id(owner), from, to],
+        params![script_owner_id(owner), from, to],
     )?;
     if n == 0 {
         return Err(StoreError::NotFound(format!("script {from:?}")));
