@@ -29,6 +29,7 @@ mod quota;
 mod segment;
 mod sqlite;
 mod watch;
+mod web_settings;
 
 pub use auth::{decode_plain, AuthFailure, Authenticator, PlainError};
 pub use directory::{normalize_address, AccountEntry, Directory, Resolution, SieveSource};

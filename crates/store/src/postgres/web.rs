@@ -4,7 +4,7 @@
 use super::PgStore;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, WebSession, WebSettings};
-use crate::sqlite::web::MAX_PAGE_SIZE;
+use crate::web_settings::MAX_PAGE_SIZE;
 
 /// Settings as they may be stored: a page size in bounds, and no line
 /// break in a sender address (the list is stored one per line).

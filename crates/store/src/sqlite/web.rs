@@ -4,9 +4,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, WebSession, WebSettings};
-
-/// Largest page size a user may choose.
-pub(crate) const MAX_PAGE_SIZE: u32 = 500;
+use crate::web_settings::MAX_PAGE_SIZE;
 
 pub(super) fn create_session(c: &Connection, s: &WebSession) -> Result<()> {
     c.prepare_cached("DELETE FROM web_sessions WHERE expires <= ?1")?
