@@ -27,6 +27,7 @@ mod pins;
 mod postgres;
 mod quota;
 mod segment;
+mod spam_training;
 mod sqlite;
 mod watch;
 mod web_settings;

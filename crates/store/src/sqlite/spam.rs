@@ -12,6 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::error::Result;
 use crate::model::{AccountId, BlobId, MailboxId, SpamModel, SpamTraining, Uid};
 use crate::owner::spam_owner_id;
+use crate::spam_training::class_for_move;
 
 fn special_use(c: &Connection, mailbox: MailboxId) -> Result<Option<String>> {
     Ok(c.query_row(
@@ -23,9 +24,8 @@ fn special_use(c: &Connection, mailbox: MailboxId) -> Result<Option<String>> {
     .flatten())
 }
 
-/// Queues training for messages copied or moved from `from` to `to`:
-/// into Junk is spam; out of Junk to anywhere but Trash is ham (to Trash
-/// is throwing away, which says nothing).
+/// Queues training for messages copied or moved from `from` to `to`, as
+/// the store's rule says (spam_training.rs).
 pub(super) fn note_moves(
     c: &Connection,
     from: MailboxId,
@@ -37,11 +37,8 @@ pub(super) fn note_moves(
     }
     let from_use = special_use(c, from)?;
     let to_use = special_use(c, to)?;
-    let junk = |u: &Option<String>| u.as_deref() == Some("\\Junk");
-    let spam = match (junk(&from_use), junk(&to_use)) {
-        (false, true) => true,
-        (true, false) if to_use.as_deref() != Some("\\Trash") => false,
-        _ => return Ok(()),
+    let Some(spam) = class_for_move(from_use.as_deref(), to_use.as_deref()) else {
+        return Ok(());
     };
     let mut insert = c.prepare_cached(
         "INSERT INTO spam_training (account_id, blob_id, spam)
