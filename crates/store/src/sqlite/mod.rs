@@ -7,25 +7,25 @@
 
 mod backup;
 mod checkpoint;
-pub(crate) mod dictionaries;
-pub(crate) mod dkim;
-pub(crate) mod entries;
+mod dictionaries;
+mod dkim;
+mod entries;
 pub(crate) mod fts_batch;
 mod fts_file;
 pub(crate) mod functions;
-pub(crate) mod mailboxes;
+mod mailboxes;
 pub(crate) mod message;
 mod pool;
-pub(crate) mod queue;
+mod queue;
 mod schema;
-pub(crate) mod search;
-pub(crate) mod sieve;
-pub(crate) mod spam;
+mod search;
+mod sieve;
+mod spam;
 mod stats;
-pub(crate) mod sweep;
+mod sweep;
 mod terms;
 pub(crate) mod text_match;
-pub(crate) mod web;
+mod web;
 mod writer;
 
 use std::collections::HashMap;
