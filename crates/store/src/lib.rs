@@ -11,21 +11,27 @@
 mod auth;
 mod chunk_codec;
 pub use chunk_codec::decode_chunk;
+mod clock;
 mod dictionary;
 mod directory;
 mod error;
 mod index;
 mod intake;
 mod keyword;
+mod mailbox_names;
 mod model;
+mod names;
 mod notify;
+mod owner;
 mod password;
 mod pins;
 mod postgres;
 mod quota;
 mod segment;
+mod spam_training;
 mod sqlite;
 mod watch;
+mod web_settings;
 
 pub use auth::{decode_plain, AuthFailure, Authenticator, PlainError};
 pub use directory::{normalize_address, AccountEntry, Directory, Resolution, SieveSource};

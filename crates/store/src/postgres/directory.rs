@@ -14,11 +14,13 @@
 use tokio_postgres::{GenericClient, IsolationLevel, Transaction};
 
 use super::PgStore;
+use crate::clock::now;
 use crate::directory::{AccountEntry, Directory};
 use crate::error::{Result, StoreError};
+use crate::mailbox_names::DEFAULT_MAILBOXES;
 use crate::model::{AccountId, AliasEntry, MailboxId};
+use crate::names::{valid_address, valid_domain};
 use crate::password::hash_password;
-use crate::sqlite::{now, valid_address, valid_domain, DEFAULT_MAILBOXES};
 
 /// Counts a directory edit; call inside the edit's transaction.
 pub(super) async fn bump_serial(tx: &Transaction<'_>) -> Result<()> {

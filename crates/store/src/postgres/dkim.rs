@@ -8,8 +8,7 @@ use super::directory::{bump_serial, lock_domain};
 use super::PgStore;
 use crate::error::{Result, StoreError};
 use crate::model::DkimKey;
-use crate::sqlite::dkim::valid_selector;
-use crate::sqlite::valid_domain;
+use crate::names::{valid_domain, valid_selector};
 
 /// The algorithms the signer knows (the SQLite back end's list).
 fn valid_algorithm(algorithm: &str) -> Result<()> {

@@ -29,6 +29,7 @@ use crate::error::{Result, StoreError};
 use crate::index::{header_block, IndexedHeaders};
 use crate::keyword;
 use crate::model::{Changes, FlagChange, MailboxId, MessageData, MessageEntry, Uid, FLAG_DELETED};
+use crate::spam_training::class_for_move;
 use crate::INDEX_WINDOW;
 
 /// Columns read into a [`MessageEntry`] by [`entry_from_row`].
@@ -277,9 +278,7 @@ async fn lock_mailboxes(tx: &Transaction<'_>, mailboxes: &[MailboxId]) -> Result
 }
 
 /// Queues spam training for messages copied or moved from `from` to `to`,
-/// as the SQLite back end does (sqlite/spam.rs `note_moves`): into Junk is
-/// spam; out of Junk to anywhere but Trash is ham (to Trash is throwing
-/// away, which says nothing).
+/// as the store's rule says (spam_training.rs).
 async fn note_moves(
     tx: &Transaction<'_>,
     from: MailboxId,
@@ -291,11 +290,8 @@ async fn note_moves(
     }
     let from_use = special_use(tx, from).await?;
     let to_use = special_use(tx, to).await?;
-    let junk = |u: &Option<String>| u.as_deref() == Some("\\Junk");
-    let spam = match (junk(&from_use), junk(&to_use)) {
-        (false, true) => true,
-        (true, false) if to_use.as_deref() != Some("\\Trash") => false,
-        _ => return Ok(()),
+    let Some(spam) = class_for_move(from_use.as_deref(), to_use.as_deref()) else {
+        return Ok(());
     };
     let new: Vec<i64> = map.iter().map(|&(_, n)| i64::from(n)).collect();
     tx.execute(

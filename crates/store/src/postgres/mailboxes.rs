@@ -1,7 +1,8 @@
 //! (PostgreSQL) The mailbox tree of an account: names, creation, deletion,
 //! renaming, subscriptions; and the figures sessions read of a mailbox
 //! (STATUS, \Recent, UID runs, keywords, quota). The rules are the SQLite
-//! back end's (sqlite/mailboxes.rs), whose name checks are used as they are.
+//! back end's (sqlite/mailboxes.rs), with the same name checks
+//! (mailbox_names.rs).
 //!
 //! Several nodes may change one account's tree at once, so every change of
 //! the tree first locks the account's row: changes of one account's tree
@@ -16,8 +17,8 @@ use tokio_postgres::{GenericClient, Row, Transaction};
 use super::PgStore;
 use crate::error::{Result, StoreError};
 use crate::keyword;
+use crate::mailbox_names::{lookup_name, valid_new_name, valid_special_use, SEPARATOR};
 use crate::model::{AccountId, MailboxId, MailboxInfo, MailboxStatus, Quota, Uid, FLAG_SEEN};
-use crate::sqlite::mailboxes::{lookup_name, valid_new_name, valid_special_use, SEPARATOR};
 
 /// Columns read into a [`MailboxInfo`] by [`info_from_row`].
 const INFO_COLUMNS: &str = "id, account_id, name, uid_validity, uid_next, highest_modseq,
@@ -100,7 +101,7 @@ pub(super) async fn fresh_uid_validity(tx: &Transaction<'_>, account: AccountId)
             "UPDATE accounts SET uid_validity_last = greatest($2, uid_validity_last + 1,
                  coalesce((SELECT max(uid_validity) FROM mailboxes WHERE account_id = $1), 0) + 1)
              WHERE id = $1 RETURNING uid_validity_last",
-            &[&account, &crate::sqlite::now()],
+            &[&account, &crate::clock::now()],
         )
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("account {account}")))?;

@@ -126,7 +126,7 @@ impl PgStore {
         sender: &str,
         recipients: &[String],
     ) -> Result<()> {
-        let now = crate::sqlite::now();
+        let now = crate::clock::now();
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
         let live = tx

@@ -10,10 +10,11 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::Transaction;
 
 use super::PgStore;
+use crate::clock::now;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
-use crate::sqlite::now;
-use crate::sqlite::sieve::{owner_id, valid_name};
+use crate::names::valid_script_name;
+use crate::owner::script_owner_id;
 
 /// Whether the script is active, `None` if there is no such script; its
 /// row stays locked until the transaction ends, so what is decided on the
@@ -63,7 +64,7 @@ impl PgStore {
             .query(
                 "SELECT name, active, octet_length(source) FROM sieve_scripts
                  WHERE account_id = $1 ORDER BY name COLLATE \"C\"",
-                &[&owner_id(owner)],
+                &[&script_owner_id(owner)],
             )
             .await?;
         rows.iter()
@@ -86,7 +87,7 @@ impl PgStore {
         let row = c
             .query_opt(
                 "SELECT source FROM sieve_scripts WHERE account_id = $1 AND name = $2",
-                &[&owner_id(owner), &name],
+                &[&script_owner_id(owner), &name],
             )
             .await?;
         Ok(row.map(|r| r.try_get(0)).transpose()?)
@@ -98,13 +99,13 @@ impl PgStore {
         name: &str,
         source: &str,
     ) -> Result<()> {
-        valid_name(name)?;
+        valid_script_name(name)?;
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
         tx.execute(
             "INSERT INTO sieve_scripts (account_id, name, source, updated) VALUES ($1, $2, $3, $4)
              ON CONFLICT (account_id, name) DO UPDATE SET source = $3, updated = $4",
-            &[&owner_id(owner), &name, &source, &now()],
+            &[&script_owner_id(owner), &name, &source, &now()],
         )
         .await?;
         super::directory::bump_serial(&tx).await?;
@@ -139,7 +140,7 @@ impl PgStore {
 
     /// RFC 5804 §2.10: the active script cannot be deleted.
     pub(super) async fn delete_sieve_script(&self, owner: ScriptOwner, name: &str) -> Result<()> {
-        let account = owner_id(owner);
+        let account = script_owner_id(owner);
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
         match script_active(&tx, account, name).await? {
@@ -169,8 +170,8 @@ impl PgStore {
         from: &str,
         to: &str,
     ) -> Result<()> {
-        valid_name(to)?;
-        let account = owner_id(owner);
+        valid_script_name(to)?;
+        let account = script_owner_id(owner);
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
         if script_active(&tx, account, to).await?.is_some() {

@@ -15,10 +15,11 @@ use tokio_postgres::Transaction;
 
 use super::directory::bump_serial;
 use super::PgStore;
+use crate::clock::now;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, BlobId, SpamModel, SpamTraining};
-use crate::sqlite::spam::owner_id;
-use crate::sqlite::{now, valid_address};
+use crate::names::valid_address;
+use crate::owner::spam_owner_id;
 
 /// The counts column of a class.
 fn column(spam: bool) -> &'static str {
@@ -201,7 +202,7 @@ impl PgStore {
         spam: bool,
         done: Option<i64>,
     ) -> Result<bool> {
-        let owner = owner_id(account);
+        let owner = spam_owner_id(account);
         let now = now();
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
@@ -243,7 +244,7 @@ impl PgStore {
         account: Option<AccountId>,
         tokens: Vec<String>,
     ) -> Result<SpamModel> {
-        let owner = owner_id(account);
+        let owner = spam_owner_id(account);
         let c = self.conn().await?;
         let (spam_messages, ham_messages) = totals(&c, owner).await?;
         let mut counts = HashMap::new();
@@ -275,7 +276,7 @@ impl PgStore {
         let row = c
             .query_one(
                 "SELECT count(*) FROM spam_tokens WHERE account_id = $1",
-                &[&owner_id(account)],
+                &[&spam_owner_id(account)],
             )
             .await?;
         Ok(row.try_get::<_, i64>(0)? as u64)
@@ -291,7 +292,7 @@ impl PgStore {
             .query(
                 "SELECT token, spam, ham, seen FROM spam_tokens WHERE account_id = $1
                  ORDER BY token COLLATE \"C\"",
-                &[&owner_id(account)],
+                &[&spam_owner_id(account)],
             )
             .await?;
         rows.iter()
@@ -311,7 +312,7 @@ impl PgStore {
         account: Option<AccountId>,
         tokens: Vec<String>,
     ) -> Result<()> {
-        let owner = owner_id(account);
+        let owner = spam_owner_id(account);
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
         // Waits for a training of this model to finish, rather than

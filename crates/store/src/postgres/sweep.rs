@@ -181,7 +181,7 @@ impl PgStore {
     /// Deletes blobs left incomplete for longer than [`LEFTOVER_AGE`],
     /// a batch at a time.
     async fn sweep_leftovers(&self) -> Result<usize> {
-        let cutoff = crate::sqlite::now() - LEFTOVER_AGE;
+        let cutoff = crate::clock::now() - LEFTOVER_AGE;
         let c = self.conn().await?;
         let mut total = 0;
         loop {

@@ -4,23 +4,7 @@
 use super::PgStore;
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, WebSession, WebSettings};
-use crate::sqlite::web::MAX_PAGE_SIZE;
-
-/// Settings as they may be stored: a page size in bounds, and no line
-/// break in a sender address (the list is stored one per line).
-fn check_settings(s: &WebSettings) -> Result<()> {
-    if s.page_size == 0 || s.page_size > MAX_PAGE_SIZE {
-        return Err(StoreError::Invalid(format!(
-            "page size must be between 1 and {MAX_PAGE_SIZE}"
-        )));
-    }
-    if s.remote_ok.iter().any(|a| a.contains(['\n', '\r'])) {
-        return Err(StoreError::Invalid(
-            "sender address with a line break".into(),
-        ));
-    }
-    Ok(())
-}
+use crate::web_settings::check_settings;
 
 /// The stored sender list, one address per line, read back.
 fn remote_ok_from_lines(lines: &str) -> Vec<String> {
@@ -114,7 +98,7 @@ impl PgStore {
         settings: &WebSettings,
     ) -> Result<()> {
         check_settings(settings)?;
-        let page_size = settings.page_size as i32; // at most MAX_PAGE_SIZE
+        let page_size = settings.page_size as i32; // at most web_settings::MAX_PAGE_SIZE
         let mut c = self.conn().await?;
         let tx = c.transaction().await?;
         // Locked so that a concurrent removal of the account cannot leave

@@ -22,8 +22,9 @@ use std::sync::{Arc, RwLock, Weak};
 
 use rusqlite::{params, Connection};
 
-use super::{now, open_connection, Inner};
+use super::{open_connection, Inner};
 use crate::chunk_codec;
+use crate::clock::now;
 use crate::dictionary::{self, Dictionary, Samples, SAMPLES, TRAIN_AFTER};
 use crate::error::Result;
 use crate::BlobId;

@@ -5,6 +5,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Result, StoreError};
 use crate::model::DkimKey;
+use crate::names::valid_selector;
 
 pub(super) fn list(c: &Connection) -> Result<Vec<DkimKey>> {
     let keys = c
@@ -25,27 +26,6 @@ pub(super) fn list(c: &Connection) -> Result<Vec<DkimKey>> {
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(keys)
-}
-
-/// A selector is one or more dot-separated labels (RFC 6376 §3.1).
-pub(crate) fn valid_selector(selector: &str) -> Result<()> {
-    let ok = !selector.is_empty()
-        && selector.len() <= 63
-        && selector.split('.').all(|label| {
-            !label.is_empty()
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(StoreError::Invalid(format!(
-            "not a valid DKIM selector: {selector:?}"
-        )))
-    }
 }
 
 pub(super) fn add(c: &Connection, key: &DkimKey) -> Result<()> {

@@ -7,25 +7,25 @@
 
 mod backup;
 mod checkpoint;
-pub(crate) mod dictionaries;
-pub(crate) mod dkim;
-pub(crate) mod entries;
+mod dictionaries;
+mod dkim;
+mod entries;
 pub(crate) mod fts_batch;
 mod fts_file;
 pub(crate) mod functions;
-pub(crate) mod mailboxes;
+mod mailboxes;
 pub(crate) mod message;
 mod pool;
-pub(crate) mod queue;
+mod queue;
 mod schema;
-pub(crate) mod search;
-pub(crate) mod sieve;
-pub(crate) mod spam;
+mod search;
+mod sieve;
+mod spam;
 mod stats;
-pub(crate) mod sweep;
+mod sweep;
 mod terms;
 pub(crate) mod text_match;
-pub(crate) mod web;
+mod web;
 mod writer;
 
 use std::collections::HashMap;
@@ -35,37 +35,31 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::directory::{normalize_address, AccountEntry, Directory};
+use crate::directory::{AccountEntry, Directory};
 use crate::error::{Result, StoreError};
 use crate::index::IndexedHeaders;
 use crate::keyword;
+use crate::mailbox_names::{lookup_name, valid_new_name, valid_special_use, DEFAULT_MAILBOXES};
 use crate::model::{
     AccountId, AliasEntry, BlobId, Changes, DkimKey, FlagChange, MailboxId, MailboxInfo,
     MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, ScriptOwner,
     SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid,
 };
+use crate::names::{valid_address, valid_domain};
 use crate::password::hash_password;
 use crate::{MessageWriter, Store, CHUNK_SIZE};
 
+// The message writers (message.rs here, and PostgreSQL's) still reach the
+// clock by this path.
+pub(crate) use crate::clock::now;
 use crate::notify::Watchers;
 pub use backup::{backup_database, restore_database, BackupStats};
 pub use dictionaries::load_dictionaries;
 use entries::{entry_from_row, Which, ENTRY_COLUMNS};
-use mailboxes::{lookup_name, valid_new_name, valid_special_use};
 use pool::ReadPool;
 pub use stats::{disk_stats, DiskStats};
 use writer::Writer;
 pub use writer::WriterStats;
-
-/// Mailboxes every new account gets, with their RFC 6154 special use.
-pub(crate) const DEFAULT_MAILBOXES: &[(&str, Option<&str>)] = &[
-    ("INBOX", None),
-    ("Sent", Some("\\Sent")),
-    ("Drafts", Some("\\Drafts")),
-    ("Trash", Some("\\Trash")),
-    ("Junk", Some("\\Junk")),
-    ("Archive", Some("\\Archive")),
-];
 
 /// Tuning of the SQLite back end.
 #[derive(Debug, Clone)]
@@ -117,13 +111,6 @@ pub(crate) struct Inner {
     dictionaries: dictionaries::Dictionaries,
 }
 
-pub(crate) fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 /// Opens a connection to the database with the store's settings. Its pages
 /// stay SQLite's 4 KiB. Smaller ones were measured: a delivery's commit logs
 /// the last page of a dozen B-trees whole, so 1 KiB pages cut the log per
@@ -150,36 +137,6 @@ fn bump_serial(conn: &Connection) -> Result<()> {
         [],
     )?;
     Ok(())
-}
-
-pub(crate) fn valid_domain(name: &str) -> Result<String> {
-    let name = name.trim().trim_end_matches('.').to_lowercase();
-    let ok = !name.is_empty()
-        && name.len() <= 253
-        && !name.starts_with('.')
-        && !name.contains("..")
-        && name
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '-' || c == '.' || c == '_');
-    if ok {
-        Ok(name)
-    } else {
-        Err(StoreError::Invalid(format!(
-            "not a valid domain name: {name:?}"
-        )))
-    }
-}
-
-pub(crate) fn valid_address(address: &str) -> Result<String> {
-    let normal = normalize_address(address)
-        .filter(|a| {
-            !a.chars()
-                .any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>')
-        })
-        .ok_or_else(|| StoreError::Invalid(format!("not a valid address: {address:?}")))?;
-    let (_, domain) = normal.rsplit_once('@').expect("normalised");
-    valid_domain(domain)?;
-    Ok(normal)
 }
 
 impl SqliteStore {

@@ -7,27 +7,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, ScriptOwner, SieveScriptInfo};
-
-/// The account column's value: global scripts live under account 0,
-/// which no account has (row ids start at 1).
-pub(crate) fn owner_id(owner: ScriptOwner) -> AccountId {
-    match owner {
-        ScriptOwner::Account(id) => id,
-        ScriptOwner::Global => 0,
-    }
-}
-
-/// RFC 5804 §1.6: a script name is UTF-8 without control characters
-/// (and without the line and paragraph separators). We also bound it.
-pub(crate) fn valid_name(name: &str) -> Result<()> {
-    let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
-    if name.is_empty() || name.len() > 512 || name.chars().any(bad) {
-        return Err(StoreError::Invalid(format!(
-            "not a valid script name: {name:?}"
-        )));
-    }
-    Ok(())
-}
+use crate::names::valid_script_name;
+use crate::owner::script_owner_id;
 
 pub(super) fn list(c: &Connection, owner: ScriptOwner) -> Result<Vec<SieveScriptInfo>> {
     let scripts = c
@@ -35,7 +16,7 @@ pub(super) fn list(c: &Connection, owner: ScriptOwner) -> Result<Vec<SieveScript
             "SELECT name, active, length(CAST(source AS BLOB)) FROM sieve_scripts
              WHERE account_id = ?1 ORDER BY name",
         )?
-        .query_map([owner_id(owner)], |r| {
+        .query_map([script_owner_id(owner)], |r| {
             Ok(SieveScriptInfo {
                 name: r.get(0)?,
                 active: r.get::<_, i64>(1)? != 0,
@@ -49,7 +30,7 @@ pub(super) fn list(c: &Connection, owner: ScriptOwner) -> Result<Vec<SieveScript
 pub(super) fn get(c: &Connection, owner: ScriptOwner, name: &str) -> Result<Option<String>> {
     Ok(c.query_row(
         "SELECT source FROM sieve_scripts WHERE account_id = ?1 AND name = ?2",
-        params![owner_id(owner), name],
+        params![script_owner_id(owner), name],
         |r| r.get(0),
     )
     .optional()?)
@@ -62,11 +43,11 @@ pub(super) fn put(
     source: &str,
     now: i64,
 ) -> Result<()> {
-    valid_name(name)?;
+    valid_script_name(name)?;
     c.execute(
         "INSERT INTO sieve_scripts (account_id, name, source, updated) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (account_id, name) DO UPDATE SET source = ?3, updated = ?4",
-        params![owner_id(owner), name, source, now],
+        params![script_owner_id(owner), name, source, now],
     )?;
     Ok(())
 }
@@ -98,7 +79,7 @@ pub(super) fn delete(c: &Connection, owner: ScriptOwner, name: &str) -> Result<(
     let active: Option<i64> = c
         .query_row(
             "SELECT active FROM sieve_scripts WHERE account_id = ?1 AND name = ?2",
-            params![owner_id(owner), name],
+            params![script_owner_id(owner), name],
             |r| r.get(0),
         )
         .optional()?;
@@ -110,7 +91,7 @@ pub(super) fn delete(c: &Connection, owner: ScriptOwner, name: &str) -> Result<(
         Some(_) => {
             c.execute(
                 "DELETE FROM sieve_scripts WHERE account_id = ?1 AND name = ?2",
-                params![owner_id(owner), name],
+                params![script_owner_id(owner), name],
             )?;
             Ok(())
         }
@@ -120,13 +101,13 @@ pub(super) fn delete(c: &Connection, owner: ScriptOwner, name: &str) -> Result<(
 /// RFC 5804 §2.11.1: the new name must be free; an active script stays
 /// active under it.
 pub(super) fn rename(c: &Connection, owner: ScriptOwner, from: &str, to: &str) -> Result<()> {
-    valid_name(to)?;
+    valid_script_name(to)?;
     if get(c, owner, to)?.is_some() {
         return Err(StoreError::Exists(format!("script {to:?}")));
     }
     let n = c.execute(
         "UPDATE sieve_scripts SET name = ?3 WHERE account_id = ?1 AND name = ?2",
-        params![owner_id(owner), from, to],
+        params![script_owner_id(owner), from, to],
     )?;
     if n == 0 {
         return Err(StoreError::NotFound(format!("script {from:?}")));

@@ -11,11 +11,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::Result;
 use crate::model::{AccountId, BlobId, MailboxId, SpamModel, SpamTraining, Uid};
-
-/// The account column's value: the global model lives under account 0.
-pub(crate) fn owner_id(account: Option<AccountId>) -> AccountId {
-    account.unwrap_or(0)
-}
+use crate::owner::spam_owner_id;
+use crate::spam_training::class_for_move;
 
 fn special_use(c: &Connection, mailbox: MailboxId) -> Result<Option<String>> {
     Ok(c.query_row(
@@ -27,9 +24,8 @@ fn special_use(c: &Connection, mailbox: MailboxId) -> Result<Option<String>> {
     .flatten())
 }
 
-/// Queues training for messages copied or moved from `from` to `to`:
-/// into Junk is spam; out of Junk to anywhere but Trash is ham (to Trash
-/// is throwing away, which says nothing).
+/// Queues training for messages copied or moved from `from` to `to`, as
+/// the store's rule says (spam_training.rs).
 pub(super) fn note_moves(
     c: &Connection,
     from: MailboxId,
@@ -41,11 +37,8 @@ pub(super) fn note_moves(
     }
     let from_use = special_use(c, from)?;
     let to_use = special_use(c, to)?;
-    let junk = |u: &Option<String>| u.as_deref() == Some("\\Junk");
-    let spam = match (junk(&from_use), junk(&to_use)) {
-        (false, true) => true,
-        (true, false) if to_use.as_deref() != Some("\\Trash") => false,
-        _ => return Ok(()),
+    let Some(spam) = class_for_move(from_use.as_deref(), to_use.as_deref()) else {
+        return Ok(());
     };
     let mut insert = c.prepare_cached(
         "INSERT INTO spam_training (account_id, blob_id, spam)
@@ -92,7 +85,7 @@ pub(super) fn train(
     if let Some(id) = done {
         c.execute("DELETE FROM spam_training WHERE id = ?1", [id])?;
     }
-    let owner = owner_id(account);
+    let owner = spam_owner_id(account);
     let before: Option<bool> = match blob {
         Some(blob) => c
             .query_row(
@@ -160,7 +153,7 @@ pub(super) fn model(
     account: Option<AccountId>,
     tokens: &[String],
 ) -> Result<SpamModel> {
-    let owner = owner_id(account);
+    let owner = spam_owner_id(account);
     let (spam_messages, ham_messages) = c
         .query_row(
             "SELECT spam, ham FROM spam_totals WHERE account_id = ?1",
@@ -207,7 +200,7 @@ pub(super) fn token_rows(
 ) -> Result<Vec<(String, u32, u32, i64)>> {
     let rows = c
         .prepare("SELECT token, spam, ham, seen FROM spam_tokens WHERE account_id = ?1")?
-        .query_map([owner_id(account)], |r| {
+        .query_map([spam_owner_id(account)], |r| {
             Ok((
                 r.get(0)?,
                 r.get::<_, i64>(1)? as u32,
@@ -222,7 +215,7 @@ pub(super) fn token_rows(
 pub(super) fn token_count(c: &Connection, account: Option<AccountId>) -> Result<u64> {
     Ok(c.query_row(
         "SELECT count(*) FROM spam_tokens WHERE account_id = ?1",
-        [owner_id(account)],
+        [spam_owner_id(account)],
         |r| r.get::<_, i64>(0),
     )? as u64)
 }
@@ -235,7 +228,7 @@ pub(super) fn forget_tokens(
     let mut delete =
         c.prepare_cached("DELETE FROM spam_tokens WHERE account_id = ?1 AND token = ?2")?;
     for token in tokens {
-        delete.execute(params![owner_id(account), token])?;
+        delete.execute(params![spam_owner_id(account), token])?;
     }
     Ok(())
 }

@@ -4,9 +4,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Result, StoreError};
 use crate::model::{AccountId, WebSession, WebSettings};
-
-/// Largest page size a user may choose.
-pub(crate) const MAX_PAGE_SIZE: u32 = 500;
+use crate::web_settings::check_settings;
 
 pub(super) fn create_session(c: &Connection, s: &WebSession) -> Result<()> {
     c.prepare_cached("DELETE FROM web_sessions WHERE expires <= ?1")?
@@ -78,16 +76,7 @@ pub(super) fn settings(c: &Connection, account: AccountId) -> Result<WebSettings
 }
 
 pub(super) fn set_settings(c: &Connection, account: AccountId, s: &WebSettings) -> Result<()> {
-    if s.page_size == 0 || s.page_size > MAX_PAGE_SIZE {
-        return Err(StoreError::Invalid(format!(
-            "page size must be between 1 and {MAX_PAGE_SIZE}"
-        )));
-    }
-    if s.remote_ok.iter().any(|a| a.contains(['\n', '\r'])) {
-        return Err(StoreError::Invalid(
-            "sender address with a line break".into(),
-        ));
-    }
+    check_settings(s)?;
     let exists: bool = c.query_row(
         "SELECT EXISTS (SELECT 1 FROM accounts WHERE id = ?1)",
         [account],
