@@ -39,6 +39,13 @@ pub struct OutboundConfig {
     /// Seconds to wait for each reply (RFC 5321 §4.5.3.2 says 5 minutes;
     /// the end of data gets twice this).
     pub command_timeout: u64,
+    /// Seconds a recipient stays leased to the node that claimed it for an
+    /// attempt (default 15 minutes). The lease is what stops two nodes
+    /// sending the same message at once; after a crash it is also how
+    /// long the mail waits before another node (on PostgreSQL) takes it
+    /// over. It should outlast one delivery run, or a slow run's mail can
+    /// be sent a second time by another node.
+    pub lease_secs: u64,
     /// TLS policy: MTA-STS, DANE.
     pub tls: TlsPolicyConfig,
     /// A relay (smarthost) all mail goes through, for sites that may not
@@ -133,6 +140,7 @@ impl Default for OutboundConfig {
             destination_concurrency: 10,
             connect_timeout: 30,
             command_timeout: 300,
+            lease_secs: 15 * 60,
             tls: TlsPolicyConfig::default(),
             relay: RelayConfig::default(),
         }
@@ -150,6 +158,9 @@ impl OutboundConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.retry_schedule.is_empty() || self.retry_schedule.contains(&0) {
             return Err("outbound.retry_schedule needs at least one delay, none of them 0".into());
+        }
+        if self.lease_secs == 0 {
+            return Err("outbound.lease_secs must be at least 1".into());
         }
         if self.max_connections == 0 {
             return Err("outbound.max_connections must be at least 1".into());
@@ -194,6 +205,17 @@ mod tests {
             ..OutboundConfig::default()
         };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn a_lease_lasts_fifteen_minutes_unless_set_and_never_zero() {
+        let parse = |text: &str| -> OutboundConfig { toml::from_str(text).unwrap() };
+        assert_eq!(parse("").lease_secs, 900);
+        let short = parse("lease_secs = 5\n");
+        assert_eq!(short.lease_secs, 5);
+        assert!(short.validate().is_ok());
+        let zero = parse("lease_secs = 0\n").validate().unwrap_err();
+        assert!(zero.contains("outbound.lease_secs"), "{zero}");
     }
 
     #[test]

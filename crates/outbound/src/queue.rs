@@ -38,8 +38,6 @@ use crate::dkim::Signer;
 use crate::route::{RouteError, Router};
 use crate::tls_policy::{DomainPolicy, TlsOutcome, TlsPolicies};
 
-/// How long a claimed row stays leased to an attempt.
-const LEASE_SECS: i64 = 15 * 60;
 /// Rows claimed per look.
 const CLAIM: usize = 500;
 
@@ -309,7 +307,10 @@ impl QueueManager {
     /// Claims due rows and starts a task per destination nobody is working
     /// on; returns how many rows went to new tasks.
     async fn claim(self: &Arc<Self>) -> store::Result<usize> {
-        let rows = self.store.claim_queue(now(), LEASE_SECS, CLAIM).await?;
+        // How long a claimed row stays leased to this attempt
+        // (`lease_secs`, validated at start to be at least 1).
+        let lease = i64::try_from(self.config.lease_secs).unwrap_or(i64::MAX);
+        let rows = self.store.claim_queue(now(), lease, CLAIM).await?;
         let mut started = 0;
         let mut by_domain: BTreeMap<String, Vec<QueuedRecipient>> = BTreeMap::new();
         for row in rows {

@@ -7,7 +7,7 @@ use sluice_testkit as kit;
 
 use std::time::Duration;
 
-use kit::{python, Postgres, Server, PASSWORD};
+use kit::{python, Dns, Postgres, Server, StandInMx, Zone, PASSWORD};
 
 /// The `[store]` section of a node on `url`.
 fn on_postgres(url: &str) -> String {
@@ -385,4 +385,336 @@ print(m.uid("SEARCH", None, "SUBJECT", '"ote 1"')[1][0].decode())
         "{}",
         String::from_utf8_lossy(&again.stderr)
     );
+}
+
+/// Clients that deliver distinct messages to `rcpt` over SMTP, one
+/// connection each, until the server goes away. Each message is named
+/// `k<client>-<n>` (its subject and Message-ID) and has a body of its
+/// own, from one line to about 100 KB so that some transactions are long;
+/// one line per message: `ok`, `refused` or `unacknowledged` (the
+/// connection broke before the reply), its name and its body's SHA-256.
+const LOAD: &str = r#"
+import hashlib, smtplib, sys, threading
+host, port = sys.argv[1].rsplit(":", 1)
+rcpt, clients = sys.argv[2], int(sys.argv[3])
+lock = threading.Lock()
+def say(*words):
+    with lock:
+        print(*words, flush=True)
+def body(name, n):
+    lines = (n * 37 % 40) ** 2 + 1
+    return "".join("%s line %d of %d: the quick brown fox\r\n" % (name, i, lines) for i in range(lines))
+def client(c):
+    s = None
+    for n in range(5000):
+        name = "k%d-%d" % (c, n)
+        text = body(name, n)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        msg = ("From: a@remote.test\r\nTo: %s\r\nSubject: %s\r\nMessage-ID: <%s@load.test>\r\n\r\n%s"
+               % (rcpt, name, name, text))
+        try:
+            if s is None:
+                s = smtplib.SMTP(host, int(port), timeout=120)
+            s.sendmail("a@remote.test", [rcpt], msg)
+        except (smtplib.SMTPResponseException, smtplib.SMTPRecipientsRefused) as e:
+            say("refused", name, digest)
+            try:
+                s.quit()
+            except Exception:
+                pass
+            s = None
+            continue
+        except (OSError, smtplib.SMTPException):
+            say("unacknowledged", name, digest)
+            return
+        say("ok", name, digest)
+threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+for t in threads: t.start()
+for t in threads: t.join()
+"#;
+
+/// What the mailbox `user` has on `imap`: STATUS MESSAGES, the EXISTS of
+/// SELECT, and each message's name (its Message-ID's local part) with its
+/// body's SHA-256, as `(status, exists, messages)`.
+fn inbox_digests(imap: std::net::SocketAddr, user: &str) -> (usize, usize, Vec<(String, String)>) {
+    let out = python(
+        r#"
+import hashlib, imaplib, re, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[2], sys.argv[3])
+status = m.status("INBOX", "(MESSAGES)")[1][0].decode()
+print("status", re.search(r"MESSAGES (\d+)", status).group(1))
+print("exists", m.select("INBOX", readonly=True)[1][0].decode())
+typ, data = m.uid("FETCH", "1:*", "(BODY.PEEK[])")
+for item in data:
+    if isinstance(item, tuple):
+        head, _, text = item[1].partition(b"\r\n\r\n")
+        found = re.search(rb"(?im)^message-id:\s*<([^@>]*)@", head)
+        name = found.group(1).decode() if found else "-"
+        print("msg", name, hashlib.sha256(text).hexdigest())
+m.logout()
+"#,
+        &[&imap.to_string(), user, PASSWORD],
+    );
+    let mut status = None;
+    let mut exists = None;
+    let mut messages = Vec::new();
+    for line in out.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["status", n] => status = n.parse().ok(),
+            ["exists", n] => exists = n.parse().ok(),
+            ["msg", name, digest] => messages.push((name.to_string(), digest.to_string())),
+            _ => panic!("unexpected line {line:?} in\n{out}"),
+        }
+    }
+    (status.expect(&out), exists.expect(&out), messages)
+}
+
+/// Rows where the mailbox figures the triggers keep differ from the
+/// messages, or a stored message points at a blob that is not whole.
+const INCONSISTENCIES: &str = "
+SELECT (SELECT count(*) FROM mailboxes mb
+        WHERE mb.n_messages <> (SELECT count(*) FROM messages m WHERE m.mailbox_id = mb.id)
+           OR mb.n_bytes <> (SELECT coalesce(sum(m.size), 0) FROM messages m
+                             WHERE m.mailbox_id = mb.id))
+     + (SELECT count(*) FROM messages m JOIN blobs b ON b.id = m.blob_id
+        WHERE NOT b.complete OR b.refcount < 1)";
+
+/// kill -9 of node A while several clients deliver to it: every message
+/// A acknowledged is on node B once and whole, no other message is there
+/// in part, the figures agree with the messages, and both nodes go on.
+#[test]
+fn kill_nine_of_a_node_mid_delivery_loses_nothing_it_acknowledged() {
+    use std::collections::HashMap;
+    use std::io::BufRead;
+    let pg = Postgres::start();
+    let url = pg.create_database();
+    let db = url.rsplit('/').next().unwrap().to_string();
+    let mut a = Server::start_with(&on_postgres(&url));
+    let b = Server::start_joining(&on_postgres(&url));
+    let user = a.add_user("kim");
+    assert!(kit::wait_until(Duration::from_secs(30), || b.rcpt_accepted(&user)));
+
+    let mut load = kit::python_spawn(LOAD, &[&a.smtp.to_string(), &user, "6"]);
+    let lines = std::io::BufReader::new(load.stdout.take().unwrap()).lines();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Outcome and body digest of every message a client tried.
+    let mut tried: HashMap<String, (String, String)> = HashMap::new();
+    let mut note = |line: String| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [outcome, name, digest] = words[..] else {
+            panic!("unexpected line {line:?}");
+        };
+        tried.insert(name.to_string(), (outcome.to_string(), digest.to_string()));
+        outcome == "ok"
+    };
+    // The kill comes once 40 deliveries were acknowledged, with the six
+    // clients still sending.
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    let mut acknowledged = 0;
+    while acknowledged < 40 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("{acknowledged} acknowledged by now:\n{}", a.log()));
+        acknowledged += usize::from(note(line));
+    }
+    a.kill9();
+    // The clients stop at their first broken connection.
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                note(line);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(e) => panic!("the clients did not stop: {e}"),
+        }
+    }
+    assert!(load.wait().unwrap().success());
+    let outcome_count = |wanted: &str| tried.values().filter(|(o, _)| o == wanted).count();
+    let acked = outcome_count("ok");
+    let cut = outcome_count("unacknowledged");
+    eprintln!(
+        "{acked} acknowledged, {cut} cut off by the kill, {} refused",
+        outcome_count("refused")
+    );
+    assert_eq!(cut, 6, "each client's last message was cut off");
+
+    // Node B has each acknowledged message once and whole; of the cut off
+    // ones, at most whole ones.
+    let (status, exists, messages) = inbox_digests(b.imap, &user);
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (name, digest) in &messages {
+        *seen.entry(name.as_str()).or_default() += 1;
+        let (outcome, sent) = tried
+            .get(name)
+            .unwrap_or_else(|| panic!("a message nobody sent: {name}"));
+        assert_ne!(outcome, "refused", "{name} was refused yet stored");
+        assert_eq!(digest, sent, "{name} ({outcome}) is not as it was sent");
+    }
+    for (name, count) in &seen {
+        assert_eq!(*count, 1, "{name} is stored {count} times");
+    }
+    for (name, (outcome, _)) in &tried {
+        if outcome == "ok" {
+            assert!(
+                seen.contains_key(name.as_str()),
+                "{name} was acknowledged and is lost"
+            );
+        }
+    }
+    assert_eq!(status, messages.len(), "STATUS MESSAGES against FETCH");
+    assert_eq!(exists, messages.len(), "EXISTS against FETCH");
+    assert_eq!(pg.psql(&db, INCONSISTENCIES), "0");
+
+    // Node B takes new mail.
+    assert_eq!(send(b.smtp, &user, "after the kill", "on b"), "250");
+    let (status, _, after) = inbox_digests(b.imap, &user);
+    assert_eq!(
+        (status, after.len()),
+        (messages.len() + 1, messages.len() + 1)
+    );
+
+    // Node A starts again on the same database and serves the same store.
+    a.restart();
+    assert_eq!(send(a.smtp, &user, "after the restart", "on a"), "250");
+    let on_b = imap_listing(b.imap, &user);
+    assert_eq!(imap_listing(a.imap, &user), on_b);
+    assert_eq!(
+        on_b.lines().filter(|l| l.starts_with("  ")).count(),
+        messages.len() + 2,
+        "{on_b}"
+    );
+    assert_eq!(pg.psql(&db, INCONSISTENCIES), "0");
+}
+
+/// kill -9 of node A while it holds the outbound leases of several
+/// messages, each sent up to the end of data to an MX that never answers
+/// it: once the leases run out node B sends every message, and each
+/// arrives exactly once.
+#[test]
+fn a_dead_nodes_outbound_leases_run_out_and_another_node_sends_each_message_once() {
+    const MESSAGES: usize = 4;
+    // Long enough that A still holds every lease when the kill comes, even
+    // on a loaded machine; short enough for a test.
+    const LEASE_SECS: u64 = 20;
+    let pg = Postgres::start();
+    let url = pg.create_database();
+    let db = url.rsplit('/').next().unwrap().to_string();
+    let mx = StandInMx::start();
+    let dns = Dns::start(vec![Zone::new(
+        "remote.test",
+        &["@ IN MX 10 mail.remote.test.", "mail IN A 127.0.0.1"],
+    )]);
+    // The nodes reach the MX host on ports of their own, so the stand-in
+    // knows which node is talking: A gets the port that never answers the
+    // end of data, B the one that takes mail. A window of one connection
+    // per message puts every message in flight on A at once.
+    let node = |mx_port: u16| {
+        format!(
+            "{}[dns]\nresolver = \"{}\"\n\
+             [outbound]\nmx_port = {mx_port}\nretry_schedule = [1]\n\
+             connect_timeout = 10\ncommand_timeout = 300\nlease_secs = {LEASE_SECS}\n\
+             initial_destination_concurrency = {MESSAGES}\ndestination_concurrency = {MESSAGES}\n\
+             [outbound.tls]\nmta_sts = false\ndane = \"off\"\n",
+            on_postgres(&url),
+            dns.addr
+        )
+    };
+    let mut a = Server::start_with(&node(mx.stalling.port()));
+    let b = Server::start_joining(&node(mx.answering.port()));
+    let alice = a.add_user("alice");
+
+    let out = python(
+        r#"
+import smtplib, ssl, sys
+host, port = sys.argv[1].rsplit(":", 1)
+user, password, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+s = smtplib.SMTP(host, int(port), timeout=60)
+s.starttls(context=ssl._create_unverified_context())
+s.login(user, password)
+for i in range(n):
+    s.sendmail(user, ["friend@remote.test"],
+        "From: %s\r\nTo: friend@remote.test\r\nSubject: leased %d\r\nMessage-ID: <leased-%d@example.org>\r\n\r\nmessage %d\r\n"
+        % (user, i, i, i))
+    print("250")
+s.quit()
+"#,
+        &[
+            &a.addr("submission").to_string(),
+            &alice,
+            PASSWORD,
+            &MESSAGES.to_string(),
+        ],
+    );
+    assert_eq!(out.lines().count(), MESSAGES, "{out}");
+    let ids: Vec<String> = (0..MESSAGES)
+        .map(|i| format!("<leased-{i}@example.org>"))
+        .collect();
+
+    // A has leased every message: the stand-in holds each one's data,
+    // unanswered, on A's port, and the queue rows are leased.
+    assert!(
+        kit::wait_until(Duration::from_secs(60), || mx.held().len() == MESSAGES),
+        "held on A's port: {:?}\n{}",
+        mx.held(),
+        a.log()
+    );
+    let mut held = mx.held();
+    held.sort();
+    assert_eq!(held, ids);
+    let leased = format!(
+        "SELECT count(*) FROM queue WHERE lease_until > {}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    );
+    assert_eq!(pg.psql(&db, &leased), MESSAGES.to_string());
+    assert_eq!(
+        mx.connections().1,
+        0,
+        "B sent before A died: the leases were too short for this machine"
+    );
+
+    a.kill9();
+    // A's connections went with it: none of them got an answer.
+    assert!(
+        kit::wait_until(Duration::from_secs(30), || mx.hung_up() == MESSAGES),
+        "{} of A's connections closed",
+        mx.hung_up()
+    );
+    assert!(mx.delivered().is_empty());
+
+    // B sends each message once the leases run out.
+    let sent_by_b = || {
+        mx.delivered().len() == MESSAGES
+            && b.cli_ok(&["queue", "list"]).contains("the queue is empty")
+    };
+    assert!(
+        kit::wait_until(Duration::from_secs(LEASE_SECS + 120), sent_by_b),
+        "delivered through B: {:?}\n{}\n{}",
+        mx.delivered(),
+        b.cli_ok(&["queue", "list"]),
+        b.log()
+    );
+    let delivered = mx.delivered();
+    for id in &ids {
+        assert_eq!(delivered.get(id), Some(&1), "{id}: {delivered:?}");
+    }
+    assert_eq!(delivered.len(), MESSAGES, "{delivered:?}");
+    assert_eq!(pg.psql(&db, "SELECT count(*) FROM queue"), "0");
+    // Nothing more reached A's port since the kill.
+    assert_eq!(mx.connections().0, MESSAGES);
 }

@@ -10,7 +10,9 @@
 //! writes, so that MX, TXT, TLSA and the rest never come from the
 //! system resolver or the internet; [`PostfixMx`], a real Postfix
 //! as the MX that outbound mail is sent to; and [`Pebble`], a real ACME
-//! CA that issues certificates after validating challenges.
+//! CA that issues certificates after validating challenges; [`StandInMx`],
+//! an MX that holds messages unanswered on one port and takes them on
+//! another, to tell which node sent what.
 #![forbid(unsafe_code)]
 
 mod bin;
@@ -24,6 +26,7 @@ mod postfix;
 mod postgres;
 mod server;
 mod sink;
+mod stand_in_mx;
 mod store;
 mod tools;
 
@@ -38,6 +41,7 @@ pub use postfix::PostfixMx;
 pub use postgres::{Postgres, PG_USER};
 pub use server::{signal, Server, DOMAIN, PASSWORD, STORE_ENV};
 pub use sink::SmtpSink;
+pub use stand_in_mx::StandInMx;
 pub use tools::{addr_arg, debian_python, path_arg, python, python_spawn, swaks};
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
