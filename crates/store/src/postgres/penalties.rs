@@ -62,14 +62,8 @@ RETURNING key, failures";
 const BATCH: i64 = 1000;
 
 /// The book of a [`PgStore`].
-pub(super) struct PgPenalties {
+struct PgPenalties {
     store: PgStore,
-}
-
-impl PgPenalties {
-    pub(super) fn new(store: PgStore) -> Arc<dyn PenaltyBook> {
-        Arc::new(PgPenalties { store })
-    }
 }
 
 /// Keys as stored, sorted and without repeats: the order rows are locked.
@@ -177,7 +171,9 @@ impl PenaltyBook for PgPenalties {
 impl PgStore {
     /// The penalty book of every node on this database.
     pub fn penalties(&self) -> Arc<dyn PenaltyBook> {
-        PgPenalties::new(self.clone())
+        Arc::new(PgPenalties {
+            store: self.clone(),
+        })
     }
 
     /// Deletes the failed-login rows that no longer count at `now` (ms

@@ -93,7 +93,7 @@ async fn run(inner: Weak<Inner>, wake: Arc<tokio::sync::Notify>) {
                 // Left for the next round; nothing is lost by waiting.
                 tracing::warn!(error = %e, "sweeping released blobs failed");
             }
-            if round % PENALTY_ROUNDS == 0 {
+            if round.is_multiple_of(PENALTY_ROUNDS) {
                 let now = store.penalties().now();
                 if let Err(e) = store.forget_old_penalties(now).await {
                     tracing::warn!(error = %e, "forgetting old failed logins failed");

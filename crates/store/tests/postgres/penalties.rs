@@ -110,7 +110,7 @@ async fn failures_on_one_node_hold_back_the_other_and_a_success_clears_the_accou
             .unwrap(),
     );
     assert!(wait > 4000, "{wait}");
-    assert_eq!(penalised, [account.clone()]);
+    assert_eq!(penalised, std::slice::from_ref(&account));
 
     // A success on A clears the account for B too, never the address.
     on_a.clear(&account).await.unwrap();
