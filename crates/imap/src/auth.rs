@@ -63,6 +63,11 @@ impl Session<'_> {
                     None => reply,
                 }
             }
+            // RFC 5530 §3: UNAVAILABLE, a subsystem is down for now.
+            Err(store::AuthFailure::Unavailable) => {
+                Reply::no("Logging in is not possible right now; try again later")
+                    .code(code("UNAVAILABLE"))
+            }
             Err(store::AuthFailure::Throttled) => {
                 self.failures += 1;
                 let reply =

@@ -480,6 +480,10 @@ impl<'a> Session<'a> {
                         "Too many failed logins; try again later",
                     ),
                     store::AuthFailure::BadCredentials => self.no(None, "Authentication failed"),
+                    store::AuthFailure::Unavailable => self.no(
+                        Some(Code::TryLater),
+                        "Logging in is not possible right now; try again later",
+                    ),
                 }
                 if self.failures >= self.ctx.config.max_auth_failures {
                     self.respond(Status::Bye, None, "Too many failed logins");

@@ -54,7 +54,8 @@ pub struct Metrics {
     /// Outbound recipients by outcome (delivered, deferred, failed).
     pub outbound_recipients: Family<Label, Counter>,
     /// Logins refused, every protocol together, by reason (`password`,
-    /// `throttled`).
+    /// `throttled`, `unavailable`: the shared failure counts could not be
+    /// read).
     pub auth_failures: Family<Label, Counter>,
     /// IMAP commands run, by command name.
     pub imap_commands: Family<Label, Counter>,

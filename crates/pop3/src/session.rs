@@ -283,6 +283,9 @@ impl<'a> Session<'a> {
                         self.err("[SYS/TEMP] Too many failed logins; try again later")
                     }
                     store::AuthFailure::BadCredentials => self.err("[AUTH] Authentication failed"),
+                    store::AuthFailure::Unavailable => {
+                        self.err("[SYS/TEMP] Logging in is not possible right now; try again later")
+                    }
                 }
                 if self.failures >= self.ctx.config.max_auth_failures {
                     self.err("[AUTH] Too many failures, closing connection");

@@ -310,10 +310,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // Submission: the same SMTP session with AUTH and relaying for
     // accounts; no DNSBL (clients are people, often on dynamic addresses).
     // One throttling table for every protocol: failures over POP3 slow
-    // guesses over IMAP, submission and webmail too (store::auth).
-    let imap_auth = Arc::new(Authenticator::new(
+    // guesses over IMAP, submission and webmail too (store::auth). On a
+    // store several nodes share, the table is in it, so guesses spread
+    // over the nodes count together.
+    let imap_auth = Arc::new(Authenticator::with_book(
         Arc::clone(&directory),
         Duration::from_secs(config.imap.auth_failure_delay_secs),
+        store.penalty_book(),
     ));
     let auth_with = |secs: u64| {
         Arc::new(Authenticator::sharing(

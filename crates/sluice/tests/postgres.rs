@@ -718,3 +718,95 @@ s.quit()
     // Nothing more reached A's port since the kill.
     assert_eq!(mx.connections().0, MESSAGES);
 }
+
+/// One IMAP LOGIN on `imap`; `OK`, or the server's refusal.
+fn imap_login(imap: std::net::SocketAddr, user: &str, password: &str) -> String {
+    python(
+        r#"
+import imaplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p))
+try:
+    m.login(sys.argv[2], sys.argv[3]); print("OK")
+except imaplib.IMAP4.error as e:
+    print(e)
+"#,
+        &[&imap.to_string(), user, password],
+    )
+    .trim()
+    .to_string()
+}
+
+#[test]
+fn failed_logins_on_one_node_throttle_the_account_on_the_other() {
+    use std::io::{BufRead, Write};
+    let pg = Postgres::start();
+    let url = pg.create_database();
+    let db = url.rsplit('/').next().unwrap().to_string();
+    // A first failure's delay beyond the longest wait (30 s): after one
+    // failure the account's next turn is too far off, and the next
+    // attempt is refused at once.
+    let config = format!(
+        "{}[imap]\nmax_auth_failures = 1000\nauth_failure_delay_secs = 40\n\
+         [pop3]\nauth_failure_delay_secs = 40\n",
+        on_postgres(&url)
+    );
+    let a = Server::start_with(&config);
+    let b = Server::start_joining(&config);
+    let victim = a.add_user("victim");
+    assert!(kit::wait_until(Duration::from_secs(5), || b.rcpt_accepted(&victim)));
+    // The victim's own client logged in on B before the attack.
+    assert_eq!(imap_login(b.imap, &victim, PASSWORD), "OK");
+
+    // A wrong password on node A. Its answer comes only after the
+    // failure's delay; the failure is counted before, in the database.
+    let mut guess = std::net::TcpStream::connect(a.imap).unwrap();
+    let mut greeting = String::new();
+    std::io::BufReader::new(guess.try_clone().unwrap())
+        .read_line(&mut greeting)
+        .unwrap();
+    assert!(greeting.starts_with("* OK"), "{greeting}");
+    write!(guess, "a LOGIN {victim} \"wrong guess\"\r\n").unwrap();
+    let counted = format!(
+        "SELECT failures FROM auth_penalties WHERE key = 'account {}'",
+        victim.to_lowercase()
+    );
+    assert!(
+        kit::wait_until(Duration::from_secs(10), || pg.psql(&db, &counted) == "1"),
+        "the failure on A was not counted: {}",
+        a.log()
+    );
+
+    // Node B never saw a failure, yet refuses the next guesses at once,
+    // over IMAP and POP3 alike, without checking them.
+    let refused = imap_login(b.imap, &victim, "second guess");
+    assert!(
+        refused.contains("UNAVAILABLE") && refused.contains("Too many failed logins"),
+        "{refused}"
+    );
+    let out = python(
+        r#"
+import poplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = poplib.POP3(h, int(p), timeout=30)
+s.user(sys.argv[2])
+try:
+    s.pass_("third guess"); print("OK")
+except poplib.error_proto as e:
+    print(e.args[0].decode())
+"#,
+        &[&b.pop3.to_string(), &victim],
+    );
+    assert!(out.starts_with("-ERR [SYS/TEMP]"), "{out}");
+    assert!(
+        b.log()
+            .contains("login throttled: too many recent failures"),
+        "{}",
+        b.log()
+    );
+    assert_eq!(pg.psql(&db, &counted), "1", "a refused guess was counted");
+    // The victim's own client, whose password last succeeded on B, still
+    // gets in there.
+    assert_eq!(imap_login(b.imap, &victim, PASSWORD), "OK");
+    drop(guess);
+}

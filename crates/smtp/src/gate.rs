@@ -1392,6 +1392,12 @@ impl<'a> Session<'a> {
                 "4.7.0",
                 "Temporary authentication failure: too many failed logins, try later",
             )),
+            // RFC 4954 §6: 454 4.7.0 for a failure of the server's own.
+            Err(store::AuthFailure::Unavailable) => self.reply(Reply::new(
+                454,
+                "4.7.0",
+                "Temporary authentication failure, try later",
+            )),
             Err(e) => {
                 // A fixed format an operator can feed to fail2ban.
                 tracing::warn!(client = %self.peer.ip(), user = %user, "smtp auth failed: {e}");

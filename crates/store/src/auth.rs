@@ -3,17 +3,19 @@
 //!
 //! Failures count against the client's address (an IPv6 client by its
 //! /64, which one host usually has whole) and against the account tried,
-//! in one table every protocol shares (POP3, IMAP, submission, webmail
-//! hold [`Authenticator`]s made with [`Authenticator::sharing`]). Once
-//! either has failures, each further attempt takes the next free slot of
-//! its schedule *before* the password is checked, so twenty connections
-//! from one address guess no faster than one; an attempt whose slot is
-//! too far ahead is refused at once ([`AuthFailure::Throttled`]), with a
-//! log line an operator can feed to a firewall. A success clears the
-//! account's count, never the address's: logging into one's own account
-//! does not buy more guesses at another. A login with the exact password
-//! that last succeeded for an account (the cache) is not held back, so a
-//! user's own clients keep working while the account is under attack.
+//! in one penalty book every protocol shares (POP3, IMAP, submission,
+//! webmail hold [`Authenticator`]s made with [`Authenticator::sharing`]);
+//! on a store several nodes share, the book is in the database and every
+//! node counts in it (penalties.rs). Once either key has failures, each
+//! further attempt takes the next free slot of its schedule *before* the
+//! password is checked, so twenty connections from one address guess no
+//! faster than one; an attempt whose slot is too far ahead is refused at
+//! once ([`AuthFailure::Throttled`]), with a log line an operator can
+//! feed to a firewall. A success clears the account's count, never the
+//! address's: logging into one's own account does not buy more guesses
+//! at another. A login with the exact password that last succeeded for an
+//! account on this node (the cache) is not held back, so a user's own
+//! clients keep working while the account is under attack.
 //!
 //! argon2id costs 19 MiB and tens of milliseconds per check; at most one
 //! check per core runs at once, the rest wait their turn, so memory stays
@@ -22,24 +24,15 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use crate::directory::AccountEntry;
 use crate::password::verify_password;
+use crate::penalties::{MemoryPenalties, PenaltyBook, PenaltyKey, Schedule, Turn};
 use crate::watch::DirectoryWatch;
-
-/// Failures older than this no longer count.
-const PENALTY_WINDOW: Duration = Duration::from_secs(15 * 60);
-/// Longest wait between two attempts of a throttled client or account.
-const MAX_PENALTY: Duration = Duration::from_secs(16);
-/// An attempt whose turn is further away than this is refused at once.
-const MAX_WAIT: Duration = Duration::from_secs(30);
-/// Clients and accounts tracked at most; the oldest are forgotten past
-/// this.
-const MAX_TRACKED: usize = 100_000;
 
 /// Why a login failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,42 +44,15 @@ pub enum AuthFailure {
     /// try again later (the password was not checked).
     #[error("too many failed logins; try again later")]
     Throttled,
-}
-
-/// What a throttled address or account may do next.
-#[derive(Debug, Clone, Copy)]
-struct Penalty {
-    failures: u32,
-    last_failure: Instant,
-    /// The earliest moment the next attempt may be checked.
-    next_slot: Instant,
-}
-
-/// Whom failures count against.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Key {
-    Client(IpAddr),
-    Account(String),
-}
-
-/// The client part of an address: IPv4 whole, IPv6 by its /64.
-fn client_key(ip: IpAddr) -> Key {
-    match ip {
-        IpAddr::V4(_) => Key::Client(ip),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => Key::Client(IpAddr::V4(v4)),
-            None => {
-                let mut octets = v6.octets();
-                octets[8..].fill(0);
-                Key::Client(IpAddr::from(octets))
-            }
-        },
-    }
+    /// The shared penalty book cannot be reached (the database is down):
+    /// try again later (the password was not checked).
+    #[error("login temporarily unavailable")]
+    Unavailable,
 }
 
 /// State every protocol's authenticator shares.
 struct Shared {
-    penalties: Mutex<HashMap<Key, Penalty>>,
+    book: Arc<dyn PenaltyBook>,
     /// address → (stored hash, keyed digest of the password that matched).
     /// argon2 costs tens of milliseconds by design; a client that logs in
     /// again and again with the right password (POP3 pollers) pays it once.
@@ -100,21 +66,33 @@ struct Shared {
 /// Verifies logins for a protocol server.
 pub struct Authenticator {
     directory: Arc<DirectoryWatch>,
-    base_delay: Duration,
+    schedule: Schedule,
     shared: Arc<Shared>,
 }
 
 impl Authenticator {
     /// A failed login is answered after `base_delay`, doubled for every
     /// other recent failure from the same client (at most 16 s), and the
-    /// client's or account's next attempt waits as long.
+    /// client's or account's next attempt waits as long. Failures are
+    /// counted in this process's memory.
     pub fn new(directory: Arc<DirectoryWatch>, base_delay: Duration) -> Authenticator {
+        Authenticator::with_book(directory, base_delay, None)
+    }
+
+    /// [`Authenticator::new`], counting failures in `book` when there is
+    /// one (a store's shared book, [`crate::Store::penalty_book`]), in
+    /// memory otherwise.
+    pub fn with_book(
+        directory: Arc<DirectoryWatch>,
+        base_delay: Duration,
+        book: Option<Arc<dyn PenaltyBook>>,
+    ) -> Authenticator {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Authenticator {
             directory,
-            base_delay,
+            schedule: Schedule::new(base_delay),
             shared: Arc::new(Shared {
-                penalties: Mutex::new(HashMap::new()),
+                book: book.unwrap_or_else(|| Arc::new(MemoryPenalties::default())),
                 verified: Mutex::new(HashMap::new()),
                 hashing: Semaphore::new(cores),
                 secret: rand::random(),
@@ -125,11 +103,11 @@ impl Authenticator {
     }
 
     /// An authenticator with its own base delay that shares `other`'s
-    /// failure counts, cache and hashing limit.
+    /// penalty book, cache and hashing limit.
     pub fn sharing(other: &Authenticator, base_delay: Duration) -> Authenticator {
         Authenticator {
             directory: Arc::clone(&other.directory),
-            base_delay,
+            schedule: Schedule::new(base_delay),
             shared: Arc::clone(&other.shared),
         }
     }
@@ -158,20 +136,19 @@ impl Authenticator {
                 .get(&a.address)
                 .is_some_and(|(hash, d)| *hash == a.password_hash && *d == digest)
         });
-        let account_key = Key::Account(address.trim().to_lowercase());
-        let client = client_key(ip);
+        let account_key = PenaltyKey::account(address);
+        let keys = [PenaltyKey::client(ip), account_key.clone()];
+        let book = &self.shared.book;
+        // A book in memory is cleared on every success, as it costs
+        // nothing; a shared one only when the account had failures, so a
+        // login nobody penalised costs one round trip (the turn), and a
+        // login from the cache none.
+        let mut clear_account = book.local();
         let ok = if cached {
             true
         } else {
-            let wait = self.take_slot(&[&client, &account_key]).map_err(|()| {
-                // A fixed format an operator can feed to a firewall.
-                tracing::warn!(client = %ip, user = %address, "login throttled: too many recent failures");
-                metrics::inc(&metrics::get().auth_failures, "reason", "throttled");
-                AuthFailure::Throttled
-            })?;
-            if !wait.is_zero() {
-                tokio::time::sleep(wait).await;
-            }
+            let penalised = self.take_turn(ip, address, &keys).await?;
+            clear_account |= penalised.contains(&account_key);
             // Unknown users are checked against a dummy hash so both
             // failures take the same time.
             let hash = account
@@ -188,11 +165,13 @@ impl Authenticator {
         };
         match account {
             Some(account) if ok => {
-                self.shared
-                    .penalties
-                    .lock()
-                    .expect("auth lock")
-                    .remove(&account_key);
+                if clear_account {
+                    if let Err(e) = book.clear(&account_key).await {
+                        // The password was right: refusing the login now
+                        // would protect nothing. The count ages out.
+                        tracing::warn!(error = %e, user = %address, "clearing an account's failed logins failed");
+                    }
+                }
                 self.shared
                     .verified
                     .lock()
@@ -205,73 +184,69 @@ impl Authenticator {
             }
             _ => {
                 metrics::inc(&metrics::get().auth_failures, "reason", "password");
-                let delay = self.record_failure(&[&client, &account_key]);
+                let delay = self.record_failure(&keys).await;
                 tokio::time::sleep(delay).await;
                 Err(AuthFailure::BadCredentials)
             }
         }
     }
 
-    /// The delay after the `failures`-th recent failure.
-    fn delay(&self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(8);
-        (self.base_delay * 2u32.pow(doublings)).min(MAX_PENALTY.max(self.base_delay))
+    /// Waits for the attempt's turn; the keys that had failures. Refused
+    /// when the turn is too far away, and when the book cannot be read.
+    async fn take_turn(
+        &self,
+        ip: IpAddr,
+        address: &str,
+        keys: &[PenaltyKey],
+    ) -> Result<Vec<PenaltyKey>, AuthFailure> {
+        let book = &self.shared.book;
+        match book.take_turn(keys, book.now(), &self.schedule).await {
+            Ok(Turn::Granted { wait, penalised }) => {
+                if wait > 0 {
+                    tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+                }
+                Ok(penalised)
+            }
+            Ok(Turn::Refused) => {
+                // A fixed format an operator can feed to a firewall.
+                tracing::warn!(client = %ip, user = %address, "login throttled: too many recent failures");
+                metrics::inc(&metrics::get().auth_failures, "reason", "throttled");
+                Err(AuthFailure::Throttled)
+            }
+            Err(e) => {
+                // Without the book a guess would go unthrottled on every
+                // node at once, and checking passwords through a database
+                // outage would only add argon2 to the load: refuse with a
+                // temporary failure (every protocol has one, and clients
+                // retry), without the "throttled" line, as the client did
+                // nothing wrong.
+                tracing::warn!(client = %ip, user = %address, error = %e, "login refused: failed logins cannot be counted");
+                metrics::inc(&metrics::get().auth_failures, "reason", "unavailable");
+                Err(AuthFailure::Unavailable)
+            }
+        }
     }
 
-    /// Reserves the next attempt's slot for each key that has recent
-    /// failures; returns how long to wait for the latest of them, or
-    /// `Err` when that is too far away (nothing is reserved then).
-    fn take_slot(&self, keys: &[&Key]) -> Result<Duration, ()> {
-        let now = Instant::now();
-        let mut penalties = self.shared.penalties.lock().expect("auth lock");
-        let mut start = now;
-        for key in keys {
-            if let Some(p) = penalties.get(*key) {
-                if now.duration_since(p.last_failure) < PENALTY_WINDOW {
-                    start = start.max(p.next_slot);
-                }
+    /// Counts a failure against each key; how long to wait before
+    /// answering it (the client's delay).
+    async fn record_failure(&self, keys: &[PenaltyKey]) -> Duration {
+        let book = &self.shared.book;
+        let longest = match book.record_failure(keys, book.now(), &self.schedule).await {
+            Ok(counts) => keys
+                .iter()
+                .zip(counts)
+                .filter(|(key, _)| matches!(key, PenaltyKey::Client(_)))
+                .map(|(_, n)| self.schedule.delay(n))
+                .max()
+                .unwrap_or(0),
+            Err(e) => {
+                // The answer is the same (the password was wrong); it
+                // comes as late as a persistent guesser's would.
+                tracing::warn!(error = %e, "a failed login could not be counted");
+                self.schedule.delay(u32::MAX)
             }
-        }
-        if start.duration_since(now) > MAX_WAIT {
-            return Err(());
-        }
-        for key in keys {
-            if let Some(p) = penalties.get_mut(*key) {
-                if now.duration_since(p.last_failure) < PENALTY_WINDOW {
-                    p.next_slot = start + self.delay(p.failures);
-                }
-            }
-        }
-        Ok(start.duration_since(now))
-    }
-
-    /// Counts a failure against each key and returns how long to wait
-    /// before answering it.
-    fn record_failure(&self, keys: &[&Key]) -> Duration {
-        let now = Instant::now();
-        let mut penalties = self.shared.penalties.lock().expect("auth lock");
-        if penalties.len() >= MAX_TRACKED {
-            penalties.retain(|_, p| now.duration_since(p.last_failure) < PENALTY_WINDOW);
-        }
-        let mut longest = Duration::ZERO;
-        for key in keys {
-            let p = penalties.entry((*key).clone()).or_insert(Penalty {
-                failures: 0,
-                last_failure: now,
-                next_slot: now,
-            });
-            if now.duration_since(p.last_failure) >= PENALTY_WINDOW {
-                p.failures = 0;
-            }
-            p.failures += 1;
-            p.last_failure = now;
-            let delay = self.delay(p.failures);
-            p.next_slot = p.next_slot.max(now + delay);
-            if matches!(key, Key::Client(_)) {
-                longest = longest.max(delay);
-            }
-        }
-        longest
+        };
+        Duration::from_millis(longest.max(0) as u64)
     }
 }
 
@@ -346,57 +321,67 @@ mod tests {
         assert!(a.login(ip, "nobody@example.org", "right").await.is_err());
     }
 
-    #[test]
-    fn penalty_doubles_per_failure_and_is_capped() {
+    #[tokio::test]
+    async fn penalty_doubles_per_failure_and_is_capped() {
         let a = auth(Duration::from_secs(1));
-        let ip = client_key("10.0.0.1".parse().unwrap());
-        let delays: Vec<u64> = (0..8).map(|_| a.record_failure(&[&ip]).as_secs()).collect();
+        let ip = [PenaltyKey::client("10.0.0.1".parse().unwrap())];
+        let mut delays = Vec::new();
+        for _ in 0..8 {
+            delays.push(a.record_failure(&ip).await.as_secs());
+        }
         assert_eq!(delays, vec![1, 2, 4, 8, 16, 16, 16, 16]);
-        let other = client_key("10.0.0.2".parse().unwrap());
-        assert_eq!(a.record_failure(&[&other]), Duration::from_secs(1));
+        let other = [PenaltyKey::client("10.0.0.2".parse().unwrap())];
+        assert_eq!(a.record_failure(&other).await, Duration::from_secs(1));
     }
 
-    #[test]
-    fn an_ipv6_client_is_its_64() {
-        assert_eq!(
-            client_key("2001:db8:1:2:aaaa::1".parse().unwrap()),
-            client_key("2001:db8:1:2:bbbb::9".parse().unwrap())
-        );
-        assert_ne!(
-            client_key("2001:db8:1:2::1".parse().unwrap()),
-            client_key("2001:db8:1:3::1".parse().unwrap())
-        );
-        assert_eq!(
-            client_key("::ffff:10.0.0.1".parse().unwrap()),
-            client_key("10.0.0.1".parse().unwrap())
-        );
-    }
-
-    #[test]
-    fn parallel_attempts_of_a_failing_client_take_turns_then_are_refused() {
+    #[tokio::test]
+    async fn parallel_attempts_of_a_failing_client_take_turns_then_are_refused() {
         let a = auth(Duration::from_secs(4));
-        let ip = client_key("10.0.0.1".parse().unwrap());
-        let account = Key::Account("a@example.org".into());
+        let book = &a.shared.book;
+        let now = book.now();
+        let ip = PenaltyKey::client("10.0.0.1".parse().unwrap());
+        let account = PenaltyKey::account("a@example.org");
+        let keys = [ip.clone(), account.clone()];
+        let turn = |keys: &[PenaltyKey]| {
+            let keys = keys.to_vec();
+            async move { book.take_turn(&keys, now, &a.schedule).await.unwrap() }
+        };
         // No failures yet: nobody waits.
-        assert_eq!(a.take_slot(&[&ip, &account]), Ok(Duration::ZERO));
-        a.record_failure(&[&ip, &account]);
+        assert_eq!(
+            turn(&keys).await,
+            Turn::Granted {
+                wait: 0,
+                penalised: vec![]
+            }
+        );
+        book.record_failure(&keys, now, &a.schedule).await.unwrap();
         // Twenty attempts at once each get a later turn, 4 s apart
         // (the delay after one failure), until the turns are too far off.
-        let waits: Vec<Result<Duration, ()>> =
-            (0..20).map(|_| a.take_slot(&[&ip, &account])).collect();
-        let granted: Vec<u64> = waits
+        let mut turns = Vec::new();
+        for _ in 0..20 {
+            turns.push(turn(&keys).await);
+        }
+        let granted: Vec<i64> = turns
             .iter()
-            .filter_map(|w| w.ok())
-            .map(|w| (w.as_millis() as u64 + 500) / 1000)
+            .filter_map(|t| match t {
+                Turn::Granted { wait, .. } => Some(wait / 1000),
+                Turn::Refused => None,
+            })
             .collect();
         assert_eq!(granted, [4, 8, 12, 16, 20, 24, 28]);
-        assert!(waits[7..].iter().all(|w| w.is_err()));
+        assert!(turns[7..].iter().all(|t| *t == Turn::Refused));
         // Another client trying the same account waits for it too.
-        let other = client_key("10.9.9.9".parse().unwrap());
-        assert!(a.take_slot(&[&other, &account]).is_err());
+        let other = PenaltyKey::client("10.9.9.9".parse().unwrap());
+        assert_eq!(turn(&[other.clone(), account]).await, Turn::Refused);
         // A fresh client and account are not held back.
-        let fresh = Key::Account("b@example.org".into());
-        assert_eq!(a.take_slot(&[&other, &fresh]), Ok(Duration::ZERO));
+        let fresh = PenaltyKey::account("b@example.org");
+        assert_eq!(
+            turn(&[other, fresh]).await,
+            Turn::Granted {
+                wait: 0,
+                penalised: vec![]
+            }
+        );
     }
 
     #[tokio::test]
@@ -406,8 +391,11 @@ mod tests {
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
         assert!(a.login(ip, "a@example.org", "wrong").await.is_err());
         assert!(shared.login(ip, "a@example.org", "right").await.is_ok());
-        let penalties = a.shared.penalties.lock().unwrap();
-        assert!(!penalties.contains_key(&Key::Account("a@example.org".into())));
-        assert_eq!(penalties.get(&client_key(ip)).unwrap().failures, 1);
+        let book = &a.shared.book;
+        let now = book.now();
+        let account = PenaltyKey::account("a@example.org");
+        assert_eq!(book.recent_failures(&account, now).await.unwrap(), 0);
+        let client = PenaltyKey::client(ip);
+        assert_eq!(book.recent_failures(&client, now).await.unwrap(), 1);
     }
 }

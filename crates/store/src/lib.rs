@@ -24,6 +24,7 @@ mod names;
 mod notify;
 mod owner;
 mod password;
+mod penalties;
 mod pins;
 mod postgres;
 mod quota;
@@ -45,6 +46,9 @@ pub use model::{
     FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY, NOTIFY_FAILURE, NOTIFY_NEVER, NOTIFY_SUCCESS,
 };
 pub use password::{hash_password, verify_password};
+pub use penalties::{
+    MemoryPenalties, PenaltyBook, PenaltyKey, Schedule, Turn, MAX_PENALTY, MAX_WAIT, PENALTY_WINDOW,
+};
 pub use pins::{ViewPin, ViewPins};
 
 /// A maildrop lock from [`Store::lock_maildrop`]: released when dropped.
@@ -468,6 +472,13 @@ pub trait Store: Send + Sync + 'static {
     async fn lock_maildrop(&self, account: AccountId) -> Result<Option<MaildropLock>> {
         let _ = account;
         Ok(Some(MaildropLock::default()))
+    }
+    /// The book of failed logins every node sharing the store counts in
+    /// ([`Authenticator::with_book`]), so guesses spread over the nodes
+    /// are held to one schedule; `None` when the store is one process's
+    /// alone, as SQLite's is, and the book in memory does.
+    fn penalty_book(&self) -> Option<std::sync::Arc<dyn PenaltyBook>> {
+        None
     }
 
     /// Records a new webmail session, and forgets sessions that expired.

@@ -206,6 +206,16 @@ async fn login(
             )
                 .into_response());
         }
+        Err(AuthFailure::Unavailable) => {
+            return Ok((
+                StatusCode::SERVICE_UNAVAILABLE,
+                pages::login(
+                    Some("Logging in is not possible right now; try again soon."),
+                    &f.address,
+                ),
+            )
+                .into_response());
+        }
     };
     let token = session::new_token();
     let lifetime = app.ctx.config.session_hours * 3600;

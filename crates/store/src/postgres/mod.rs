@@ -17,6 +17,7 @@ mod from_sqlite;
 mod mailboxes;
 mod maildrop;
 mod message;
+mod penalties;
 mod prepared;
 mod queue;
 mod schema;
@@ -499,5 +500,9 @@ impl Store for PgStore {
 
     async fn lock_maildrop(&self, account: AccountId) -> Result<Option<crate::MaildropLock>> {
         self.inner.maildrops.take(account).await
+    }
+
+    fn penalty_book(&self) -> Option<Arc<dyn crate::PenaltyBook>> {
+        Some(self.penalties())
     }
 }

@@ -297,6 +297,19 @@ const STEPS: &[&str] = &[
     CREATE TRIGGER spam_blob_gone AFTER DELETE ON blobs
         FOR EACH ROW EXECUTE FUNCTION spam_blob_gone();
     "#,
+    // 2: failed logins, counted by every node together (penalties.rs).
+    // Unlogged: a count that lives minutes is not worth a log flush per
+    // failed guess, and a crash that empties it only restarts the
+    // schedules. Keys sort in byte order, as the nodes lock them.
+    r#"
+    CREATE UNLOGGED TABLE auth_penalties (
+        key text COLLATE "C" PRIMARY KEY,
+        failures bigint NOT NULL,
+        last_failure bigint NOT NULL,
+        next_slot bigint NOT NULL
+    );
+    CREATE INDEX auth_penalties_age ON auth_penalties (last_failure);
+    "#,
 ];
 
 /// The newest version this build knows.

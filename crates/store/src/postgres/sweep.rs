@@ -18,6 +18,9 @@
 //! Past that a client of another node that still asks gets nothing, as it
 //! would for a message expunged long ago.
 //!
+//! Failed-login rows that no longer count (penalties.rs) go too, every
+//! few rounds.
+//!
 //! Blobs never completed (a node that died mid-message) are deleted once
 //! older than [`LEFTOVER_AGE`]. The SQLite back end deletes them all at
 //! start, while it holds the data directory alone; here another node may
@@ -34,6 +37,11 @@ use crate::model::BlobId;
 /// (expunges may come from any node), and a released blob waits out its
 /// grace period anyway.
 const INTERVAL: Duration = Duration::from_secs(5);
+
+/// Every how many rounds the failed-login rows that no longer count are
+/// deleted (about once a minute): they change nothing while they stay,
+/// so only the table's size is at stake.
+const PENALTY_ROUNDS: u32 = 12;
 
 /// Blobs deleted per transaction: small enough that the locks it holds
 /// are short.
@@ -74,6 +82,7 @@ pub(super) fn changed(inner: &Inner) {
 }
 
 async fn run(inner: Weak<Inner>, wake: Arc<tokio::sync::Notify>) {
+    let mut round: u32 = 0;
     loop {
         // The first round at once: blobs released while no node ran go
         // first.
@@ -84,6 +93,13 @@ async fn run(inner: Weak<Inner>, wake: Arc<tokio::sync::Notify>) {
                 // Left for the next round; nothing is lost by waiting.
                 tracing::warn!(error = %e, "sweeping released blobs failed");
             }
+            if round.is_multiple_of(PENALTY_ROUNDS) {
+                let now = store.penalties().now();
+                if let Err(e) = store.forget_old_penalties(now).await {
+                    tracing::warn!(error = %e, "forgetting old failed logins failed");
+                }
+            }
+            round = round.wrapping_add(1);
         }
         tokio::select! {
             _ = tokio::time::sleep(INTERVAL) => {}

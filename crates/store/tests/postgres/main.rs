@@ -8,6 +8,7 @@ mod dkim;
 mod entries;
 mod mailboxes;
 mod message;
+mod penalties;
 mod queue;
 mod search;
 mod sieve;
