@@ -236,6 +236,33 @@ pub struct StoreConfig {
     /// On PostgreSQL, seconds a message's text is kept after its last
     /// reference goes: a session on another node may still show it.
     pub release_grace_secs: u64,
+    /// TLS to PostgreSQL (libpq's `sslmode` names): `disable`, `require`
+    /// (encrypted, the certificate not checked) or `verify-full` (the
+    /// certificate chains to `ca_file` and names the URL's host). Unset:
+    /// the URL's `sslmode=`, else `disable`.
+    pub tls: Option<StoreTls>,
+    /// The CA certificates (PEM) `tls = "verify-full"` trusts; unset, the
+    /// Mozilla roots built in.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// `store.tls` (and `sluice migrate --tls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreTls {
+    Disable,
+    Require,
+    VerifyFull,
+}
+
+impl From<StoreTls> for store::PgTls {
+    fn from(t: StoreTls) -> store::PgTls {
+        match t {
+            StoreTls::Disable => store::PgTls::Disable,
+            StoreTls::Require => store::PgTls::Require,
+            StoreTls::VerifyFull => store::PgTls::VerifyFull,
+        }
+    }
 }
 
 /// `store.backend`.
@@ -258,6 +285,8 @@ impl Default for StoreConfig {
             password_file: None,
             pool_size: 16,
             release_grace_secs: 600,
+            tls: None,
+            ca_file: None,
         }
     }
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use store::{PgOptions, PgStore, SqliteOptions, SqliteStore, Store};
+use store::{PgOptions, PgStore, PgTls, SqliteOptions, SqliteStore, Store};
 
-use crate::config::{Config, StoreBackend};
+use crate::config::{Config, StoreBackend, StoreTls};
 
 /// An open store, with what only its back end has.
 pub(crate) enum OpenStore {
@@ -121,6 +121,7 @@ fn open_sqlite(config: &Config, role: Role) -> anyhow::Result<SqliteStore> {
 
 /// The PostgreSQL settings of `[store]`; the password from
 /// `password_file`, else from `SLUICE_STORE_PASSWORD`, else from the URL.
+/// A tool gets a small pool and none of a server's background work.
 fn pg_options(config: &Config, role: Role) -> anyhow::Result<PgOptions> {
     let url = config
         .store
@@ -128,6 +129,9 @@ fn pg_options(config: &Config, role: Role) -> anyhow::Result<PgOptions> {
         .as_deref()
         .context("key `store.url`: needed when `store.backend` is \"postgres\"")?;
     let mut options = PgOptions::new(url);
+    options.tls = pg_tls(config)?;
+    options.ca_file = config.store.ca_file.clone();
+    options.tool = role == Role::Tool;
     options.password = match &config.store.password_file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -145,6 +149,33 @@ fn pg_options(config: &Config, role: Role) -> anyhow::Result<PgOptions> {
     Ok(options)
 }
 
+/// The TLS mode of `store.tls` and the URL's `sslmode=`, which must agree
+/// when both are given; checks that `ca_file` is of use and readable.
+fn pg_tls(config: &Config) -> anyhow::Result<PgTls> {
+    let url = config.store.url.as_deref().unwrap_or_default();
+    let (_, in_url) = PgTls::split_url(url).map_err(|e| anyhow::anyhow!("key `store.url`: {e}"))?;
+    let tls = match (config.store.tls.map(PgTls::from), in_url) {
+        (Some(key), Some(url)) if key != url => anyhow::bail!(
+            "key `store.tls`: \"{}\" contradicts sslmode={} in `store.url`",
+            key.name(),
+            url.name()
+        ),
+        (key, url) => key.or(url).unwrap_or_default(),
+    };
+    if let Some(path) = &config.store.ca_file {
+        if tls != PgTls::VerifyFull {
+            anyhow::bail!(
+                "key `store.ca_file`: only `tls = \"verify-full\"` checks the server's \
+                 certificate (the TLS mode is \"{}\")",
+                tls.name()
+            );
+        }
+        std::fs::metadata(path)
+            .with_context(|| format!("key `store.ca_file`: {}", path.display()))?;
+    }
+    Ok(tls)
+}
+
 /// `sluice migrate`.
 #[derive(clap::Args, Debug)]
 pub struct MigrateArgs {
@@ -160,6 +191,14 @@ pub struct MigrateArgs {
     /// `SLUICE_STORE_PASSWORD`, else the URL's).
     #[arg(long)]
     password_file: Option<PathBuf>,
+    /// TLS to the database: disable, require or verify-full (default:
+    /// `[store] tls`, else the URL's `sslmode=`, else disable).
+    #[arg(long, value_enum)]
+    tls: Option<StoreTls>,
+    /// The CA certificates (PEM) verify-full trusts (default: `[store]
+    /// ca_file`, else the Mozilla roots).
+    #[arg(long)]
+    ca_file: Option<PathBuf>,
 }
 
 /// Copies the SQLite store into PostgreSQL, all or nothing, then says what
@@ -174,6 +213,12 @@ pub(crate) async fn migrate(config: &Config, args: MigrateArgs) -> anyhow::Resul
     let mut target = config.clone();
     target.store.url = Some(args.to.clone());
     target.store.password_file = args.password_file.clone();
+    if args.tls.is_some() {
+        target.store.tls = args.tls;
+    }
+    if args.ca_file.is_some() {
+        target.store.ca_file = args.ca_file.clone();
+    }
     let options = pg_options(&target, Role::Tool)?;
     let started = std::time::Instant::now();
     let stats = PgStore::copy_from_sqlite(&from, options, |table, rows| {

@@ -810,3 +810,121 @@ except poplib.error_proto as e:
     assert_eq!(imap_login(b.imap, &victim, PASSWORD), "OK");
     drop(guess);
 }
+
+/// The `[store]` section of a node on `url` with TLS `mode`, trusting
+/// `ca_file`.
+fn on_postgres_tls(url: &str, mode: &str, ca_file: &std::path::Path) -> String {
+    format!(
+        "{}tls = \"{mode}\"\nca_file = \"{}\"\n",
+        on_postgres(url),
+        ca_file.display()
+    )
+}
+
+/// `application_name ssl` of the sluice connections to database `db`.
+fn encrypted(pg: &Postgres, db: &str) -> Vec<String> {
+    pg.psql(
+        db,
+        "SELECT DISTINCT a.application_name || ' ' || s.ssl
+         FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
+         WHERE a.datname = current_database() AND a.application_name LIKE 'sluice%'
+         ORDER BY 1",
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+#[test]
+fn a_node_verifying_the_databases_certificate_serves_mail_end_to_end() {
+    let pg = Postgres::start_with_tls();
+    let url = pg.create_database();
+    let db = url.rsplit('/').next().unwrap().to_string();
+    let ca = pg.ca_file.clone().unwrap();
+    let server = Server::start_with(&on_postgres_tls(&url, "verify-full", &ca));
+    let user = server.add_user("tess");
+    assert_eq!(send(server.smtp, &user, "sealed", "over tls"), "250");
+    let out = python(
+        r#"
+import imaplib, poplib, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[3], sys.argv[4])
+m.select("INBOX")
+typ, data = m.uid("FETCH", "1", "(BODY.PEEK[TEXT])")
+print(data[0][1].decode().strip())
+m.logout()
+host, port = sys.argv[2].rsplit(":", 1)
+p = poplib.POP3(host, int(port), timeout=30)
+p.user(sys.argv[3]); p.pass_(sys.argv[4])
+print(p.retr(1)[1][-1].decode())
+p.quit()
+"#,
+        &[
+            &server.imap.to_string(),
+            &server.pop3.to_string(),
+            &user,
+            PASSWORD,
+        ],
+    );
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["over tls", "over tls"]);
+    // Every connection of the node is encrypted: the pool's, the
+    // change-notice listener's and the POP3 maildrop lock's.
+    let seen = encrypted(&pg, &db);
+    for name in ["sluice", "sluice listen", "sluice maildrop"] {
+        assert!(seen.contains(&format!("{name} true")), "{seen:?}");
+    }
+    assert!(!seen.iter().any(|s| s.ends_with(" false")), "{seen:?}");
+}
+
+#[test]
+fn a_node_refuses_to_start_on_a_database_it_cannot_trust_or_encrypt_to() {
+    let pg = Postgres::start_with_tls();
+    let url = pg.create_database();
+    let other = tempfile::tempdir().unwrap();
+    kit::make_server_certificate(other.path());
+    let why = Server::start_failing(&on_postgres_tls(
+        &url,
+        "verify-full",
+        &other.path().join("ca.pem"),
+    ));
+    assert!(
+        why.contains("invalid peer certificate: UnknownIssuer"),
+        "{why}"
+    );
+
+    let plain = Postgres::start();
+    let url = plain.create_database();
+    let why = Server::start_failing(&format!("{}tls = \"require\"\n", on_postgres(&url)));
+    assert!(why.contains("server does not support TLS"), "{why}");
+
+    let why = Server::start_failing(&format!(
+        "{}tls = \"disable\"\n",
+        on_postgres(&format!("{url}?sslmode=require"))
+    ));
+    assert!(why.contains("key `store.tls`"), "{why}");
+    assert!(why.contains("sslmode=require"), "{why}");
+}
+
+#[test]
+fn migrate_copies_into_a_database_over_verified_tls() {
+    let pg = Postgres::start_with_tls();
+    let url = pg.create_database();
+    let ca = pg.ca_file.clone().unwrap();
+    let mut old = Server::start();
+    let user = old.add_user("mia");
+    assert_eq!(send(old.smtp, &user, "moved", "still here"), "250");
+    let before = imap_listing(old.imap, &user);
+    old.terminate();
+
+    let target = format!("{url}?sslmode=verify-full");
+    let ca_arg = ca.to_string_lossy();
+    let out = old.cli(&["migrate", "--to", &target, "--ca-file", &ca_arg], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let new = Server::start_joining(&on_postgres_tls(&url, "verify-full", &ca));
+    assert_eq!(imap_listing(new.imap, &user), before);
+}

@@ -65,7 +65,7 @@ impl MaildropLock {
         }
     }
 }
-pub use postgres::{CopyStats, PgOptions, PgStore};
+pub use postgres::{CopyStats, PgOptions, PgStore, PgTls};
 pub use quota::parse_quota_limit;
 pub use sqlite::{
     backup_database, disk_stats, load_dictionaries, restore_database, BackupStats, DiskStats,

@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 mod bin;
+mod certs;
 mod clamd;
 mod dns;
 mod dovecot;
@@ -31,6 +32,7 @@ mod store;
 mod tools;
 
 pub use bin::sluice_bin;
+pub use certs::make_server_certificate;
 pub use clamd::{Clamd, CLAMD_EICAR_NAME};
 pub use dns::{Dns, Zone};
 pub use dovecot::Dovecot;

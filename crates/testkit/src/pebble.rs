@@ -4,7 +4,7 @@
 //! resolving names through the test's DNS server.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -36,84 +36,6 @@ pub struct Pebble {
     child: Option<Child>,
 }
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new(require_program("openssl", "openssl"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A CA and a certificate it signs for `localhost` and 127.0.0.1, as
-/// Pebble's HTTPS wants (its Debian package ships none).
-fn make_https_certificate(dir: &Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-    ];
-    let mut ca = vec!["req", "-x509"];
-    ca.extend(ec);
-    ca.extend([
-        "-days",
-        "2",
-        "-subj",
-        "/CN=pebble test https ca",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-    ]);
-    openssl(dir, &ca);
-    let mut csr = vec!["req"];
-    csr.extend(ec);
-    csr.extend([
-        "-subj",
-        "/CN=localhost",
-        "-keyout",
-        "key.pem",
-        "-out",
-        "csr.pem",
-    ]);
-    openssl(dir, &csr);
-    std::fs::write(
-        dir.join("ext.cnf"),
-        "basicConstraints=critical,CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "csr.pem",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "ext.cnf",
-            "-out",
-            "cert.pem",
-        ],
-    );
-}
-
 impl Pebble {
     /// Starts Pebble and waits until its directory answers. Challenges
     /// are really validated (`PEBBLE_VA_ALWAYS_VALID=0`) without Pebble's
@@ -122,7 +44,7 @@ impl Pebble {
     pub fn start(options: PebbleOptions) -> Pebble {
         let program = require_program("pebble", "pebble");
         let dir = tempfile::tempdir().expect("temp dir");
-        make_https_certificate(dir.path());
+        crate::certs::make_server_certificate(dir.path());
         let listen: SocketAddr = ([127, 0, 0, 1], free_port()).into();
         let management: SocketAddr = ([127, 0, 0, 1], free_port()).into();
         let config = format!(

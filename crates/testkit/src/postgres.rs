@@ -4,7 +4,11 @@
 //! authentication for the `sluice` role, on loopback only. Stopped when
 //! dropped; [`Postgres::stop`] and [`Postgres::restart`] let failure tests
 //! take it away mid-run and bring it back on the same port and data.
+//! [`Postgres::start_with_tls`] turns `ssl` on, with a certificate made
+//! at run time.
 
+use std::fs::Permissions;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +22,9 @@ pub struct Postgres {
     child: Option<Child>,
     /// The port it listens on, on 127.0.0.1.
     pub port: u16,
+    /// With TLS on: the CA (PEM) its certificate, for 127.0.0.1 and
+    /// `localhost`, chains to.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The role every test connects as (a superuser of its own cluster).
@@ -27,12 +34,32 @@ impl Postgres {
     /// Makes a new cluster and starts it. As root, the server runs as the
     /// `postgres` user (PostgreSQL refuses to run as root).
     pub fn start() -> Postgres {
+        Postgres::start_as(false)
+    }
+
+    /// [`Postgres::start`] with `ssl = on` (clients choose; plain
+    /// connections are still taken) and a server certificate signed by a
+    /// CA made for it, in [`Postgres::ca_file`].
+    pub fn start_with_tls() -> Postgres {
+        Postgres::start_as(true)
+    }
+
+    fn start_as(tls: bool) -> Postgres {
         let bin = bin_dir();
         let dir = tempfile::Builder::new()
             .prefix("sluice-pg.")
             .tempdir()
             .expect("temp dir");
         std::fs::create_dir(dir.path().join("socket")).expect("socket dir");
+        let ca_file = tls.then(|| {
+            let certs = dir.path().join("tls");
+            std::fs::create_dir(&certs).expect("tls dir");
+            crate::make_server_certificate(&certs);
+            // PostgreSQL refuses a key others may read.
+            std::fs::set_permissions(certs.join("key.pem"), Permissions::from_mode(0o600))
+                .expect("chmod key");
+            certs.join("ca.pem")
+        });
         if is_root() {
             let ok = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
@@ -58,6 +85,7 @@ impl Postgres {
             bin,
             child: None,
             port: crate::free_port(),
+            ca_file,
         };
         pg.restart();
         pg
@@ -113,7 +141,19 @@ impl Postgres {
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "the server is running");
         let log = std::fs::File::create(self.dir.path().join("log")).expect("log file");
-        let child = as_server_user(&self.bin.join("postgres"))
+        let mut postgres = as_server_user(&self.bin.join("postgres"));
+        if self.ca_file.is_some() {
+            let certs = self.dir.path().join("tls");
+            postgres
+                .args(["-c", "ssl=on", "-c"])
+                .arg(format!(
+                    "ssl_cert_file={}",
+                    certs.join("cert.pem").display()
+                ))
+                .arg("-c")
+                .arg(format!("ssl_key_file={}", certs.join("key.pem").display()));
+        }
+        let child = postgres
             .arg("-D")
             .arg(self.dir.path().join("data"))
             .arg("-p")

@@ -86,6 +86,44 @@ impl Server {
         server
     }
 
+    /// Runs `sluice serve` on a config with `extra`, which must make it
+    /// exit with an error within 30 s (it is killed and the test fails if
+    /// it serves instead); what it wrote to stderr.
+    pub fn start_failing(extra: &str) -> String {
+        let server = Server::unstarted(extra, &[], |_| {});
+        let mut child = Command::new(sluice_bin())
+            .args(["serve", "--config"])
+            .arg(server.config_path())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sluice");
+        let mut stderr = child.stderr.take().expect("stderr");
+        let reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+            text
+        });
+        let mut status = None;
+        let exited = wait_until(Duration::from_secs(30), || {
+            status = child.try_wait().expect("wait for sluice");
+            status.is_some()
+        });
+        if !exited {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let text = reader.join().expect("stderr reader");
+        assert!(exited, "sluice kept running:\n{text}");
+        assert!(
+            !status.expect("exited").success(),
+            "sluice exited successfully:\n{text}"
+        );
+        text
+    }
+
     fn start_full(extra: &str, listen: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> Server {
         let mut server = Server::unstarted(extra, listen, prepare);
         server.spawn();

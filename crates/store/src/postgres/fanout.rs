@@ -15,10 +15,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
-use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::{AsyncMessage, NoTls};
 
+use super::tls::Connector;
 use crate::model::MailboxId;
 use crate::notify::Watchers;
 
@@ -34,24 +33,47 @@ const RECONNECT: Duration = Duration::from_secs(1);
 /// This node's side of the channel; the tasks stop when it is dropped.
 pub(super) struct Fanout {
     outgoing: mpsc::UnboundedSender<MailboxId>,
-    listener: tokio::task::JoinHandle<()>,
+    /// None for a one-shot command, which has no sessions to wake.
+    listener: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Fanout {
     /// Starts the publisher (on the pool) and the listener (on a
-    /// connection of its own, made from `config`); the receiver hears when
-    /// the listener first listens.
+    /// connection of its own, made from `config` by `connector`); the
+    /// receiver hears when the listener first listens.
     pub(super) fn start(
         pool: Pool,
         config: tokio_postgres::Config,
+        connector: Connector,
         watchers: &Arc<Watchers>,
     ) -> (Fanout, oneshot::Receiver<()>) {
-        let node = format!("{:016x}", rand::random::<u64>());
+        let node = node_id();
         let (outgoing, rx) = mpsc::unbounded_channel();
         tokio::spawn(publish(pool, node.clone(), rx));
         let (ready, listening) = oneshot::channel();
-        let listener = tokio::spawn(listen(config, node, Arc::downgrade(watchers), ready));
-        (Fanout { outgoing, listener }, listening)
+        let listener = tokio::spawn(listen(
+            config,
+            connector,
+            node,
+            Arc::downgrade(watchers),
+            ready,
+        ));
+        let fanout = Fanout {
+            outgoing,
+            listener: Some(listener),
+        };
+        (fanout, listening)
+    }
+
+    /// The publisher alone, for a one-shot command: what it changes (an
+    /// import into mailboxes) still wakes the running nodes' sessions.
+    pub(super) fn send_only(pool: Pool) -> Fanout {
+        let (outgoing, rx) = mpsc::unbounded_channel();
+        tokio::spawn(publish(pool, node_id(), rx));
+        Fanout {
+            outgoing,
+            listener: None,
+        }
     }
 
     /// Tells the other nodes these mailboxes changed (after the commit).
@@ -65,8 +87,15 @@ impl Fanout {
 
 impl Drop for Fanout {
     fn drop(&mut self) {
-        self.listener.abort();
+        if let Some(listener) = &self.listener {
+            listener.abort();
+        }
     }
+}
+
+/// A random name for this node's notices, so it knows its own.
+fn node_id() -> String {
+    format!("{:016x}", rand::random::<u64>())
 }
 
 /// Sends what `rx` brings, gathering what queued meanwhile into one notice:
@@ -129,6 +158,7 @@ fn parse(payload: &str, node: &str) -> Option<Vec<MailboxId>> {
 /// drops.
 async fn listen(
     config: tokio_postgres::Config,
+    connector: Connector,
     node: String,
     watchers: Weak<Watchers>,
     ready: oneshot::Sender<()>,
@@ -136,20 +166,10 @@ async fn listen(
     let mut ready = Some(ready);
     let mut resync = false;
     loop {
-        match config.connect(NoTls).await {
-            Ok((client, mut connection)) => {
-                let (tx, mut notices) = mpsc::unbounded_channel();
-                let driver = tokio::spawn(async move {
-                    let mut messages =
-                        futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                    while let Some(Ok(message)) = messages.next().await {
-                        if let AsyncMessage::Notification(n) = message {
-                            if tx.send(n.payload().to_string()).is_err() {
-                                break;
-                            }
-                        }
-                    }
-                });
+        let (tx, mut notices) = mpsc::unbounded_channel();
+        match connector.connect(&config, Some(tx)).await {
+            Ok((client, driver)) => {
+                let driver = tokio::spawn(driver);
                 if client
                     .batch_execute(&format!("LISTEN {CHANNEL}"))
                     .await
@@ -179,7 +199,7 @@ async fn listen(
                 if watchers.strong_count() == 0 {
                     return;
                 }
-                tracing::debug!(error = %e, "cannot connect for change notices");
+                tracing::debug!(error = %super::describe(&e), "cannot connect for change notices");
                 resync = true;
             }
         }

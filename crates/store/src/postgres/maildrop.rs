@@ -12,8 +12,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
+use super::tls::Connector;
 use crate::error::{Result, StoreError};
 use crate::model::AccountId;
 use crate::MaildropLock;
@@ -23,6 +24,7 @@ const NAMESPACE: i32 = 0x504f_5033;
 
 pub(super) struct MaildropLocks {
     config: tokio_postgres::Config,
+    connector: Connector,
     client: tokio::sync::Mutex<Option<Client>>,
     /// Locks this node holds, by key, with how many times: PostgreSQL's
     /// advisory locks stack within one connection, so a new session's lock
@@ -38,9 +40,10 @@ struct Held {
 }
 
 impl MaildropLocks {
-    pub(super) fn new(config: tokio_postgres::Config) -> Arc<MaildropLocks> {
+    pub(super) fn new(config: tokio_postgres::Config, connector: Connector) -> Arc<MaildropLocks> {
         Arc::new(MaildropLocks {
             config,
+            connector,
             client: tokio::sync::Mutex::new(None),
             held: Mutex::new(HashMap::new()),
         })
@@ -75,14 +78,12 @@ impl MaildropLocks {
 
     /// A new connection for the locks, holding again what this node held.
     async fn connect(&self) -> Result<Client> {
-        let (client, connection) = self
-            .config
-            .connect(NoTls)
+        let (client, driver) = self
+            .connector
+            .connect(&self.config, None)
             .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+            .map_err(|e| StoreError::Unavailable(super::describe(&e)))?;
+        tokio::spawn(driver);
         let held: Vec<i32> = self
             .held
             .lock()

@@ -25,14 +25,15 @@ mod search;
 mod sieve;
 mod spam;
 mod sweep;
+mod tls;
 mod web;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
+use deadpool_postgres::{ManagerConfig, Pool, RecyclingMethod, Runtime};
 
 use crate::directory::Directory;
 use crate::error::{Result, StoreError};
@@ -45,6 +46,7 @@ use crate::model::{
 use crate::notify::Watchers;
 use crate::{MessageWriter, Store};
 pub use from_sqlite::CopyStats;
+pub use tls::PgTls;
 
 /// Where the database is and how many connections a node may hold.
 #[derive(Debug, Clone)]
@@ -64,6 +66,16 @@ pub struct PgOptions {
     /// sweeper deletes it: sessions on other nodes may still show its
     /// message, and their view pins cannot be seen from here (sweep.rs).
     pub release_grace: Duration,
+    /// TLS to the database. A `sslmode` in the URL must agree with it.
+    pub tls: PgTls,
+    /// The CA certificates (PEM) `verify-full` trusts; without one, the
+    /// Mozilla roots.
+    pub ca_file: Option<PathBuf>,
+    /// A one-shot command rather than a server: no change-notice listener,
+    /// no blob sweeper. Its changes still reach the running nodes: the
+    /// notices it sends go out through the pool, and directory edits bump
+    /// the serial the nodes poll.
+    pub tool: bool,
 }
 
 impl PgOptions {
@@ -75,6 +87,9 @@ impl PgOptions {
             pool_size: 16,
             wait: Duration::from_secs(5),
             release_grace: Duration::from_secs(10 * 60),
+            tls: PgTls::Disable,
+            ca_file: None,
+            tool: false,
         }
     }
 }
@@ -109,18 +124,36 @@ pub(crate) type Conn = deadpool_postgres::Object;
 impl PgStore {
     /// Connects to the database and brings its schema up to date.
     pub async fn connect(options: PgOptions) -> Result<PgStore> {
-        let mut config: tokio_postgres::Config = options
-            .url
+        let (url, url_tls) = PgTls::split_url(&options.url)
+            .map_err(|e| StoreError::Invalid(format!("PostgreSQL URL: {e}")))?;
+        if let Some(mode) = url_tls.filter(|&m| m != options.tls) {
+            return Err(StoreError::Invalid(format!(
+                "PostgreSQL URL: sslmode={} contradicts the TLS mode asked for ({})",
+                mode.name(),
+                options.tls.name()
+            )));
+        }
+        let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StoreError::Invalid(format!("PostgreSQL URL: {e}")))?;
         if let Some(password) = &options.password {
             config.password(password);
         }
-        config.application_name("sluice");
         config.connect_timeout(options.wait);
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
+        let connector = tls::Connector::new(options.tls, options.ca_file.as_deref(), &mut config)?;
+        // Named by job, for pg_stat_activity: the pool's connections, and
+        // the ones of their own that the listener and the locks hold.
+        let named = |name: &str| {
+            let mut c = config.clone();
+            c.application_name(name);
+            c
+        };
+        let manager = connector.manager(
+            named(if options.tool {
+                "sluice tool"
+            } else {
+                "sluice"
+            }),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -134,8 +167,16 @@ impl PgStore {
             .build()
             .map_err(|e| StoreError::Invalid(format!("PostgreSQL pool: {e}")))?;
         let watchers = Arc::new(Watchers::default());
-        let maildrops = maildrop::MaildropLocks::new(config.clone());
-        let (fanout, listening) = fanout::Fanout::start(pool.clone(), config, &watchers);
+        // The maildrop locks connect when first asked, which a tool never
+        // does.
+        let maildrops = maildrop::MaildropLocks::new(named("sluice maildrop"), connector.clone());
+        let (fanout, listening) = if options.tool {
+            (fanout::Fanout::send_only(pool.clone()), None)
+        } else {
+            let (fanout, listening) =
+                fanout::Fanout::start(pool.clone(), named("sluice listen"), connector, &watchers);
+            (fanout, Some(listening))
+        };
         let store = PgStore {
             inner: Arc::new(Inner {
                 fanout,
@@ -165,9 +206,13 @@ impl PgStore {
         // Once connected, the node hears the others' changes: sessions
         // that start now miss nothing. A listener slower than the wait
         // keeps trying in the background.
-        let _ = tokio::time::timeout(options.wait, listening).await;
+        if let Some(listening) = listening {
+            let _ = tokio::time::timeout(options.wait, listening).await;
+        }
         drop(conn);
-        sweep::start(&store);
+        if !options.tool {
+            sweep::start(&store);
+        }
         Ok(store)
     }
 
@@ -178,7 +223,7 @@ impl PgStore {
             .pool
             .get()
             .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))
+            .map_err(|e| StoreError::Unavailable(describe(&e)))
     }
 
     /// Tells the IDLE sessions of this node, and of the others, that these
@@ -189,6 +234,22 @@ impl PgStore {
         self.inner.fanout.send(mailboxes);
         sweep::changed(&self.inner);
     }
+}
+
+/// `e` with its causes: tokio-postgres shows "error performing TLS
+/// handshake" and keeps why (the certificate's issuer unknown, the server
+/// without TLS) in its source.
+pub(crate) fn describe(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// The trait, each method answered by the module that owns its tables.

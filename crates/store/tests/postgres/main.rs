@@ -13,6 +13,8 @@ mod queue;
 mod search;
 mod sieve;
 mod spam;
+mod tls;
+mod tool;
 mod web;
 
 use sluice_testkit::Postgres;
