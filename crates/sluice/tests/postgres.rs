@@ -230,6 +230,85 @@ on_b.quit()
     assert_eq!(*lines.last().unwrap(), "in", "{out}");
 }
 
+/// Two sessions on node B while node A expunges: B's IDLE session is told
+/// at once, B's other session not during FETCH, STORE or SEARCH (which
+/// still answer for the message, RFC 3501 §7.4.1) but at its next NOOP.
+const EXPUNGE_ON_B: &str = r#"
+import imaplib, socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+user, password, a_host, a_port = sys.argv[2], sys.argv[3], *sys.argv[4].rsplit(":", 1)
+# Session 2 on B, selected before the expunge.
+plain = imaplib.IMAP4(host, int(port))
+plain.login(user, password)
+plain.select("INBOX")
+# Session 1 on B, in IDLE.
+s = socket.create_connection((host, int(port)), timeout=30)
+f = s.makefile("rb")
+def line():
+    l = f.readline().decode()
+    if not l: raise SystemExit("closed")
+    return l
+def cmd(tag, text):
+    s.sendall(("%s %s\r\n" % (tag, text)).encode())
+    while not line().startswith(tag + " "):
+        pass
+line()
+cmd("a", "LOGIN %s \"%s\"" % (user, password))
+cmd("b", "SELECT INBOX")
+s.sendall(b"c IDLE\r\n")
+assert line().startswith("+")
+# Node A expunges the first message.
+a = imaplib.IMAP4(a_host, int(a_port))
+a.login(user, password)
+a.select("INBOX")
+a.uid("STORE", "1", "+FLAGS", "(\\Deleted)")
+a.expunge()
+a.logout()
+# The IDLE session on B hears of it (the untagged FLAGS change may come
+# first).
+while True:
+    l = line()
+    if l.strip() == "* 1 EXPUNGE":
+        print("idle", flush=True)
+        break
+s.sendall(b"DONE\r\n")
+# The other session: FETCH, STORE and SEARCH send no EXPUNGE, and the
+# expunged message's content is still there for it.
+typ, data = plain.fetch("1:*", "(UID BODY.PEEK[])")
+bodies = [d[1] for d in data if isinstance(d, tuple)]
+print("fetch", typ, len(bodies), all(b"Subject: m" in b for b in bodies),
+      repr(plain.untagged_responses.get("EXPUNGE")), flush=True)
+typ, _ = plain.store("2", "+FLAGS", "(\\Seen)")
+typ2, found = plain.search(None, "ALL")
+print("search", typ2, repr(plain.untagged_responses.get("EXPUNGE")), flush=True)
+typ, _ = plain.noop()
+print("noop", repr(plain.untagged_responses.get("EXPUNGE")), flush=True)
+plain.logout()
+"#;
+
+#[test]
+fn an_expunge_on_one_node_reaches_the_other_at_the_points_imap_allows() {
+    let pg = Postgres::start();
+    let url = pg.create_database();
+    let a = Server::start_with(&on_postgres(&url));
+    let b = Server::start_joining(&on_postgres(&url));
+    let user = a.add_user("ria");
+    assert!(kit::wait_until(Duration::from_secs(5), || b.rcpt_accepted(&user)));
+    for i in 1..=3 {
+        assert_eq!(send(a.smtp, &user, &format!("m{i}"), "x"), "250");
+    }
+    let out = python(
+        EXPUNGE_ON_B,
+        &[&b.imap.to_string(), &user, PASSWORD, &a.imap.to_string()],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "idle", "{out}");
+    // Three messages with their content, no EXPUNGE yet.
+    assert_eq!(lines[1], "fetch OK 3 True None", "{out}");
+    assert_eq!(lines[2], "search OK None", "{out}");
+    assert_eq!(lines[3], "noop [b'1']", "{out}");
+}
+
 #[test]
 fn the_database_going_away_gives_temporary_failures_and_service_resumes() {
     let mut pg = Postgres::start();
