@@ -199,11 +199,11 @@ impl Session<'_> {
             "RETR" | "TOP" => {
                 self.up_send(&line).await?;
                 let status = self.up_line().await?;
-                self.send(&status).await?;
                 if status.starts_with(b"+OK") {
-                    self.message(&line).await?;
+                    self.message(&line, &status).await
+                } else {
+                    self.send(&status).await
                 }
-                Ok(())
             }
             "LIST" | "UIDL" | "AUTH" if !has_args => {
                 self.up_send(&line).await?;
@@ -281,14 +281,18 @@ impl Session<'_> {
         }
     }
 
-    /// Streams a RETR or TOP response to the client through the scanner.
-    async fn message(&mut self, command: &[u8]) -> Result<(), End> {
+    /// Streams a RETR or TOP response to the client through the scanner,
+    /// starting with its `+OK` line. That line waits to go with the first
+    /// text: one write and one wake-up of the client, not two, for a
+    /// message that fits in a write.
+    async fn message(&mut self, command: &[u8], status: &[u8]) -> Result<(), End> {
         let started = Instant::now();
         let check = self.ctx.scan.clone();
         let mut scan = check.as_ref().map(|c| c.start());
         let depth = check.as_ref().map_or(32, |c| c.max_mime_depth());
         let mut sent = Structure::new(depth);
         let mut out: Vec<u8> = Vec::with_capacity(OUT_FLUSH + crate::upstream::LINE);
+        out.extend_from_slice(status);
         // The held-back piece, as received (dot-stuffed), and whether it
         // starts a line with a stuffing dot.
         let mut pending: Vec<u8> = Vec::with_capacity(crate::upstream::LINE);

@@ -9,7 +9,8 @@
 //! A message (DATA or BDAT) goes to the upstream as it arrives while the
 //! same bytes feed the scanner; only its end is held back (the final dot,
 //! or `BDAT 0 LAST` after the client's last chunk went on as a plain one).
-//! Clean: the end goes on and the upstream's reply is relayed. Otherwise
+//! Clean: the end goes on (in one write with the text that came with it)
+//! and the upstream's reply is relayed. Otherwise
 //! the upstream connection is closed without the end, so the upstream
 //! drops the transaction, and the client gets `554 5.7.1`; a fresh
 //! upstream connection takes over for the rest of the session.
@@ -153,8 +154,10 @@ fn groupable(verb: &str) -> bool {
 
 /// What a message transfer ended with.
 enum Transfer {
-    /// The whole message came and went on; the end is held back.
-    Complete,
+    /// The whole message came; the end is held back, and so is the text
+    /// that arrived with it, which goes upstream in one write with the end
+    /// once the verdict allows.
+    Complete(Vec<u8>),
     /// The client went away or stopped sending.
     ClientGone,
     /// The upstream failed while the message was going to it.
@@ -669,8 +672,8 @@ impl Session<'_> {
             return self.send(&reply.raw).await;
         }
         let mut txn = Txn::new(self.ctx, &self.sender, self.recipients);
-        match self.transfer_dot_stuffed(&mut txn).await {
-            Transfer::Complete => {}
+        let mut end = match self.transfer_dot_stuffed(&mut txn).await {
+            Transfer::Complete(tail) => tail,
             Transfer::ClientGone => {
                 log_aborted(&txn, "client gone during DATA");
                 return Err(End);
@@ -682,8 +685,9 @@ impl Session<'_> {
                     .await;
                 return Err(End);
             }
-        }
-        self.finish(txn, b".\r\n").await
+        };
+        end.extend_from_slice(b".\r\n");
+        self.finish(txn, &end).await
     }
 
     /// More message text from the client into the input buffer; false if
@@ -712,7 +716,8 @@ impl Session<'_> {
     }
 
     /// Reads the DATA text up to the end marker: unstuffed for the scan,
-    /// stuffed again on its way upstream. The marker is not sent. Once
+    /// stuffed again on its way upstream. The marker is not sent, nor the
+    /// text read with it: that is returned, to go with the marker. Once
     /// the scanner has found something, the upstream connection is closed
     /// at once (the message will be refused whatever follows) and the rest
     /// of the text only read.
@@ -734,19 +739,19 @@ impl Session<'_> {
             }
             stuffer.push(&text, &mut forward);
             text.clear();
+            if done {
+                return if upstream_ok {
+                    Transfer::Complete(forward)
+                } else {
+                    Transfer::UpstreamGone
+                };
+            }
             if upstream_ok && !forward.is_empty() {
                 if let Some(up) = self.up.as_mut() {
                     upstream_ok = up.send(&forward).await.is_ok();
                 }
             }
             forward.clear();
-            if done {
-                return if upstream_ok {
-                    Transfer::Complete
-                } else {
-                    Transfer::UpstreamGone
-                };
-            }
         }
     }
 

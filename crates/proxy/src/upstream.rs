@@ -144,6 +144,8 @@ impl ServerCertVerifier for Unverified {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Route {
     pub client: SocketAddr,
+    /// Where the client reached the proxy; looked up only for the PROXY
+    /// header and transparent entries (unspecified otherwise).
     pub local: SocketAddr,
     /// The destination before the firewall's REDIRECT (transparent
     /// entries only): the upstream for this connection.
@@ -159,9 +161,13 @@ impl Route {
         socket: &TcpStream,
         client: SocketAddr,
     ) -> Result<Route, UpstreamError> {
-        let local = socket
-            .local_addr()
-            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        // One system call less per connection where nothing asks for it.
+        let wanted =
+            ctx.config.transparent() || ctx.config.client_address == ClientAddress::ProxyV2;
+        let local = wanted
+            .then(|| socket.local_addr().ok())
+            .flatten()
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         let original = if ctx.config.transparent() {
             let dst = crate::transparent::original_destination(socket)
                 .map_err(|e| UpstreamError::Connect(format!("no original destination: {e}")))?;
