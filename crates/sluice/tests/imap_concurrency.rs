@@ -25,12 +25,16 @@ def message(n):
             % (user, n, ("part one of %d " % n) * 60, n)).encode()
 
 def session():
-    m = imaplib.IMAP4(h, int(p)); m.login(user, password); m.select("INBOX")
+    m = imaplib.IMAP4(h, int(p)); m.login(user, password)
+    typ, data = m.select("INBOX")
+    if typ != "OK":
+        raise RuntimeError("SELECT refused: %r %r" % (typ, data))
     return m
 
 m = session()
 for n in range(40):
-    m.append("INBOX", None, None, message(n))
+    typ, data = m.append("INBOX", None, None, message(n))
+    assert typ == "OK", (typ, data)
 m.logout()
 
 stop = time.time() + 6
@@ -38,12 +42,20 @@ stats = {"items": 0, "empty": 0, "no": 0, "errors": []}
 lock = threading.Lock()
 
 def churn(seed):
+    try:
+        churn_on(seed)
+    except Exception as e:
+        with lock: stats["errors"].append("churn: %r" % e)
+
+def churn_on(seed):
     rng = random.Random(seed)
     m = session()
     n = 1000 * seed
     while time.time() < stop:
         n += 1
-        m.append("INBOX", None, None, message(n))
+        typ, data = m.append("INBOX", None, None, message(n))
+        if typ != "OK":
+            raise RuntimeError("APPEND refused: %r %r" % (typ, data))
         typ, data = m.uid("SEARCH", None, "ALL")
         uids = data[0].split()
         if len(uids) > 30:
@@ -53,7 +65,11 @@ def churn(seed):
     m.logout()
 
 def fetcher(item):
-    m = session()
+    try:
+        m = session()
+    except Exception as e:
+        with lock: stats["errors"].append(repr(e))
+        return
     while time.time() < stop:
         m.noop()
         try:
@@ -85,13 +101,25 @@ print(stats["items"], stats["empty"], stats["no"], len(stats["errors"]), stats["
     let mut fields = out.split_whitespace();
     let mut next = || fields.next().unwrap().parse::<usize>().unwrap();
     let (items, empty, no, errors) = (next(), next(), next(), next());
-    assert!(items > 1000, "too little load to tell: {out}");
-    assert_eq!(empty, 0, "empty bodies for stored messages: {out}");
+    // What the server complained of, for a failure's message.
+    let log = server.log();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WARN") || l.contains("ERROR") || l.contains("panicked"))
+        .collect();
+    assert!(
+        items > 1000,
+        "too little load to tell: {out}\n{warnings:#?}"
+    );
+    assert_eq!(
+        empty, 0,
+        "empty bodies for stored messages: {out}\n{warnings:#?}"
+    );
     assert_eq!(
         no, 0,
-        "FETCH refused while the messages were in view: {out}"
+        "FETCH refused while the messages were in view: {out}\n{warnings:#?}"
     );
-    assert_eq!(errors, 0, "{out}");
+    assert_eq!(errors, 0, "{out}\n{warnings:#?}");
 }
 
 /// A keyword another session set is named in an untagged FLAGS (and

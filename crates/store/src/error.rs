@@ -47,12 +47,29 @@ pub enum StoreError {
     /// The store's writer thread is gone (the store is shutting down).
     #[error("store is closed")]
     Closed,
+    /// A store operation panicked; that one operation failed, the store
+    /// goes on serving the others.
+    #[error("internal error: {0}")]
+    Bug(String),
 }
 
 /// Result with [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 impl StoreError {
+    /// The error for an operation `what` that panicked with `payload`;
+    /// the panic is logged, since its message otherwise only reaches
+    /// stderr.
+    pub(crate) fn from_panic(what: &str, payload: Box<dyn std::any::Any + Send>) -> StoreError {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        tracing::error!(operation = what, panic = %message, "store operation panicked");
+        StoreError::Bug(format!("{what} panicked: {message}"))
+    }
+
     /// Whether the database could not be reached (rather than refusing the
     /// request): the caller answers with a temporary failure and the same
     /// request may succeed once the database is back.

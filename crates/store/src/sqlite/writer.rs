@@ -337,10 +337,13 @@ impl Writer {
 }
 
 /// Runs one job in a savepoint so a failing job leaves the others of its
-/// batch untouched.
+/// batch untouched. A job that panics fails like one that returns an
+/// error: the writer thread, which every write goes through, lives on.
 fn in_savepoint<R>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
     conn.execute_batch("SAVEPOINT job")?;
-    match f(conn) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(conn)))
+        .unwrap_or_else(|payload| Err(StoreError::from_panic("write", payload)));
+    match outcome {
         Ok(value) => {
             conn.execute_batch("RELEASE job")?;
             Ok(value)
@@ -577,5 +580,45 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(40));
         assert!(started.elapsed() < Duration::from_secs(5));
         sender.join().unwrap();
+    }
+
+    /// A job that panics fails alone: what it wrote is rolled back, and
+    /// the writer goes on with the next jobs.
+    #[tokio::test]
+    async fn a_job_that_panics_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("t.db")).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch("CREATE TABLE t (x INTEGER)").unwrap();
+        let writer = Writer::start(
+            conn,
+            "test-writer",
+            true,
+            (u64::MAX, Arc::new(Progress::default()), false),
+            |_| {},
+        );
+        let insert =
+            |x: i64| move |c: &Connection| Ok(c.execute("INSERT INTO t VALUES (?1)", [x])?);
+        writer.exec(true, insert(1)).await.unwrap();
+        let failed = writer
+            .exec(true, |c: &Connection| -> Result<()> {
+                c.execute("INSERT INTO t VALUES (2)", [])?;
+                panic!("a bug in a job");
+            })
+            .await;
+        assert!(
+            matches!(&failed, Err(StoreError::Bug(m)) if m.contains("a bug in a job")),
+            "{failed:?}"
+        );
+        writer.exec(true, insert(3)).await.unwrap();
+        let rows: Vec<i64> = writer
+            .exec(false, |c: &Connection| {
+                Ok(c.prepare("SELECT x FROM t ORDER BY x")?
+                    .query_map([], |r| r.get(0))?
+                    .collect::<rusqlite::Result<Vec<i64>>>()?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(rows, [1, 3]);
     }
 }
