@@ -283,13 +283,22 @@ impl Session<'_> {
             let mut entries: Vec<MessageEntry> = if with_data {
                 datas.iter().map(|d| d.entry.clone()).collect()
             } else {
-                uids.iter()
-                    .filter_map(|u| {
-                        rows.binary_search_by_key(u, |e| e.uid)
-                            .ok()
-                            .map(|i| rows[i].clone())
-                    })
-                    .collect()
+                let (mut found, mut gone) = (Vec::new(), Vec::new());
+                for &u in &uids {
+                    match rows.binary_search_by_key(&u, |e| e.uid) {
+                        Ok(i) => found.push(rows[i].clone()),
+                        Err(_) => gone.push(u),
+                    }
+                }
+                if !gone.is_empty() {
+                    // Expunged by another session, still in this view: the
+                    // tombstones keep what they were (RFC 2180 §4.1.1).
+                    let kept = store.message_data(mailbox, &gone).await?;
+                    unreadable += gone.len() - kept.len();
+                    found.extend(kept.into_iter().map(|d| d.entry));
+                    found.sort_by_key(|e| e.uid);
+                }
+                found
             };
             let mut now_seen: Vec<Uid> = Vec::new();
             if set_seen {

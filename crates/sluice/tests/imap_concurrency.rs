@@ -167,3 +167,57 @@ for i, command in enumerate(["FETCH 1 (FLAGS)", "STORE 1 +FLAGS (\\Seen)", "NOOP
     // need not name it again.
     assert!(out.contains("FETCH True True"), "{out}");
 }
+
+/// A message another session expunged, still in this session's view,
+/// answers a FETCH of its flags, UID and size as it was (RFC 2180
+/// §4.1.1), with no EXPUNGE until a command that may send one.
+#[test]
+fn flags_of_a_message_expunged_elsewhere_are_answered_until_announced() {
+    let server = Server::start();
+    let user = server.add_user("gone");
+    for _ in 0..2 {
+        kit::swaks(&[
+            "--server",
+            &addr_arg(server.smtp),
+            "--to",
+            &user,
+            "--from",
+            "a@remote.test",
+        ]);
+    }
+    let out = python(
+        r#"
+import socket, sys
+h, p = sys.argv[1].rsplit(":", 1)
+def conn():
+    s = socket.create_connection((h, int(p))); s.settimeout(10); s.recv(4096); return s
+def cmd(s, line):
+    s.sendall(line.encode() + b"\r\n")
+    out = b""
+    tag = line.split()[0].encode()
+    while not any(l.startswith(tag + b" ") for l in out.split(b"\r\n")):
+        out += s.recv(65536)
+    return out.decode()
+a = conn(); cmd(a, "a1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(a, "a2 SELECT INBOX")
+b = conn(); cmd(b, "b1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(b, "b2 SELECT INBOX")
+cmd(b, "b3 STORE 1 +FLAGS.SILENT (\\Deleted $Gone)")
+cmd(b, "b4 EXPUNGE")
+print(repr(cmd(a, "a3 FETCH 1:2 (UID FLAGS RFC822.SIZE)")))
+print(repr(cmd(a, "a4 NOOP")))
+"#,
+        &[&addr_arg(server.imap), &user, PASSWORD],
+    );
+    let mut lines = out.lines();
+    let fetch = lines.next().unwrap();
+    let noop = lines.next().unwrap();
+    assert!(
+        fetch.contains("* 1 FETCH (UID 1 FLAGS (")
+            && fetch.contains("\\\\Deleted")
+            && fetch.contains("RFC822.SIZE"),
+        "{out}"
+    );
+    assert!(fetch.contains("* 2 FETCH (UID 2"), "{out}");
+    assert!(fetch.contains("a3 OK"), "{out}");
+    assert!(!fetch.contains("EXPUNGE"), "{out}");
+    assert!(noop.contains("* 1 EXPUNGE"), "{out}");
+}
