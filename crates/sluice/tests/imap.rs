@@ -2410,6 +2410,17 @@ eq(m.search(None, "SENTON", "2-Jan-2024"), ("OK", [b"2"]), "SENTON 2-Jan")
 eq(m.search(None, "SENTBEFORE", "2-Jan-2024"), ("OK", [b"1"]), "SENTBEFORE 2-Jan")
 eq(m.search(None, "SENTSINCE", "2-Jan-2024"), ("OK", [b"2"]), "SENTSINCE 2-Jan")
 eq(m.search(None, "TEXT", "zanzibar"), ("OK", [b"1"]), "TEXT in an X- field")
+# The headers of MIME parts are body (RFC 3501 §6.4.4): an attachment's
+# name is found by BODY and TEXT, as a client's "search in messages" wants.
+from email.message import EmailMessage
+e = EmailMessage(); e["Subject"] = "scans"; e["From"] = "a@remote.test"; e["To"] = USER
+e.set_content("see the file")
+e.add_attachment(b"%PDF-1.4 binary", maintype="application", subtype="pdf", filename="kestrel-survey.pdf")
+deliver([e.as_bytes()])
+m.noop()
+eq(m.search(None, "BODY", "kestrel-survey"), ("OK", [b"3"]), "BODY finds an attachment's name")
+eq(m.search(None, "TEXT", "application/pdf"), ("OK", [b"3"]), "TEXT finds a part's type")
+eq(m.search(None, "BODY", "zanzibar"), ("OK", [b""]), "BODY leaves the top header out")
 "#,
         &[],
     );

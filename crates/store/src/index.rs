@@ -33,6 +33,11 @@ pub(crate) struct MessageIndex {
     pub sent_day: Option<i64>,
 }
 
+/// What the full-text rows of both back ends hold, as a version: rows of
+/// another are made again. 1: the text parts, subject, addresses and top
+/// header block; 2: the MIME parts' header blocks too ([`index_message`]).
+pub(crate) const TEXT_VERSION: i64 = 2;
+
 /// Largest amount of decoded body text put into the full-text index.
 const MAX_INDEXED_TEXT: usize = crate::INDEX_WINDOW;
 
@@ -86,7 +91,12 @@ pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
         date: msg.date().map(|d| d.to_timestamp()),
         message_id: msg.message_id().unwrap_or_default().to_string(),
     };
+    // RFC 3501 §6.4.4: BODY and TEXT search the body, and the headers of
+    // its MIME parts are body too: an attachment's name or type is found
+    // (as Dovecot finds it). They come first, so long text cannot crowd
+    // them out.
     let mut body_text = String::new();
+    part_headers(&msg, true, &mut body_text);
     for i in 0..msg.text_body_count() {
         if let Some(text) = msg.body_text(i) {
             if body_text.len() + text.len() > MAX_INDEXED_TEXT {
@@ -109,6 +119,31 @@ pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
         headers,
         body_text,
         sent_day,
+    }
+}
+
+/// Most bytes of MIME part headers put into the body text.
+const MAX_PART_HEADERS: usize = 16 * 1024;
+
+/// Appends the header block of each MIME part of `msg` to `out` (the
+/// message's own header too unless `skip_top`), those of attached
+/// messages included, up to [`MAX_PART_HEADERS`] in all.
+fn part_headers(msg: &mail_parser::Message<'_>, skip_top: bool, out: &mut String) {
+    let raw = msg.raw_message.as_ref();
+    for (i, part) in msg.parts.iter().enumerate() {
+        if i > 0 || !skip_top {
+            let block = raw
+                .get(part.offset_header as usize..part.offset_body as usize)
+                .unwrap_or_default();
+            let room = MAX_PART_HEADERS.saturating_sub(out.len());
+            if block.len() > room {
+                return;
+            }
+            out.push_str(&String::from_utf8_lossy(block));
+        }
+        if let mail_parser::PartType::Message(inner) = &part.body {
+            part_headers(inner, false, out);
+        }
     }
 }
 
@@ -172,6 +207,53 @@ Content-Type: multipart/alternative; boundary=b\r\n\
         assert_eq!(idx.headers.date, Some(1751364000));
         assert_eq!(idx.headers.message_id, "abc@example.org");
         assert!(idx.body_text.contains("hello world"), "{:?}", idx.body_text);
+        // The parts' headers are body text; the message's own are not.
+        assert!(
+            idx.body_text
+                .contains("Content-Type: application/octet-stream"),
+            "{:?}",
+            idx.body_text
+        );
+        assert!(!idx.body_text.contains("Message-ID"), "{:?}", idx.body_text);
+    }
+
+    #[test]
+    fn headers_of_attached_messages_and_their_parts_are_body_text() {
+        let raw = b"Subject: outer
+Content-Type: multipart/mixed; boundary=o
+
+--o
+Content-Type: text/plain
+
+see attached
+--o
+Content-Type: message/rfc822
+
+Subject: inner-subject
+Content-Type: multipart/mixed; boundary=i
+
+--i
+Content-Type: text/plain
+
+inner text
+--i
+Content-Type: application/pdf; name=\"report-q3.pdf\"
+Content-Transfer-Encoding: base64
+
+AAAA
+--i--
+--o--
+";
+        let text = index_message(raw).body_text;
+        for wanted in [
+            "Content-Type: message/rfc822",
+            "inner-subject",
+            "report-q3.pdf",
+            "see attached",
+        ] {
+            assert!(text.contains(wanted), "{wanted} not in {text:?}");
+        }
+        assert!(!text.contains("outer"), "{text:?}");
     }
 
     #[test]

@@ -1280,7 +1280,76 @@ async fn recent_counts_agree_whether_the_range_is_all_none_or_some(f: Fixture) {
     expect(5, "and more").await;
 }
 
+/// BODY and TEXT find what the headers of MIME parts say (an
+/// attachment's name and type: the body holds them, RFC 3501 §6.4.4), in
+/// attached messages too; the message's own header only for TEXT.
+async fn searches_find_what_mime_part_headers_say(f: Fixture) {
+    let text = b"Subject: scans\r\nX-Origin: scanner\r\n\
+Content-Type: multipart/mixed; boundary=b\r\n\r\n\
+--b\r\nContent-Type: text/plain\r\n\r\nsee the file\r\n\
+--b\r\nContent-Type: application/pdf; name=\"kestrel-survey.pdf\"\r\n\
+Content-Transfer-Encoding: base64\r\n\r\nAAAA\r\n\
+--b\r\nContent-Type: message/rfc822\r\n\r\nSubject: forwarded-osprey\r\n\r\ninner\r\n--b--\r\n";
+    f.deliver_to(f.inbox, text, Delivery::default()).await;
+    f.deliver_to(
+        f.inbox,
+        b"Subject: plain\r\n\r\nsee the file\r\n",
+        Delivery::default(),
+    )
+    .await;
+    let search = |key: store::SearchKey| {
+        let store = Arc::clone(&f.store);
+        let inbox = f.inbox;
+        async move { store.search(inbox, &key).await.unwrap() }
+    };
+    use store::SearchKey::{Body, Text};
+    for needle in [
+        "KESTREL-survey.pdf",
+        "application/pdf",
+        "forwarded-osprey",
+        "estrel",
+    ] {
+        assert_eq!(search(Body(needle.into())).await, [1], "BODY {needle}");
+        assert_eq!(search(Text(needle.into())).await, [1], "TEXT {needle}");
+    }
+    assert!(search(Body("X-Origin".into())).await.is_empty());
+    assert_eq!(search(Text("X-Origin".into())).await, [1]);
+    assert_eq!(search(Body("see the file".into())).await, [1, 2]);
+}
+
+/// A database whose full-text rows are of an older version has them made
+/// again: searches give the older answers until then, the new ones after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn older_full_text_rows_are_made_again_on_postgres() {
+    let f = Fixture::postgres().await;
+    let attached = b"Subject: scans\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n\
+--b\r\nContent-Type: text/plain\r\n\r\nsee the file\r\n\
+--b\r\nContent-Type: application/pdf; name=\"kestrel-survey.pdf\"\r\n\r\nAAAA\r\n--b--\r\n";
+    for _ in 0..70 {
+        f.deliver_to(f.inbox, attached, Delivery::default()).await;
+    }
+    // As rows written before part headers were text.
+    f.exec(
+        "",
+        "UPDATE blob_text SET body = 'see the file';
+         UPDATE meta SET value = 1 WHERE key = 'text_version';",
+    );
+    let key = store::SearchKey::Body("kestrel-survey.pdf".into());
+    assert!(f.store.search(f.inbox, &key).await.unwrap().is_empty());
+    let Backend::Postgres { store, pg, db } = &f.backend else {
+        unreachable!()
+    };
+    store.retext_now().await.unwrap();
+    assert_eq!(f.store.search(f.inbox, &key).await.unwrap().len(), 70);
+    let meta = pg.psql(
+        db,
+        "SELECT key || '=' || value FROM meta WHERE key LIKE 'text%'",
+    );
+    assert_eq!(meta.trim(), "text_version=2", "{meta}");
+}
+
 on_both!(
+    searches_find_what_mime_part_headers_say,
     default_mailboxes_are_listed_with_special_use_and_subscription,
     create_checks_names_and_makes_parents,
     delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity,

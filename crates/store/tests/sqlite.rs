@@ -1107,6 +1107,36 @@ async fn an_index_file_of_another_store_is_built_again() {
 }
 
 #[tokio::test]
+async fn an_index_of_an_older_text_version_is_built_again() {
+    let (dir, store, mbox) = open_with_account().await;
+    let attached = b"Subject: scans\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n\
+--b\r\nContent-Type: text/plain\r\n\r\nsee the file\r\n\
+--b\r\nContent-Type: application/pdf; name=\"kestrel-survey.pdf\"\r\n\
+Content-Transfer-Encoding: base64\r\n\r\nAAAA\r\n--b--\r\n";
+    deliver_one(&store, mbox, attached).await;
+    deliver_one(&store, mbox, &mail_about("heron", 1)).await;
+    drop(store);
+    // As an index written before part headers were text: its rows lack
+    // the attachment's name, which a search must find all the same.
+    let c = index_file(dir.path());
+    c.execute_batch(
+        "UPDATE index_meta SET value = 1 WHERE key = 'text_version';
+         DELETE FROM fts WHERE rowid = 1;
+         INSERT INTO fts (rowid, body) VALUES (1, 'see the file');",
+    )
+    .unwrap();
+    drop(c);
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    for needle in ["kestrel-survey.pdf", "application/pdf", "estrel"] {
+        let key = SearchKey::Body(needle.into());
+        assert_eq!(store.search(mbox, &key).await.unwrap(), vec![1], "{needle}");
+    }
+    let heron = SearchKey::Text("heron".into());
+    assert_eq!(store.search(mbox, &heron).await.unwrap(), vec![2]);
+}
+
+#[tokio::test]
 async fn waiting_full_text_rows_are_written_at_close_or_recovered_at_open() {
     let (dir, store, mbox) = open_with_account().await;
     for n in 0..20 {

@@ -391,7 +391,8 @@ async fn data_from_row(c: &impl GenericClient, r: &Row) -> Result<MessageData> {
 async fn from_chunks(c: &impl GenericClient, blob: i64) -> Result<(MessageStructure, Vec<u8>)> {
     let mut builder = StructureBuilder::new();
     let mut head = Vec::new();
-    let mut next = 0i32;
+    // The lead's negative number first.
+    let mut next = i32::MIN;
     // One chunk per query, in seq order, so a big message is never read
     // into memory whole.
     while let Some(row) = c

@@ -20,6 +20,7 @@ mod message;
 mod penalties;
 mod prepared;
 mod queue;
+mod retext;
 mod schema;
 mod search;
 mod sieve;
@@ -212,6 +213,7 @@ impl PgStore {
         drop(conn);
         if !options.tool {
             sweep::start(&store);
+            retext::start(&store);
         }
         Ok(store)
     }

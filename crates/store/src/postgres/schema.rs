@@ -310,6 +310,13 @@ const STEPS: &[&str] = &[
     );
     CREATE INDEX auth_penalties_age ON auth_penalties (last_failure);
     "#,
+    // 3: the version of the full-text rows (retext.rs): 1 for the rows
+    // written so far, 2, with the MIME parts' headers, for a database
+    // that has none yet.
+    r#"
+    INSERT INTO meta (key, value)
+    SELECT 'text_version', CASE WHEN EXISTS (SELECT 1 FROM blob_text) THEN 1 ELSE 2 END;
+    "#,
 ];
 
 /// The newest version this build knows.

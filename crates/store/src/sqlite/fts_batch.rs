@@ -468,37 +468,62 @@ fn ready(w: &Waiting) -> bool {
         || w.since.is_some_and(|t| t.elapsed() >= DELAY)
 }
 
+/// Reads a stored message's chunks, in order, into its index text as
+/// delivery makes it: header fields and text parts, attachments left out,
+/// up to [`INDEX_WINDOW`]. The same for both back ends.
+pub(crate) struct TextReader {
+    head: Vec<u8>,
+    tap: mime_tree::PartRewriter,
+}
+
+impl TextReader {
+    pub(crate) fn new() -> TextReader {
+        TextReader {
+            head: Vec::new(),
+            tap: mime_tree::PartRewriter::text_only(),
+        }
+    }
+
+    /// Whether the text still wants chunks (the window is not full).
+    pub(crate) fn wants_more(&self) -> bool {
+        self.head.len() < INDEX_WINDOW
+    }
+
+    pub(crate) fn push(&mut self, chunk: &[u8]) {
+        self.tap.push(chunk, &mut self.head);
+    }
+
+    /// The text, once the chunks ran out (`ended`) or the window filled.
+    pub(crate) fn finish(mut self, ended: bool) -> FtsText {
+        if ended {
+            self.tap.finish(&mut self.head);
+        }
+        self.head.truncate(INDEX_WINDOW);
+        let mut index = index_message(&self.head);
+        FtsText::new(&mut index, header_block(&self.head))
+    }
+}
+
 /// The index text of a stored blob, read from its chunks (the lead,
 /// numbered before the others, comes first) as delivery reads the
-/// message: header fields and text parts, attachments left out, up to
-/// [`INDEX_WINDOW`].
+/// message ([`TextReader`]).
 pub(crate) fn text_from_chunks(c: &Connection, blob: BlobId) -> Result<FtsText> {
-    let mut head = Vec::new();
-    let mut tap = mime_tree::PartRewriter::text_only();
+    let mut reader = TextReader::new();
     let mut stmt =
         c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
     let mut rows = stmt.query([blob])?;
     let mut ended = false;
-    while head.len() < INDEX_WINDOW {
+    while reader.wants_more() {
         let Some(row) = rows.next()? else {
             ended = true;
             break;
         };
         let data: &[u8] = row.get_ref(1)?.as_blob().unwrap_or_default();
-        tap.push(
-            &crate::chunk_codec::unpack(row.get(0)?, data, blob)?,
-            &mut head,
-        );
+        reader.push(&crate::chunk_codec::unpack(row.get(0)?, data, blob)?);
     }
-    if ended {
-        tap.finish(&mut head);
-    }
-    head.truncate(INDEX_WINDOW);
-    let mut index = index_message(&head);
-    Ok(FtsText::new(&mut index, header_block(&head)))
+    Ok(reader.finish(ended))
 }
 
-/// Stops the thread and writes what still waits, when the store closes.
 pub(crate) struct FtsBatchGuard(pub(crate) FtsBatch);
 
 impl std::ops::Deref for FtsBatchGuard {

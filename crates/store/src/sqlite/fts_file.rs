@@ -31,7 +31,8 @@
 //!   index job) are deleted; text searches wait for that (fts_batch.rs).
 //! - The file names the store it indexes (`store_id`). A file from another
 //!   store, or from a later state of this one (a restored backup: rows
-//!   above any blob id it has given), is emptied and built again.
+//!   above any blob id it has given), is emptied and built again; so is
+//!   one whose rows hold another version of the text ([`TEXT_VERSION`]).
 //!
 //! A backup therefore copies only the main database, and a restore
 //! removes this file: the store builds it again when it opens.
@@ -43,6 +44,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use super::terms;
 use crate::error::Result;
+use crate::index::TEXT_VERSION;
 
 /// File name of the full-text index in a data directory.
 pub(crate) const INDEX_FILE: &str = "fts.db";
@@ -155,19 +157,36 @@ pub(crate) fn open_writer(db: &Path, main: &Connection, wal_limit: u64) -> Resul
         tx.query_row("SELECT coalesce(max(id), 0) FROM fts_docsize", [], |r| {
             r.get(0)
         })?;
-    if indexed_for.is_some_and(|id| id != store_id) || highest_row > last_blob {
-        tracing::info!(
-            highest_row,
-            last_blob,
-            "the full-text index belongs to another store or state; building it again"
-        );
+    let text_version: i64 = tx
+        .query_row(
+            "SELECT value FROM index_meta WHERE key = 'text_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?
+        .unwrap_or(1);
+    let foreign = indexed_for.is_some_and(|id| id != store_id) || highest_row > last_blob;
+    if foreign || (text_version != TEXT_VERSION && highest_row > 0) {
+        if foreign {
+            tracing::info!(
+                highest_row,
+                last_blob,
+                "the full-text index belongs to another store or state; building it again"
+            );
+        } else {
+            tracing::info!(
+                from = text_version,
+                to = TEXT_VERSION,
+                "the full-text index holds another version of the text; building it again"
+            );
+        }
         tx.execute_batch("DROP TABLE fts;")?;
         tx.execute_batch(terms::DROP_TERMS)?;
         create_tables(&tx)?;
     }
     tx.execute(
-        "INSERT OR REPLACE INTO index_meta (key, value) VALUES ('store_id', ?1)",
-        [store_id],
+        "INSERT OR REPLACE INTO index_meta (key, value) VALUES ('store_id', ?1), ('text_version', ?2)",
+        [store_id, TEXT_VERSION],
     )?;
     configure(&tx)?;
     tx.commit()?;
