@@ -8,12 +8,14 @@ mod dot;
 pub mod fuzzing;
 mod input;
 mod limit;
+mod signatures_only;
 mod stream;
 
 pub use accept::Acceptor;
 pub use dot::{DotStuffer, DotUnstuffer, LineEnds};
 pub use input::{Input, LineError};
 pub use limit::{ConnGuard, ConnLimiter, Refused};
+pub use signatures_only::SignaturesOnly;
 pub use stream::{open_stream, send, send_buffered, start_tls, Io, Stream};
 pub use tokio_rustls::TlsAcceptor;
 pub use tokio_util::sync::CancellationToken;

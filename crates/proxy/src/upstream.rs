@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use net::{Input, LineError, Stream};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
 use crate::config::{ClientAddress, ProxyConfig, UpstreamTls};
@@ -81,62 +79,10 @@ pub fn connector(config: &ProxyConfig) -> Result<Option<tokio_rustls::TlsConnect
     } else {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+            .with_custom_certificate_verifier(Arc::new(net::SignaturesOnly::new(provider)))
             .with_no_client_auth()
     };
     Ok(Some(tokio_rustls::TlsConnector::from(Arc::new(tls))))
-}
-
-/// `upstream_verify = false`: the handshake's signatures are still checked
-/// (the session is encrypted to whoever holds the key), the certificate's
-/// issuer and names are not. For an upstream with a self-signed
-/// certificate on a private network.
-#[derive(Debug)]
-struct Unverified(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// One client connection's way through the proxy: who the client is,

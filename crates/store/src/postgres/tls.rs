@@ -17,9 +17,6 @@ use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig};
 use futures_util::StreamExt;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::DigitallySignedStruct;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_postgres::config::{Host, SslMode};
@@ -173,7 +170,7 @@ impl Connector {
                 .with_no_client_auth(),
             _ => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+                .with_custom_certificate_verifier(Arc::new(net::SignaturesOnly::new(provider)))
                 .with_no_client_auth(),
         };
         Ok(Connector::Tls(MakeRustlsConnect::new(client)))
@@ -247,57 +244,6 @@ fn roots(ca_file: Option<&Path>) -> Result<rustls::RootCertStore> {
         return Err(bad(&"no PEM certificate in it"));
     }
     Ok(roots)
-}
-
-/// `require`: the handshake's signatures are checked (the session is
-/// encrypted to whoever holds the certificate's key), the certificate's
-/// issuer and names are not.
-#[derive(Debug)]
-struct Unverified(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 #[cfg(test)]
