@@ -91,15 +91,7 @@ impl Server {
     /// it serves instead); what it wrote to stderr.
     pub fn start_failing(extra: &str) -> String {
         let server = Server::unstarted(extra, &[], |_| {});
-        let mut child = Command::new(sluice_bin())
-            .args(["serve", "--config"])
-            .arg(server.config_path())
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start sluice");
+        let mut child = server.serve_command().spawn().expect("start sluice");
         let mut stderr = child.stderr.take().expect("stderr");
         let reader = std::thread::spawn(move || {
             let mut text = String::new();
@@ -230,16 +222,21 @@ impl Server {
         std::fs::write(self.config_path(), text).unwrap();
     }
 
-    fn spawn(&mut self) {
-        let mut child = Command::new(sluice_bin())
+    /// `sluice serve` on this server's config, with only stderr kept.
+    fn serve_command(&self) -> Command {
+        let mut command = Command::new(sluice_bin());
+        command
             .args(["serve", "--config"])
             .arg(self.config_path())
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start sluice");
+            .stderr(Stdio::piped());
+        command
+    }
+
+    fn spawn(&mut self) {
+        let mut child = self.serve_command().spawn().expect("start sluice");
         let started = self.log.follow(child.stderr.take().unwrap(), |line| {
             line.contains("listening") || line.contains("sluice started")
         });
