@@ -14,6 +14,7 @@
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{GenericClient, Row, Transaction};
 
+use super::prepared::Prepared;
 use super::PgStore;
 use crate::error::{Result, StoreError};
 use crate::keyword;
@@ -59,18 +60,20 @@ fn exists_if_taken(name: &str) -> impl FnOnce(tokio_postgres::Error) -> StoreErr
     }
 }
 
+/// A mailbox by account and name.
+fn find_sql() -> String {
+    format!("SELECT {INFO_COLUMNS} FROM mailboxes WHERE account_id = $1 AND name = $2")
+}
+
 async fn find(
     c: &impl GenericClient,
     account: AccountId,
     name: &str,
 ) -> Result<Option<MailboxInfo>> {
-    c.query_opt(
-        &format!("SELECT {INFO_COLUMNS} FROM mailboxes WHERE account_id = $1 AND name = $2"),
-        &[&account, &name],
-    )
-    .await?
-    .map(|r| info_from_row(&r))
-    .transpose()
+    c.query_opt(&find_sql(), &[&account, &name])
+        .await?
+        .map(|r| info_from_row(&r))
+        .transpose()
 }
 
 async fn must_find(c: &impl GenericClient, account: AccountId, name: &str) -> Result<MailboxInfo> {
@@ -317,13 +320,18 @@ impl PgStore {
     ) -> Result<Option<MailboxInfo>> {
         // RFC 3501 §5.1: INBOX is case-insensitive, other names are not.
         let name = lookup_name(name);
-        find(&**self.conn().await?, account, &name).await
+        self.conn()
+            .await?
+            .query_opt_prepared(&find_sql(), &[&account, &name])
+            .await?
+            .map(|r| info_from_row(&r))
+            .transpose()
     }
 
     pub(super) async fn list_mailboxes(&self, account: AccountId) -> Result<Vec<MailboxInfo>> {
         self.conn()
             .await?
-            .query(
+            .query_prepared(
                 &format!(
                     "SELECT {INFO_COLUMNS} FROM mailboxes WHERE account_id = $1 ORDER BY name"
                 ),
@@ -456,7 +464,7 @@ impl PgStore {
         let row = self
             .conn()
             .await?
-            .query_opt(
+            .query_opt_prepared(
                 "SELECT x.n_messages, x.n_unseen, x.n_deleted, x.n_bytes,
                         x.uid_next, x.uid_validity, x.highest_modseq,
                         CASE
@@ -492,7 +500,7 @@ impl PgStore {
         let row = self
             .conn()
             .await?
-            .query_opt(
+            .query_opt_prepared(
                 "SELECT a.quota_bytes, t.bytes, t.messages
                  FROM accounts a, LATERAL (
                      SELECT coalesce(sum(x.n_bytes), 0)::bigint AS bytes,
@@ -516,7 +524,7 @@ impl PgStore {
         let rows = self
             .conn()
             .await?
-            .query(
+            .query_prepared(
                 "SELECT keywords FROM messages WHERE mailbox_id = $1 AND keywords != ''
                  GROUP BY keywords ORDER BY min(uid)",
                 &[&mailbox],
@@ -538,7 +546,7 @@ impl PgStore {
         // Gaps and islands: within a run, uid - rank is constant.
         self.conn()
             .await?
-            .query(
+            .query_prepared(
                 "SELECT min(uid), count(*) FROM (
                      SELECT uid, uid - row_number() OVER (ORDER BY uid) AS island
                      FROM messages WHERE mailbox_id = $1) AS runs
@@ -555,7 +563,7 @@ impl PgStore {
         let seen = FLAG_SEEN as i32;
         self.conn()
             .await?
-            .query_one(
+            .query_one_prepared(
                 "SELECT min(uid) FROM messages WHERE mailbox_id = $1 AND (flags & $2) = 0",
                 &[&mailbox, &seen],
             )
@@ -574,7 +582,7 @@ impl PgStore {
         let row = self
             .conn()
             .await?
-            .query_opt(
+            .query_opt_prepared(
                 "WITH old AS (
                      SELECT id, recent_from, uid_next FROM mailboxes WHERE id = $1 FOR UPDATE),
                  claimed AS (

@@ -16,12 +16,13 @@ use crate::error::Result;
 /// Parameters of a statement, as tokio-postgres takes them.
 pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
-/// `query`, `query_opt` and `execute` on a statement prepared once per
+/// `query`, `query_opt`, `query_one` and `execute` on a statement prepared once per
 /// connection.
 #[async_trait::async_trait]
 pub(super) trait Prepared {
     async fn query_prepared(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>>;
     async fn query_opt_prepared(&self, sql: &str, params: Params<'_>) -> Result<Option<Row>>;
+    async fn query_one_prepared(&self, sql: &str, params: Params<'_>) -> Result<Row>;
     async fn execute_prepared(&self, sql: &str, params: Params<'_>) -> Result<u64>;
 }
 
@@ -35,6 +36,11 @@ impl<C: GenericClient + Sync> Prepared for C {
     async fn query_opt_prepared(&self, sql: &str, params: Params<'_>) -> Result<Option<Row>> {
         let statement = self.prepare_cached(sql).await?;
         Ok(self.query_opt(&statement, params).await?)
+    }
+
+    async fn query_one_prepared(&self, sql: &str, params: Params<'_>) -> Result<Row> {
+        let statement = self.prepare_cached(sql).await?;
+        Ok(self.query_one(&statement, params).await?)
     }
 
     async fn execute_prepared(&self, sql: &str, params: Params<'_>) -> Result<u64> {
