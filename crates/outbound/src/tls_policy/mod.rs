@@ -666,7 +666,7 @@ impl TlsPolicies {
         let verifier = Arc::new(PolicyVerifier {
             check,
             webpki,
-            provider: self.provider.clone(),
+            signatures: net::SignaturesOnly::new(self.provider.clone()),
             found: verification.clone(),
         });
         let config = rustls::ClientConfig::builder_with_provider(self.provider.clone())

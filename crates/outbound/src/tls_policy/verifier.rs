@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 
@@ -69,7 +68,9 @@ impl Verification {
 pub(crate) struct PolicyVerifier {
     pub(crate) check: Check,
     pub(crate) webpki: Arc<WebPkiServerVerifier>,
-    pub(crate) provider: Arc<CryptoProvider>,
+    /// The handshake's signatures, checked whatever the policy: they
+    /// prove the server holds the key it presented.
+    pub(crate) signatures: net::SignaturesOnly,
     pub(crate) found: Verification,
 }
 
@@ -135,14 +136,7 @@ impl ServerCertVerifier for PolicyVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        // The handshake signature is always checked against the presented
-        // key, whatever the policy: it proves the server holds that key.
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.signatures.verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -151,17 +145,10 @@ impl ServerCertVerifier for PolicyVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.signatures.verify_tls13_signature(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.signatures.supported_verify_schemes()
     }
 }
