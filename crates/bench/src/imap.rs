@@ -766,6 +766,16 @@ async fn concurrent(
     corpus: &Arc<Corpus>,
     timeout: Duration,
 ) -> anyhow::Result<ConcurrentReport> {
+    // On a mailbox used as it is (--load 0), the APPENDs still need
+    // messages: those of the study's smallest corpus.
+    let corpus = &if corpus.len() > 0 {
+        Arc::clone(corpus)
+    } else {
+        Arc::new(Corpus::new(CorpusSpec {
+            to: args.user.clone(),
+            ..CorpusSpec::seed_study(1046, args.seed)
+        })?)
+    };
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(args.duration);
     let totals: Arc<Mutex<MixTotals>> = Arc::default();
