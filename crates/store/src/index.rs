@@ -219,31 +219,13 @@ Content-Type: multipart/alternative; boundary=b\r\n\
 
     #[test]
     fn headers_of_attached_messages_and_their_parts_are_body_text() {
-        let raw = b"Subject: outer
-Content-Type: multipart/mixed; boundary=o
-
---o
-Content-Type: text/plain
-
-see attached
---o
-Content-Type: message/rfc822
-
-Subject: inner-subject
-Content-Type: multipart/mixed; boundary=i
-
---i
-Content-Type: text/plain
-
-inner text
---i
-Content-Type: application/pdf; name=\"report-q3.pdf\"
-Content-Transfer-Encoding: base64
-
-AAAA
---i--
---o--
-";
+        let raw = b"Subject: outer\r\nContent-Type: multipart/mixed; boundary=o\r\n\r\n\
+--o\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n\
+--o\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner-subject\r\n\
+Content-Type: multipart/mixed; boundary=i\r\n\r\n\
+--i\r\nContent-Type: text/plain\r\n\r\ninner text\r\n\
+--i\r\nContent-Type: application/pdf; name=\"report-q3.pdf\"\r\n\
+Content-Transfer-Encoding: base64\r\n\r\nAAAA\r\n--i--\r\n--o--\r\n";
         let text = index_message(raw).body_text;
         for wanted in [
             "Content-Type: message/rfc822",
