@@ -768,7 +768,7 @@ async fn concurrent(
 ) -> anyhow::Result<ConcurrentReport> {
     // On a mailbox used as it is (--load 0), the APPENDs still need
     // messages: those of the study's smallest corpus.
-    let corpus = &if corpus.len() > 0 {
+    let corpus = &if !corpus.is_empty() {
         Arc::clone(corpus)
     } else {
         Arc::new(Corpus::new(CorpusSpec {

@@ -19,6 +19,7 @@
 mod address;
 mod base64_lines;
 mod builder;
+mod content_decoder;
 mod encode;
 mod envelope;
 mod header;
@@ -32,7 +33,8 @@ pub use builder::{
     StructureBuilder, MAX_BOUNDARY_LEN, MAX_DEPTH, MAX_HEADER_BYTES, MAX_PARTS,
     MAX_TOTAL_HEADER_BYTES,
 };
-pub use rewrite::{encode_binary_parts, PartRewriter};
+pub use content_decoder::{ContentDecoder, TransferEncoding};
+pub use rewrite::{encode_binary_parts, PartRewriter, TextLeaf, TextMark};
 
 /// The structure of a whole message (or of a message/rfc822 part).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -13,13 +13,19 @@
 //!   that are not text (attachments, images) are left out, so what indexes
 //!   a message (its header fields and text) keeps only what it reads, not
 //!   megabytes of base64 it would throw away.
+//! - **Text parts decoded** ([`PartRewriter::text_parts`]): only the
+//!   content of text leaves comes out, its transfer encoding undone, with
+//!   a mark ([`TextMark`]) where each entity's header block was and where
+//!   each text leaf ends: what indexes a message of any size reads, in
+//!   bounded memory.
 //!
-//! Multipart and message/rfc822 wrappers, header blocks, preambles,
-//! epilogues and delimiter lines pass as they are. Memory is bounded by one
-//! header block ([`MAX_HEADER`]) and one delimiter line, whatever the size
-//! of the message.
+//! Otherwise, multipart and message/rfc822 wrappers, header blocks,
+//! preambles, epilogues and delimiter lines pass as they are. Memory is
+//! bounded by one header block ([`MAX_HEADER`]) and one delimiter line,
+//! whatever the size of the message.
 
 use crate::base64_lines::Base64Lines;
+use crate::content_decoder::{ContentDecoder, TransferEncoding};
 use crate::header::{content_type, fields, transfer_encoding};
 
 /// Longest header block taken apart; a longer one passes unchanged and its
@@ -48,6 +54,8 @@ enum Action {
     Pass,
     Base64,
     Drop,
+    /// The transfer encoding undone ([`PartRewriter::text_parts`]).
+    Decode,
 }
 
 /// What the rewriter is for.
@@ -55,6 +63,31 @@ enum Action {
 enum Purpose {
     BinaryToBase64,
     TextOnly,
+    TextParts,
+}
+
+/// What [`PartRewriter::text_parts`] marks in its output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextMark {
+    /// The header block of an entity: the message (`top`), a part, or an
+    /// attached message. When `text`, the entity is a text leaf whose
+    /// decoded content follows, up to the next [`TextMark::End`].
+    Header {
+        block: Vec<u8>,
+        top: bool,
+        text: Option<TextLeaf>,
+    },
+    /// The end of a text leaf's content.
+    End,
+}
+
+/// What a reader needs to make text of a text leaf's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextLeaf {
+    /// The subtype, lower-case (`plain`, `html`, ...).
+    pub subtype: String,
+    /// The `charset` parameter, as written.
+    pub charset: Option<String>,
 }
 
 /// The streaming rewriter: [`PartRewriter::push`] the message in pieces of
@@ -79,6 +112,10 @@ pub struct PartRewriter {
     /// belongs to the delimiter, not to the body (RFC 2046 §5.1.1).
     held_eol: Vec<u8>,
     base64: Base64Lines,
+    decoder: ContentDecoder,
+    /// Marks of [`Purpose::TextParts`] since they were last taken, each
+    /// with the length `out` had when it was made.
+    marks: Vec<(usize, TextMark)>,
 }
 
 impl PartRewriter {
@@ -92,6 +129,19 @@ impl PartRewriter {
         PartRewriter::new(Purpose::TextOnly)
     }
 
+    /// Only the decoded content of text leaves comes out, with marks
+    /// ([`PartRewriter::take_marks`]).
+    pub fn text_parts() -> PartRewriter {
+        PartRewriter::new(Purpose::TextParts)
+    }
+
+    /// The marks made since the last call, in order, each with the length
+    /// the output had when it was made: what came out after it up to the
+    /// next mark belongs to it.
+    pub fn take_marks(&mut self) -> Vec<(usize, TextMark)> {
+        std::mem::take(&mut self.marks)
+    }
+
     fn new(purpose: Purpose) -> PartRewriter {
         PartRewriter {
             purpose,
@@ -103,6 +153,8 @@ impl PartRewriter {
             line_decided: false,
             held_eol: Vec::new(),
             base64: Base64Lines::default(),
+            decoder: ContentDecoder::new(TransferEncoding::Identity),
+            marks: Vec::new(),
         }
     }
 
@@ -121,8 +173,9 @@ impl PartRewriter {
         }
     }
 
-    /// Converts what is left at the end of the message.
-    pub fn finish(mut self, out: &mut Vec<u8>) {
+    /// Converts what is left at the end of the message; returns the marks
+    /// not yet taken ([`PartRewriter::take_marks`]).
+    pub fn finish(mut self, out: &mut Vec<u8>) -> Vec<(usize, TextMark)> {
         if matches!(self.mode, Mode::Body(_)) && !self.line_decided {
             // A last delimiter line without a line end.
             if let Some((depth, close)) = self.delimiter(&self.line) {
@@ -132,6 +185,7 @@ impl PartRewriter {
         }
         match self.mode {
             // A header block without a body (or without its empty line).
+            Mode::Header if self.purpose == Purpose::TextParts => {}
             Mode::Header => out.extend_from_slice(&self.header),
             Mode::Body(action) => {
                 let held = std::mem::take(&mut self.held_eol);
@@ -143,7 +197,43 @@ impl PartRewriter {
                     self.base64.finish(out);
                     out.extend_from_slice(b"\r\n");
                 }
+                self.end_body(out);
             }
+        }
+        self.marks
+    }
+
+    /// The end of a body: a decoded one gives what it held back, and its
+    /// end mark.
+    fn end_body(&mut self, out: &mut Vec<u8>) {
+        if self.mode == Mode::Body(Action::Decode) {
+            self.decoder.finish(out);
+            self.marks.push((out.len(), TextMark::End));
+        }
+    }
+
+    /// A header block goes out as it is, or, for [`Purpose::TextParts`],
+    /// as a mark.
+    fn header_out(&mut self, header: &[u8], top: bool, text: Option<TextLeaf>, out: &mut Vec<u8>) {
+        if self.purpose == Purpose::TextParts {
+            let mark = TextMark::Header {
+                block: header.to_vec(),
+                top,
+                text,
+            };
+            self.marks.push((out.len(), mark));
+        } else {
+            out.extend_from_slice(header);
+        }
+    }
+
+    /// What becomes of a body that is not a leaf's content (a preamble,
+    /// an epilogue, what a header too large to take apart hides).
+    fn wrapper_action(&self) -> Action {
+        if self.purpose == Purpose::TextParts {
+            Action::Drop
+        } else {
+            Action::Pass
         }
     }
 
@@ -163,7 +253,8 @@ impl PartRewriter {
                 // A part with no body at all: its header ends here.
                 let line = line.to_vec();
                 self.header.truncate(line_start);
-                out.append(&mut self.header);
+                let header = std::mem::take(&mut self.header);
+                self.header_out(&header, false, None, out);
                 self.on_delimiter(depth, close, &line, out);
                 return;
             }
@@ -189,10 +280,12 @@ impl PartRewriter {
     fn give_up_header(&mut self, out: &mut Vec<u8>) {
         let tail = self.header_tail_len();
         let done = self.header.len() - tail;
-        out.extend_from_slice(&self.header[..done]);
+        if self.purpose != Purpose::TextParts {
+            out.extend_from_slice(&self.header[..done]);
+        }
         let rest = self.header.split_off(done);
         self.header.clear();
-        self.enter_body(Action::Pass);
+        self.enter_body(self.wrapper_action());
         self.body_bytes(&rest, false, out);
     }
 
@@ -227,29 +320,46 @@ impl PartRewriter {
         let deep = self.boundaries.len() >= MAX_DEPTH;
         let message = std::mem::replace(&mut self.top, false);
         if let (Some(b), false) = (boundary, deep) {
-            out.extend_from_slice(header);
+            self.header_out(header, message, None, out);
             self.boundaries.push(b);
-            self.enter_body(Action::Pass);
+            self.enter_body(self.wrapper_action());
         } else if nested && !encoded && !deep {
             // The enclosed message's own header follows.
-            out.extend_from_slice(header);
+            self.header_out(header, message, None, out);
             self.mode = Mode::Header;
         } else if deep {
-            out.extend_from_slice(header);
-            self.enter_body(Action::Pass);
+            self.header_out(header, message, None, out);
+            self.enter_body(self.wrapper_action());
         } else {
             let action = match self.purpose {
                 Purpose::BinaryToBase64 if encoded => Action::Pass,
                 Purpose::BinaryToBase64 => Action::Base64,
                 Purpose::TextOnly if text => Action::Pass,
-                Purpose::TextOnly => Action::Drop,
+                Purpose::TextParts if text => Action::Decode,
+                Purpose::TextOnly | Purpose::TextParts => Action::Drop,
             };
             if action == Action::Base64 {
                 write_header_as_base64(header, !has_mime_version && message, out);
             } else {
-                out.extend_from_slice(header);
+                let leaf = (action == Action::Decode).then(|| {
+                    let (subtype, params) = match ctype {
+                        Some((_, sub, params)) => (sub, params),
+                        None => ("plain".to_string(), Vec::new()),
+                    };
+                    TextLeaf {
+                        subtype,
+                        charset: params
+                            .into_iter()
+                            .find(|(k, _)| k.eq_ignore_ascii_case("charset"))
+                            .map(|(_, v)| v),
+                    }
+                });
+                self.header_out(header, message, leaf, out);
             }
             self.enter_body(action);
+            if action == Action::Decode {
+                self.decoder = ContentDecoder::new(TransferEncoding::named(cte.as_deref()));
+            }
         }
     }
 
@@ -306,6 +416,7 @@ impl PartRewriter {
         match self.mode {
             Mode::Body(Action::Base64) => self.base64.push(bytes, out),
             Mode::Body(Action::Drop) => {}
+            Mode::Body(Action::Decode) => self.decoder.push(bytes, out),
             _ => out.extend_from_slice(bytes),
         }
     }
@@ -366,8 +477,11 @@ impl PartRewriter {
         if self.mode == Mode::Body(Action::Base64) {
             self.base64.finish(out);
         }
-        out.extend_from_slice(&self.held_eol);
-        out.extend_from_slice(line);
+        self.end_body(out);
+        if self.purpose != Purpose::TextParts {
+            out.extend_from_slice(&self.held_eol);
+            out.extend_from_slice(line);
+        }
         // Inner multiparts left open end with their enclosing part.
         self.boundaries.truncate(depth + 1);
         if close {
@@ -582,6 +696,87 @@ mod tests {
         assert_eq!(text_only(message.as_bytes(), 7), out);
     }
 
+    /// Text leaves with their decoded content.
+    type Leaves = Vec<(TextLeaf, Vec<u8>)>;
+
+    /// The text leaves [`PartRewriter::text_parts`] gives, with their
+    /// decoded content, and every header block it marked.
+    fn text_parts(message: &[u8], size: usize) -> (Leaves, Vec<Vec<u8>>) {
+        let mut rewriter = PartRewriter::text_parts();
+        let mut out = Vec::new();
+        let mut marks = Vec::new();
+        for piece in message.chunks(size.max(1)) {
+            let start = out.len();
+            rewriter.push(piece, &mut out);
+            marks.extend(
+                rewriter
+                    .take_marks()
+                    .into_iter()
+                    .map(|(at, m)| (start.max(at), m)),
+            );
+        }
+        let start = out.len();
+        let last = rewriter.finish(&mut out);
+        marks.extend(last.into_iter().map(|(at, m)| (start.max(at), m)));
+        let mut leaves = Vec::new();
+        let mut headers = Vec::new();
+        let mut open: Option<(TextLeaf, usize)> = None;
+        for (at, mark) in marks {
+            match mark {
+                TextMark::Header { block, text, .. } => {
+                    assert!(open.is_none(), "a header inside a text leaf");
+                    headers.push(block);
+                    open = text.map(|t| (t, at));
+                }
+                TextMark::End => {
+                    let (leaf, from) = open.take().expect("an end after a text leaf");
+                    leaves.push((leaf, out[from..at].to_vec()));
+                }
+            }
+        }
+        assert!(open.is_none(), "a text leaf without its end");
+        (leaves, headers)
+    }
+
+    #[test]
+    fn text_parts_come_decoded_with_their_headers_marked() {
+        let attachment = "QUFBQUFB\r\n".repeat(1_000);
+        let message = format!(
+            "From: a@example.org\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n\
+             preamble\r\n--b\r\nContent-Type: application/zip; name=r.zip\r\nContent-Transfer-Encoding: base64\r\n\r\n\
+             {attachment}--b\r\nContent-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\ncaf=E9 au =\r\nlait\r\n\
+             --b\r\nContent-Type: text/html\r\nContent-Transfer-Encoding: base64\r\n\r\nPHA+aHRtbDwvcD4=\r\n\
+             --b\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\ninner text\r\n--b--\r\nepilogue\r\n"
+        );
+        for size in [1, 7, 4096, message.len()] {
+            let (leaves, headers) = text_parts(message.as_bytes(), size);
+            let got: Vec<(&str, Option<&str>, &[u8])> = leaves
+                .iter()
+                .map(|(l, c)| (l.subtype.as_str(), l.charset.as_deref(), c.as_slice()))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    ("plain", Some("iso-8859-1"), b"caf\xe9 au lait".as_slice()),
+                    ("html", None, b"<p>html</p>"),
+                    ("plain", None, b"inner text"),
+                ],
+                "pieces of {size}"
+            );
+            assert_eq!(headers.len(), 6, "pieces of {size}");
+            assert!(headers[1].starts_with(b"Content-Type: application/zip; name=r.zip"));
+            assert_eq!(headers[5], b"Subject: inner\r\n\r\n");
+        }
+    }
+
+    #[test]
+    fn a_single_part_message_is_one_text_leaf() {
+        let (leaves, headers) = text_parts(b"Subject: s\r\n\r\nline one\r\nline two\r\n", 3);
+        assert_eq!(leaves.len(), 1);
+        assert_eq!(leaves[0].1, b"line one\r\nline two\r\n");
+        assert_eq!(headers, [b"Subject: s\r\n\r\n".to_vec()]);
+    }
+
     fn part() -> impl Strategy<Value = (String, Vec<u8>)> {
         let cte = prop_oneof![
             Just(String::new()),
@@ -649,6 +844,22 @@ mod tests {
             let out = text_only(&message, piece);
             prop_assert_eq!(&out, &text_only(&message, message.len()));
             prop_assert_eq!(texts(&out), texts(&message));
+            // Decoded, the text leaves hold what a parser finds in them.
+            let (leaves, _) = text_parts(&message, piece);
+            let decoded: Vec<String> = leaves
+                .iter()
+                .map(|(_, c)| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            let parsed = MessageParser::default().parse(&message).expect("parses");
+            let want: Vec<String> = parsed
+                .parts
+                .iter()
+                .filter_map(|p| match &p.body {
+                    PartType::Text(t) => Some(t.to_string()),
+                    _ => None,
+                })
+                .collect();
+            prop_assert_eq!(decoded, want);
         }
     }
 }

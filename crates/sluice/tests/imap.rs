@@ -2426,6 +2426,37 @@ eq(m.search(None, "BODY", "zanzibar"), ("OK", [b""]), "BODY leaves the top heade
     );
 }
 
+/// SEARCH reads the whole text of a long message, past the first 256 KiB
+/// that the main index row holds, delivered by SMTP or appended.
+#[test]
+fn search_reads_the_whole_text_of_a_long_message() {
+    let server = Server::start();
+    let user = server.add_user("longtext");
+    client(
+        &server,
+        &user,
+        r#"
+from email.message import EmailMessage
+e = EmailMessage(); e["Subject"] = "long report"; e["From"] = "a@remote.test"; e["To"] = USER
+lines = ["line %06d of the long report, caf\u00e9" % i for i in range(30000)]
+lines.append("the closing osprey-marker sentence")
+e.set_content("\n".join(lines))
+raw = e.as_bytes()
+ok(len(raw) > 1000000, "a long message: %d bytes" % len(raw))
+deliver([raw])
+m = login(); m.select("INBOX")
+typ, _ = m.append("INBOX", None, None, raw)
+eq(typ, "OK", "APPEND")
+eq(m.search(None, "BODY", "osprey-marker"), ("OK", [b"1 2"]), "a word at the end")
+eq(m.search(None, "BODY", "sprey-mark"), ("OK", [b"1 2"]), "a piece of it")
+eq(m.search(None, "TEXT", '"closing osprey-marker"'), ("OK", [b"1 2"]), "a phrase at the end")
+eq(m.search(None, "BODY", '"line 029999 of the long"'), ("OK", [b"1 2"]), "a phrase near the end")
+eq(m.search(None, "BODY", "osprey-markers"), ("OK", [b""]), "nothing that is not there")
+"#,
+        &[],
+    );
+}
+
 /// `\Recent` (RFC 3501 §2.3.2): exactly one session sees new mail as
 /// recent; SELECT, EXAMINE and STATUS count it; RECENT, NEW and OLD search
 /// by it.

@@ -27,6 +27,10 @@ pub(crate) struct MessageIndex {
     pub headers: IndexedHeaders,
     /// Decoded text of the text parts (HTML turned to text).
     pub body_text: String,
+    /// The message's text goes on past what `body_text` holds: the window
+    /// was full, or its text longer than [`MAX_INDEXED_TEXT`]
+    /// (text_sections.rs indexes the rest).
+    pub text_cut: bool,
     /// The day of the `Date:` field as written, in its own time zone (days
     /// since 1970-01-01): what SENTBEFORE/SENTON/SENTSINCE compare
     /// (RFC 3501 §6.4.4 disregards time and zone).
@@ -35,8 +39,9 @@ pub(crate) struct MessageIndex {
 
 /// What the full-text rows of both back ends hold, as a version: rows of
 /// another are made again. 1: the text parts, subject, addresses and top
-/// header block; 2: the MIME parts' header blocks too ([`index_message`]).
-pub(crate) const TEXT_VERSION: i64 = 2;
+/// header block; 2: the MIME parts' header blocks too ([`index_message`]);
+/// 3: the whole text of long messages in more rows (text_sections.rs).
+pub(crate) const TEXT_VERSION: i64 = 3;
 
 /// Largest amount of decoded body text put into the full-text index.
 const MAX_INDEXED_TEXT: usize = crate::INDEX_WINDOW;
@@ -96,10 +101,12 @@ pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
     // (as Dovecot finds it). They come first, so long text cannot crowd
     // them out.
     let mut body_text = String::new();
+    let mut text_cut = false;
     part_headers(&msg, true, &mut body_text);
     for i in 0..msg.text_body_count() {
         if let Some(text) = msg.body_text(i) {
             if body_text.len() + text.len() > MAX_INDEXED_TEXT {
+                text_cut = true;
                 let room = MAX_INDEXED_TEXT.saturating_sub(body_text.len());
                 let mut cut = room.min(text.len());
                 while !text.is_char_boundary(cut) {
@@ -118,6 +125,7 @@ pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
     MessageIndex {
         headers,
         body_text,
+        text_cut,
         sent_day,
     }
 }

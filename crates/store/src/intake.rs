@@ -108,11 +108,11 @@ impl Intake {
             let mut head = std::mem::take(&mut self.head);
             head.truncate(INDEX_WINDOW);
             self.header = header_block(&head).to_vec();
-            self.index = Some(
-                tokio::task::spawn_blocking(move || index_message(&head))
-                    .await
-                    .map_err(|_| StoreError::Closed)?,
-            );
+            let mut index = tokio::task::spawn_blocking(move || index_message(&head))
+                .await
+                .map_err(|_| StoreError::Closed)?;
+            index.text_cut = true;
+            self.index = Some(index);
         }
         Ok(())
     }

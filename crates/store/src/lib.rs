@@ -31,6 +31,7 @@ mod quota;
 mod segment;
 mod spam_training;
 mod sqlite;
+mod text_sections;
 mod watch;
 mod web_settings;
 

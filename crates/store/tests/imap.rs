@@ -172,6 +172,20 @@ impl Fixture {
         }
     }
 
+    /// Index rows of long messages' sections (text_sections.rs).
+    fn section_rows(&self) -> i64 {
+        match &self.backend {
+            Backend::Sqlite { store, .. } => {
+                let c = Connection::open(store.path().with_file_name("fts.db")).unwrap();
+                c.query_row("SELECT count(*) FROM fts_docsize WHERE id < 0", [], |r| {
+                    r.get(0)
+                })
+                .unwrap()
+            }
+            Backend::Postgres { .. } => self.count("SELECT count(*) FROM blob_text WHERE part > 0"),
+        }
+    }
+
     async fn names(&self) -> Vec<String> {
         self.store
             .list_mailboxes(self.account)
@@ -1317,6 +1331,78 @@ Content-Transfer-Encoding: base64\r\n\r\nAAAA\r\n\
     assert_eq!(search(Body("see the file".into())).await, [1, 2]);
 }
 
+/// A message whose text runs far past the index window is searched
+/// whole: a word, a piece of one, a phrase, HTML and part headers after
+/// a megabyte of text; its rows go with it.
+async fn searches_find_the_whole_text_of_a_long_message(f: Fixture) {
+    let mut plain = String::from("needle-early and then\r\n");
+    let mut n = 0;
+    while plain.len() < 1_200_000 {
+        n += 1;
+        plain.push_str(&format!("w{n:07} l{n:06}e caf\u{e9} "));
+        if n % 8 == 0 {
+            plain.push_str("\r\n");
+        }
+        if n == 40_000 {
+            plain.push_str("quiet harbour\r\nlights ");
+        }
+    }
+    plain.push_str("zanzibarend\r\n");
+    let mut qp = String::new();
+    for line in plain.split("\r\n") {
+        qp.push_str(&line.replace('\u{e9}', "=C3=A9"));
+        qp.push_str("\r\n");
+    }
+    let html = "<html><body><p>the <b>ospreyhtmltail</b> &amp; more</p></body></html>";
+    let mut html64 = Vec::new();
+    let mut lines = mime_tree::Base64Lines::default();
+    lines.push(html.as_bytes(), &mut html64);
+    lines.finish_line(&mut html64);
+    let html64 = String::from_utf8(html64).unwrap();
+    let message = format!(
+        "Subject: a long one\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n\
+--b\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n\
+{qp}--b\r\nContent-Type: text/html\r\nContent-Transfer-Encoding: base64\r\n\r\n{html64}\
+--b\r\nContent-Type: application/pdf; name=\"tail-report.pdf\"\r\n\r\nAAAA\r\n--b--\r\n"
+    );
+    assert!(message.len() > 4 * store::INDEX_WINDOW);
+    f.deliver_to(f.inbox, message.as_bytes(), Delivery::default())
+        .await;
+    f.deliver_to(
+        f.inbox,
+        b"Subject: short\r\n\r\nneedle-early only\r\n",
+        Delivery::default(),
+    )
+    .await;
+    let search = |key: store::SearchKey| {
+        let store = Arc::clone(&f.store);
+        let inbox = f.inbox;
+        async move { store.search(inbox, &key).await.unwrap() }
+    };
+    use store::SearchKey::{Body, Text};
+    for needle in [
+        "zanzibarend",
+        "ANZIBARE",
+        "quiet harbour lights",
+        "w0045000 l045000e",
+        "ospreyhtmltail & more",
+        "tail-report.pdf",
+    ] {
+        assert_eq!(search(Body(needle.into())).await, [1], "BODY {needle}");
+        assert_eq!(search(Text(needle.into())).await, [1], "TEXT {needle}");
+    }
+    assert_eq!(search(Text("needle-early".into())).await, [1, 2]);
+    assert!(search(Body("zanzibarendx".into())).await.is_empty());
+    assert!(search(Body("quiet harbour lightsx".into()))
+        .await
+        .is_empty());
+    assert!(f.section_rows() >= 8, "{} sections", f.section_rows());
+    f.store.expunge(f.inbox, &[1]).await.unwrap();
+    f.sweep_now().await;
+    assert_eq!(f.section_rows(), 0, "the sections go with the message");
+    assert!(search(Body("zanzibarend".into())).await.is_empty());
+}
+
 /// A database whose full-text rows are of an older version has them made
 /// again: searches give the older answers until then, the new ones after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1328,28 +1414,75 @@ async fn older_full_text_rows_are_made_again_on_postgres() {
     for _ in 0..70 {
         f.deliver_to(f.inbox, attached, Delivery::default()).await;
     }
-    // As rows written before part headers were text.
+    let long = format!(
+        "Subject: long\r\n\r\n{}the kestrel-tailword\r\n",
+        "some words on a line\r\n".repeat(20_000)
+    );
+    f.deliver_to(f.inbox, long.as_bytes(), Delivery::default())
+        .await;
+    let tail = store::SearchKey::Body("kestrel-tailword".into());
+    assert_eq!(f.store.search(f.inbox, &tail).await.unwrap(), [71]);
+    // As rows written before part headers were text, and before the
+    // whole text of long messages was.
     f.exec(
         "",
         "UPDATE blob_text SET body = 'see the file';
+         DELETE FROM blob_text WHERE part > 0;
          UPDATE meta SET value = 1 WHERE key = 'text_version';",
     );
     let key = store::SearchKey::Body("kestrel-survey.pdf".into());
     assert!(f.store.search(f.inbox, &key).await.unwrap().is_empty());
+    assert!(f.store.search(f.inbox, &tail).await.unwrap().is_empty());
     let Backend::Postgres { store, pg, db } = &f.backend else {
         unreachable!()
     };
     store.retext_now().await.unwrap();
     assert_eq!(f.store.search(f.inbox, &key).await.unwrap().len(), 70);
+    assert_eq!(f.store.search(f.inbox, &tail).await.unwrap(), [71]);
     let meta = pg.psql(
         db,
         "SELECT key || '=' || value FROM meta WHERE key LIKE 'text%'",
     );
-    assert_eq!(meta.trim(), "text_version=2", "{meta}");
+    assert_eq!(meta.trim(), "text_version=3", "{meta}");
+    assert_eq!(f.count("SELECT count(*) FROM blob_text_pending"), 0);
+}
+
+/// Sections a node did not get to make (it stopped after the delivery's
+/// commit) are made by the next node to start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_starting_node_makes_the_sections_another_left_on_postgres() {
+    let f = Fixture::postgres().await;
+    let long = format!(
+        "Subject: long\r\n\r\n{}the plover-tailword\r\n",
+        "words of a long message\r\n".repeat(20_000)
+    );
+    f.deliver_to(f.inbox, long.as_bytes(), Delivery::default())
+        .await;
+    let tail = store::SearchKey::Body("plover-tailword".into());
+    assert_eq!(f.store.search(f.inbox, &tail).await.unwrap(), [1]);
+    let made = f.section_rows();
+    assert!(made >= 3, "{made} sections");
+    // As a node leaves it when it stops between the commit and the rows.
+    f.exec(
+        "",
+        "DELETE FROM blob_text WHERE part > 0;
+         INSERT INTO blob_text_pending SELECT id FROM blobs;",
+    );
+    let Backend::Postgres { pg, db, .. } = &f.backend else {
+        unreachable!()
+    };
+    let _other = PgStore::connect(PgOptions::new(&pg.url(db))).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while f.count("SELECT count(*) FROM blob_text_pending") > 0 {
+        assert!(std::time::Instant::now() < deadline, "still pending");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(f.section_rows(), made);
 }
 
 on_both!(
     searches_find_what_mime_part_headers_say,
+    searches_find_the_whole_text_of_a_long_message,
     default_mailboxes_are_listed_with_special_use_and_subscription,
     create_checks_names_and_makes_parents,
     delete_refuses_inbox_and_parents_and_never_reuses_uidvalidity,

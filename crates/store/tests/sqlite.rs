@@ -1284,6 +1284,45 @@ async fn text_after_a_large_attachment_is_indexed_at_delivery_and_recovery() {
 }
 
 #[tokio::test]
+async fn a_long_messages_whole_text_comes_back_when_the_index_is_rebuilt() {
+    let (dir, store, mbox) = open_with_account().await;
+    let message = format!(
+        "Subject: long\r\n\r\n{}the heron-tailword\r\n",
+        "text of a long message\r\n".repeat(40_000)
+    );
+    let mut w = store.message_writer();
+    for piece in message.as_bytes().chunks(65_536) {
+        w.write(piece).await.unwrap();
+    }
+    w.deliver(Delivery {
+        mailboxes: vec![mbox],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let tail = SearchKey::Body("heron-tailword".into());
+    assert_eq!(store.search(mbox, &tail).await.unwrap(), vec![1]);
+    drop(store);
+    let sections = |c: &rusqlite::Connection| -> i64 {
+        c.query_row("SELECT count(*) FROM fts_docsize WHERE id < 0", [], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    let c = index_file(dir.path());
+    assert!(sections(&c) >= 7, "{} sections", sections(&c));
+    c.execute_batch("INSERT INTO fts(fts) VALUES('delete-all')")
+        .unwrap();
+    assert_eq!(sections(&c), 0);
+    drop(c);
+    // Made again from the stored chunks when the store opens.
+    let store = SqliteStore::open(dir.path(), SqliteOptions::default()).unwrap();
+    let mbox = inbox(&store, "a@example.org").await;
+    assert_eq!(store.search(mbox, &tail).await.unwrap(), vec![1]);
+    assert!(sections(&index_file(dir.path())) >= 7);
+}
+
+#[tokio::test]
 async fn header_blocks_are_stored_packed_and_read_as_they_came() {
     let (_dir, store, mbox) = open_with_account().await;
     let header = "Return-Path: <list-bounces@lists.example.net>\r\n\

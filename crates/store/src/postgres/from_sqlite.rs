@@ -413,6 +413,8 @@ async fn copy_text(sqlite: &Connection, tx: &Transaction<'_>) -> Result<u64> {
         &["blob_id", "part", "subject", "addresses", "body"],
     );
     let mut copied = 0;
+    // Blobs whose sections the nodes make (sections.rs): ids only.
+    let mut long: Vec<i64> = Vec::new();
     while let Some(row) = rows.next()? {
         let blob: i64 = row.get(0)?;
         let text = crate::sqlite::fts_batch::text_from_chunks(sqlite, blob)?;
@@ -420,7 +422,11 @@ async fn copy_text(sqlite: &Connection, tx: &Transaction<'_>) -> Result<u64> {
             subject,
             addresses,
             body,
+            long: is_long,
         } = super::message::FoldedText::of(&text);
+        if is_long {
+            long.push(blob);
+        }
         let bytes = subject.len() + addresses.len() + body.len();
         batch.push(
             vec![
@@ -438,6 +444,11 @@ async fn copy_text(sqlite: &Connection, tx: &Transaction<'_>) -> Result<u64> {
         }
     }
     batch.send(tx).await?;
+    tx.execute(
+        "INSERT INTO blob_text_pending (blob_id) SELECT unnest($1::bigint[])",
+        &[&long],
+    )
+    .await?;
     Ok(copied)
 }
 

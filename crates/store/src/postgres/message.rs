@@ -258,6 +258,8 @@ pub(super) struct FoldedText {
     pub(super) subject: String,
     pub(super) addresses: String,
     pub(super) body: String,
+    /// More rows are to be made (sections.rs).
+    pub(super) long: bool,
 }
 
 impl FoldedText {
@@ -266,6 +268,7 @@ impl FoldedText {
             subject: folded(&text.subject),
             addresses: folded(&text.addresses),
             body: folded(&text.body),
+            long: text.long,
         }
     }
 }
@@ -350,6 +353,13 @@ async fn insert_parsed(c: &impl GenericClient, blob: BlobId, stored: &Stored) ->
     let parsed_row: [&(dyn ToSql + Sync); 4] = [&blob, &stored.structure, &codec, header];
     let text_row: [&(dyn ToSql + Sync); 4] = [&blob, &t.subject, &t.addresses, &t.body];
     tokio::try_join!(c.execute(&parsed, &parsed_row), c.execute(&text, &text_row))?;
+    if t.long {
+        c.execute(
+            "INSERT INTO blob_text_pending (blob_id) VALUES ($1)",
+            &[&blob],
+        )
+        .await?;
+    }
     Ok(())
 }
 
@@ -524,6 +534,9 @@ impl crate::MessageWriter for PgMessageWriter {
                     .inc_by(delivery.remote.len() as u64);
                 self.store
                     .notify(receipt.entries.iter().map(|&(mailbox, _)| mailbox));
+                if stored.text.long {
+                    self.store.inner.sections_wake.notify_one();
+                }
                 if !delivery.remote.is_empty() {
                     self.store.inner.queue_signal.notify_one();
                 }

@@ -23,6 +23,7 @@ mod queue;
 mod retext;
 mod schema;
 mod search;
+mod sections;
 mod sieve;
 mod spam;
 mod sweep;
@@ -117,6 +118,8 @@ struct Inner {
     /// `sweep_now` take turns, so neither returns while the other still
     /// holds rows it skipped.
     sweeping: tokio::sync::Mutex<()>,
+    /// Wakes this node's writer of long messages' sections (sections.rs).
+    sections_wake: Arc<tokio::sync::Notify>,
 }
 
 /// A pooled connection.
@@ -186,6 +189,7 @@ impl PgStore {
                 watchers,
                 pins: Arc::new(crate::ViewPins::default()),
                 queue_signal: Arc::new(tokio::sync::Notify::new()),
+                sections_wake: Arc::new(tokio::sync::Notify::new()),
                 release_grace: options.release_grace,
                 sweep_wake: Arc::new(tokio::sync::Notify::new()),
                 sweeping: tokio::sync::Mutex::new(()),
@@ -214,6 +218,7 @@ impl PgStore {
         if !options.tool {
             sweep::start(&store);
             retext::start(&store);
+            sections::start(&store);
         }
         Ok(store)
     }

@@ -135,10 +135,25 @@ impl PgStore {
                      body = excluded.body",
             )
             .await?;
+        let mut long = false;
         for blob in blobs {
             let t = FoldedText::of(&text_from_chunks(&tx, blob).await?);
             tx.execute(&upsert, &[&blob, &t.subject, &t.addresses, &t.body])
                 .await?;
+            // Sections are made again after the commit (sections.rs).
+            tx.execute(
+                "DELETE FROM blob_text WHERE blob_id = $1 AND part > 0",
+                &[&blob],
+            )
+            .await?;
+            if t.long {
+                tx.execute(
+                    "INSERT INTO blob_text_pending (blob_id) VALUES ($1) ON CONFLICT DO NOTHING",
+                    &[&blob],
+                )
+                .await?;
+                long = true;
+            }
         }
         tx.execute(
             "INSERT INTO meta (key, value) VALUES ('text_rebuilt_to', $1)
@@ -147,6 +162,9 @@ impl PgStore {
         )
         .await?;
         tx.commit().await?;
+        if long {
+            self.inner.sections_wake.notify_one();
+        }
         Ok(Step::More)
     }
 }

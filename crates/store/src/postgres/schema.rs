@@ -16,8 +16,8 @@
 //! text, cut at `INDEX_WINDOW`), each folded as the search check folds it
 //! (`match_fold`: case, diacritics, runs of white space), with `pg_trgm`
 //! GIN indexes, so an RFC 3501 substring search is a `LIKE` the index
-//! answers. One row per message today (`part` 0); `part` leaves room for
-//! the text past the window in rows of their own.
+//! answers. One row per message (`part` 0), and for a long message the
+//! sections of its whole text in rows numbered from 1 (sections.rs).
 
 use tokio_postgres::Client;
 
@@ -316,6 +316,16 @@ const STEPS: &[&str] = &[
     r#"
     INSERT INTO meta (key, value)
     SELECT 'text_version', CASE WHEN EXISTS (SELECT 1 FROM blob_text) THEN 1 ELSE 2 END;
+    "#,
+    // 4: long messages' whole text in more rows of `blob_text`, made
+    // after the delivery (sections.rs); text version 3 for a database
+    // that has no rows yet.
+    r#"
+    CREATE TABLE blob_text_pending (
+        blob_id bigint PRIMARY KEY REFERENCES blobs(id) ON DELETE CASCADE
+    );
+    UPDATE meta SET value = 3
+    WHERE key = 'text_version' AND NOT EXISTS (SELECT 1 FROM blob_text);
     "#,
 ];
 

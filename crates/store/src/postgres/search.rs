@@ -69,6 +69,9 @@ type Param = Box<dyn ToSql + Sync + Send>;
 impl PgStore {
     pub(super) async fn search(&self, mailbox: MailboxId, key: &SearchKey) -> Result<Vec<Uid>> {
         let mut query = compile(mailbox, key)?;
+        if super::sections::has_text_key(key) {
+            self.write_pending_sections(Some(mailbox)).await?;
+        }
         let mut conn = self.conn().await?;
         // One snapshot for the header blocks read and the query itself.
         let tx = conn

@@ -12,6 +12,10 @@
 //! after the first,
 //! and always before a search reads the index ([`FtsBatch::flush`]).
 //!
+//! A long message's whole text goes in with its row, as rows of its own
+//! (text_sections.rs), in the same job: read from the stored chunks a
+//! piece at a time, so it never sits whole in memory.
+//!
 //! Nothing is lost in a crash or a kill: a row is derived from the stored
 //! message. When the store opens, complete blobs without an index row
 //! (`fts_docsize` holds one per indexed row) are read again from their
@@ -32,6 +36,7 @@ use crate::error::Result;
 use crate::index::{header_block, index_message, MessageIndex};
 use crate::model::BlobId;
 use crate::segment::spaced;
+use crate::text_sections::Sections;
 use crate::INDEX_WINDOW;
 
 /// Rows that make a batch worth writing at once.
@@ -68,6 +73,9 @@ pub(crate) struct FtsText {
     /// §6.4.4: TEXT is header and body).
     pub(crate) addresses: String,
     pub(crate) body: String,
+    /// The message's text goes on past `body`: its whole text is in more
+    /// rows ([`crate::text_sections`]).
+    pub(crate) long: bool,
 }
 
 impl FtsText {
@@ -90,6 +98,17 @@ impl FtsText {
                 Cow::Borrowed(_) => body,
                 Cow::Owned(cut) => cut,
             },
+            long: index.text_cut,
+        }
+    }
+
+    /// A section of a long message's text, as a row of its own.
+    pub(crate) fn section(text: &str) -> FtsText {
+        FtsText {
+            subject: String::new(),
+            addresses: String::new(),
+            body: spaced(text).into_owned(),
+            long: false,
         }
     }
 
@@ -330,23 +349,58 @@ impl FtsBatch {
         )?;
         let mut written = 0;
         let mut kept = Vec::with_capacity(rows.len());
+        let mut long = Vec::new();
         for ((blob, t), stored) in rows.iter().zip(stored) {
             if stored {
-                written += insert.execute(params![blob, t.subject, t.addresses, t.body])?;
+                let new = insert.execute(params![blob, t.subject, t.addresses, t.body])?;
+                if new > 0 && t.long {
+                    long.push(*blob);
+                }
+                written += new;
                 kept.push(t);
             }
         }
-        let mut seen = self.shared.seen.lock().expect("fts seen lock");
-        let words = seen.unseen(
+        self.add_terms(
+            c,
             kept.iter()
                 .flat_map(|t| [t.subject.as_str(), t.addresses.as_str(), t.body.as_str()]),
-        );
+        )?;
+        for blob in long {
+            self.write_sections(c, blob)?;
+        }
+        Ok(written)
+    }
+
+    /// Puts the words of `texts` not seen before into the terms table.
+    fn add_terms<'t>(&self, c: &Connection, texts: impl Iterator<Item = &'t str>) -> Result<()> {
+        let mut seen = self.shared.seen.lock().expect("fts seen lock");
+        let words = seen.unseen(texts);
         if let Err(e) = terms::add(c, &words) {
             // The job fails whole; its words must be tokenized again.
             seen.forget();
             return Err(e);
         }
-        Ok(written)
+        Ok(())
+    }
+
+    /// Writes the rows of the sections of `blob`'s whole text, read from
+    /// its chunks (in a read transaction of the lookup connection, as
+    /// short as the message allows).
+    fn write_sections(&self, c: &Connection, blob: BlobId) -> Result<()> {
+        let conn = self.shared.lookup.lock().expect("fts lookup lock");
+        let tx = conn.unchecked_transaction()?;
+        let mut insert = c.prepare_cached("INSERT INTO fts (rowid, body) VALUES (?1, ?2)")?;
+        let mut n = 0;
+        each_section(&tx, blob, |text| {
+            n += 1;
+            let row = FtsText::section(&text);
+            insert.execute(params![fts_file::section_rowid(blob, n), row.body])?;
+            self.add_terms(c, std::iter::once(row.body.as_str()))?;
+            Ok(true)
+        })?;
+        drop(insert);
+        tx.commit()?;
+        Ok(())
     }
 
     /// Whether each of `blobs` is complete in the database now, looked up
@@ -439,14 +493,23 @@ impl FtsBatch {
     }
 }
 
-/// Deletes the index rows of `blobs` that it holds (deleting a row it
-/// does not hold would leave a tombstone in a contentless table).
+/// Deletes the index rows of `blobs` that it holds, their sections'
+/// too (deleting a row it does not hold would leave a tombstone in a
+/// contentless table).
 fn delete_rows(c: &Connection, blobs: &[BlobId]) -> Result<()> {
     let mut held = c.prepare_cached("SELECT 1 FROM fts_docsize WHERE id = ?1")?;
+    let mut sections = c.prepare_cached("SELECT id FROM fts_docsize WHERE id BETWEEN ?1 AND ?2")?;
     let mut delete = c.prepare_cached("DELETE FROM fts WHERE rowid = ?1")?;
     for &blob in blobs {
         if held.exists([blob])? {
             delete.execute([blob])?;
+        }
+        let (low, high) = fts_file::section_rowids(blob);
+        let rows = sections
+            .query_map([low, high], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        for row in rows {
+            delete.execute([row])?;
         }
     }
     Ok(())
@@ -498,10 +561,46 @@ impl TextReader {
         if ended {
             self.tap.finish(&mut self.head);
         }
+        let cut = self.head.len() >= INDEX_WINDOW;
         self.head.truncate(INDEX_WINDOW);
         let mut index = index_message(&self.head);
+        index.text_cut |= cut;
         FtsText::new(&mut index, header_block(&self.head))
     }
+}
+
+/// Hands the sections of `blob`'s whole text ([`crate::text_sections`]),
+/// read from its chunks one at a time, to `each` in order, until it
+/// answers false.
+pub(crate) fn each_section(
+    c: &Connection,
+    blob: BlobId,
+    mut each: impl FnMut(String) -> Result<bool>,
+) -> Result<()> {
+    let mut sections = Sections::new();
+    let mut ready = Vec::new();
+    let mut stmt =
+        c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([blob])?;
+    while let Some(row) = rows.next()? {
+        let data: &[u8] = row.get_ref(1)?.as_blob().unwrap_or_default();
+        sections.push(
+            &crate::chunk_codec::unpack(row.get(0)?, data, blob)?,
+            &mut ready,
+        );
+        for text in ready.drain(..) {
+            if !each(text)? {
+                return Ok(());
+            }
+        }
+    }
+    sections.finish(&mut ready);
+    for text in ready {
+        if !each(text)? {
+            return Ok(());
+        }
+    }
+    Ok(())
 }
 
 /// The index text of a stored blob, read from its chunks (the lead,

@@ -45,6 +45,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use super::terms;
 use crate::error::Result;
 use crate::index::TEXT_VERSION;
+use crate::model::BlobId;
 
 /// File name of the full-text index in a data directory.
 pub(crate) const INDEX_FILE: &str = "fts.db";
@@ -63,7 +64,10 @@ macro_rules! index_tokenizer {
 pub(crate) use index_tokenizer;
 
 /// The index table: subject, addresses and header, body text; rowid is
-/// the blob id. Contentless: it keeps no copy of the text.
+/// the blob id. The sections of a long message's whole text
+/// (text_sections.rs) are rows of their own, with body text alone, whose
+/// rowid is [`section_rowid`]: negative, so no blob id is ever one.
+/// Contentless: it keeps no copy of the text.
 const CREATE_FTS: &str = concat!(
     "CREATE VIRTUAL TABLE IF NOT EXISTS main.fts USING fts5(
         subject, addresses, body,
@@ -77,6 +81,31 @@ const CREATE_FTS: &str = concat!(
     ) STRICT;
 "#
 );
+
+/// Bits of a section's rowid that number it within its message.
+const SECTION_BITS: u32 = 16;
+
+/// The rowid of section `n` (from 1) of `blob`'s text.
+pub(crate) fn section_rowid(blob: BlobId, n: u32) -> i64 {
+    -((blob << SECTION_BITS) | i64::from(n))
+}
+
+/// The lowest and highest rowids of `blob`'s sections.
+pub(crate) fn section_rowids(blob: BlobId) -> (i64, i64) {
+    (
+        section_rowid(blob, crate::text_sections::MAX_SECTIONS),
+        section_rowid(blob, 1),
+    )
+}
+
+/// SQL for the blob of an index row whose rowid is `rowid`: a section's
+/// rowid names its blob too.
+macro_rules! blob_of_row {
+    () => {
+        "iif(rowid < 0, (-rowid) >> 16, rowid)"
+    };
+}
+pub(crate) use blob_of_row;
 
 /// How FTS5 merges the index's segments, set on the table (FTS5 keeps it
 /// in `fts_config`).

@@ -21,10 +21,10 @@
 //!   ([`Matcher`]).
 //!
 //! What matches: the needle in the message's subject, addresses and
-//! header block, or text parts (BODY: text parts only), up to the first
-//! [`crate::INDEX_WINDOW`] bytes as for the index, with case and
-//! diacritics folded ("zurich" finds "Zürich", as the index's tokenizer
-//! folds them) and every run of white space counted as one space (a
+//! header block, or text parts (BODY: text parts only), the whole text
+//! of a long message included (in its sections, text_sections.rs), with
+//! case and diacritics folded ("zurich" finds "Zürich", as the index's
+//! tokenizer folds them) and every run of white space counted as one space (a
 //! folded header line or a line break in the body is no mismatch).
 
 use std::collections::{HashMap, HashSet};
@@ -35,8 +35,8 @@ use rusqlite::Connection;
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
-use super::fts_batch::{text_from_chunks, FtsText};
-use super::fts_file::index_tokenizer;
+use super::fts_batch::{each_section, text_from_chunks, FtsText};
+use super::fts_file::{blob_of_row, index_tokenizer, section_rowid};
 use crate::error::Result;
 use crate::model::{BlobId, MailboxId, SearchKey};
 use crate::segment::spaced;
@@ -104,7 +104,7 @@ pub(crate) fn resolve(c: &Connection, mailbox: MailboxId, key: &SearchKey) -> Re
     Ok(out)
 }
 
-fn text_keys<'a>(key: &'a SearchKey, out: &mut Vec<(bool, &'a str)>) {
+pub(crate) fn text_keys<'a>(key: &'a SearchKey, out: &mut Vec<(bool, &'a str)>) {
     match key {
         SearchKey::Body(s) => out.push((true, s)),
         SearchKey::Text(s) => out.push((false, s)),
@@ -434,11 +434,15 @@ impl<'c> Search<'c> {
             .collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// The index rows (blobs of any mailbox) matching `query`.
+    /// The blobs (of any mailbox) whose index rows match `query`.
     fn index_rows(&self, query: &str) -> Result<Vec<BlobId>> {
         Ok(self
             .c
-            .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1")?
+            .prepare_cached(concat!(
+                "SELECT DISTINCT ",
+                blob_of_row!(),
+                " FROM fts WHERE fts MATCH ?1"
+            ))?
             .query_map([query], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<_>>>()?)
     }
@@ -473,9 +477,11 @@ impl<'c> Search<'c> {
         let mut left: HashSet<BlobId> = all.iter().copied().collect();
         let mut found = Vec::new();
         let mut read = 0;
-        let mut stmt = self
-            .c
-            .prepare_cached("SELECT rowid FROM fts WHERE fts MATCH ?1")?;
+        let mut stmt = self.c.prepare_cached(concat!(
+            "SELECT ",
+            blob_of_row!(),
+            " FROM fts WHERE fts MATCH ?1"
+        ))?;
         for group in terms.chunks(UNION_TERMS) {
             if left.is_empty() {
                 return Ok((found, Vec::new()));
@@ -495,11 +501,22 @@ impl<'c> Search<'c> {
         Ok((found, Vec::new()))
     }
 
-    /// The blobs of `blobs` whose text holds the needle.
+    /// The blobs of `blobs` whose text holds the needle: in their main
+    /// row's text, or in a section of a long one's.
     fn checked(&self, blobs: Vec<BlobId>, matcher: &Matcher) -> Result<Vec<BlobId>> {
         let mut out = Vec::new();
+        let mut long = self
+            .c
+            .prepare_cached("SELECT 1 FROM fts_docsize WHERE id = ?1")?;
         for blob in blobs {
-            if matcher.finds(&text_from_chunks(self.c, blob)?) {
+            let mut found = matcher.finds(&text_from_chunks(self.c, blob)?);
+            if !found && long.exists([section_rowid(blob, 1)])? {
+                each_section(self.c, blob, |text| {
+                    found = matcher.finds(&FtsText::section(&text));
+                    Ok(!found)
+                })?;
+            }
+            if found {
                 out.push(blob);
             }
         }
@@ -582,6 +599,7 @@ mod tests {
             subject: "Bonjour".into(),
             addresses: "a@b".into(),
             body: "De Zürich,\r\n  École".into(),
+            long: false,
         };
         assert!(!m.finds(&text));
         assert!(Matcher::new("zürich, école", true).finds(&text));
