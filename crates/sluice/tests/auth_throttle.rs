@@ -61,20 +61,7 @@ fn guess(server: &Server, user: &str, connections: usize, secs: u32) -> (u32, u3
 }
 
 fn login(server: &Server, user: &str, password: &str) -> String {
-    python(
-        r#"
-import imaplib, sys
-h, p = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(h, int(p))
-try:
-    m.login(sys.argv[2], sys.argv[3]); print("OK")
-except imaplib.IMAP4.error as e:
-    print(e)
-"#,
-        &[&server.imap.to_string(), user, password],
-    )
-    .trim()
-    .to_string()
+    kit::imap_login(server.imap, user, password)
 }
 
 #[test]

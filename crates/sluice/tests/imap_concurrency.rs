@@ -122,6 +122,25 @@ print(stats["items"], stats["empty"], stats["no"], len(stats["errors"]), stats["
     assert_eq!(errors, 0, "{out}\n{warnings:#?}");
 }
 
+/// Python that opens two raw IMAP sessions, `a` and `b`, logged in (argv:
+/// server, user, password) with INBOX selected; `cmd(s, line)` sends a
+/// tagged command and returns everything up to its tagged answer.
+const TWO_SESSIONS: &str = r#"
+import socket, sys
+h, p = sys.argv[1].rsplit(":", 1)
+def conn():
+    s = socket.create_connection((h, int(p))); s.settimeout(10); s.recv(4096); return s
+def cmd(s, line):
+    s.sendall(line.encode() + b"\r\n")
+    out = b""
+    tag = line.split()[0].encode()
+    while not any(l.startswith(tag + b" ") for l in out.split(b"\r\n")):
+        out += s.recv(65536)
+    return out.decode()
+a = conn(); cmd(a, "a1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(a, "a2 SELECT INBOX")
+b = conn(); cmd(b, "b1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(b, "b2 SELECT INBOX")
+"#;
+
 /// A keyword another session set is named in an untagged FLAGS (and
 /// PERMANENTFLAGS) before any FETCH shows it (RFC 3501 §7.2.6), and the
 /// change reaches the other session.
@@ -138,21 +157,9 @@ fn keywords_set_elsewhere_are_announced_before_they_are_used() {
         "a@remote.test",
     ]);
     let out = python(
-        r#"
-import socket, sys
-h, p = sys.argv[1].rsplit(":", 1)
-def conn():
-    s = socket.create_connection((h, int(p))); s.settimeout(10); s.recv(4096); return s
-def cmd(s, line):
-    s.sendall(line.encode() + b"\r\n")
-    out = b""
-    tag = line.split()[0].encode()
-    while not any(l.startswith(tag + b" ") for l in out.split(b"\r\n")):
-        out += s.recv(65536)
-    return out.decode()
-a = conn(); cmd(a, "a1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(a, "a2 SELECT INBOX")
-b = conn(); cmd(b, "b1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(b, "b2 SELECT INBOX")
-cmd(b, "b3 STORE 1 +FLAGS (Important)")
+        &format!(
+            "{TWO_SESSIONS}{}",
+            r#"cmd(b, "b3 STORE 1 +FLAGS (Important)")
 for i, command in enumerate(["FETCH 1 (FLAGS)", "STORE 1 +FLAGS (\\Seen)", "NOOP"]):
     out = cmd(a, "a%d %s" % (i + 3, command))
     lines = out.split("\r\n")
@@ -160,7 +167,8 @@ for i, command in enumerate(["FETCH 1 (FLAGS)", "STORE 1 +FLAGS (\\Seen)", "NOOP
     names = [n for n, l in enumerate(lines) if l.startswith("* FLAGS") and "Important" in l]
     perm = [n for n, l in enumerate(lines) if "PERMANENTFLAGS" in l and "Important" in l]
     print(command.split()[0], bool(uses), bool(names) and bool(perm) and min(names) < min(uses) if uses else "-")
-"#,
+"#
+        ),
         &[&addr_arg(server.imap), &user, PASSWORD],
     );
     // The first command shows the keyword, after naming it; later ones
@@ -186,25 +194,14 @@ fn flags_of_a_message_expunged_elsewhere_are_answered_until_announced() {
         ]);
     }
     let out = python(
-        r#"
-import socket, sys
-h, p = sys.argv[1].rsplit(":", 1)
-def conn():
-    s = socket.create_connection((h, int(p))); s.settimeout(10); s.recv(4096); return s
-def cmd(s, line):
-    s.sendall(line.encode() + b"\r\n")
-    out = b""
-    tag = line.split()[0].encode()
-    while not any(l.startswith(tag + b" ") for l in out.split(b"\r\n")):
-        out += s.recv(65536)
-    return out.decode()
-a = conn(); cmd(a, "a1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(a, "a2 SELECT INBOX")
-b = conn(); cmd(b, "b1 LOGIN \"%s\" \"%s\"" % (sys.argv[2], sys.argv[3])); cmd(b, "b2 SELECT INBOX")
-cmd(b, "b3 STORE 1 +FLAGS.SILENT (\\Deleted $Gone)")
+        &format!(
+            "{TWO_SESSIONS}{}",
+            r#"cmd(b, "b3 STORE 1 +FLAGS.SILENT (\\Deleted $Gone)")
 cmd(b, "b4 EXPUNGE")
 print(repr(cmd(a, "a3 FETCH 1:2 (UID FLAGS RFC822.SIZE)")))
 print(repr(cmd(a, "a4 NOOP")))
-"#,
+"#
+        ),
         &[&addr_arg(server.imap), &user, PASSWORD],
     );
     let mut lines = out.lines();

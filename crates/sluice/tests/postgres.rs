@@ -7,7 +7,7 @@ use sluice_testkit as kit;
 
 use std::time::Duration;
 
-use kit::{python, Dns, Postgres, Server, StandInMx, Zone, PASSWORD};
+use kit::{imap_login, python, Dns, Postgres, Server, StandInMx, Zone, PASSWORD};
 
 /// The `[store]` section of a node on `url`.
 fn on_postgres(url: &str) -> String {
@@ -37,6 +37,18 @@ with smtplib.SMTP(host, int(port)) as s:
     .to_string()
 }
 
+/// `script` after Python that logs in with imaplib as `m` (argv: IMAP
+/// address, user, password, then the script's own).
+fn logged_in(script: &str) -> String {
+    format!(
+        r#"import hashlib, imaplib, re, sys
+host, port = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(host, int(port))
+m.login(sys.argv[2], sys.argv[3])
+{script}"#
+    )
+}
+
 #[test]
 fn one_node_on_postgres_receives_and_serves_mail_over_smtp_imap_and_pop3() {
     let pg = Postgres::start();
@@ -50,11 +62,8 @@ fn one_node_on_postgres_receives_and_serves_mail_over_smtp_imap_and_pop3() {
     assert_eq!(send(server.smtp, &user, "second", "nothing to see"), "250");
 
     let out = python(
-        r#"
-import imaplib, sys
-host, port = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(host, int(port))
-m.login(sys.argv[2], sys.argv[3])
+        &logged_in(
+            r#"
 print(m.select("INBOX")[1][0].decode())
 # RFC 3501 substring search, inside a word.
 print(m.uid("SEARCH", None, "TEXT", "ebra")[1][0].decode())
@@ -66,6 +75,7 @@ typ, data = m.uid("FETCH", "1", "(FLAGS)")
 print(data[0].decode())
 m.logout()
 "#,
+        ),
         &[&server.imap.to_string(), &user, PASSWORD],
     );
     let lines: Vec<&str> = out.lines().collect();
@@ -172,27 +182,23 @@ fn two_nodes_share_mailboxes_and_wake_each_others_idle_sessions() {
 
     // Flags set on B are seen by a session on A.
     python(
-        r#"
-import imaplib, sys
-host, port = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(host, int(port))
-m.login(sys.argv[2], sys.argv[3])
+        &logged_in(
+            r#"
 m.select("INBOX")
 m.uid("STORE", "2", "+FLAGS", "(\\Flagged)")
 m.logout()
 "#,
+        ),
         &[&b.imap.to_string(), &user, PASSWORD],
     );
     let out = python(
-        r#"
-import imaplib, sys
-host, port = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(host, int(port))
-m.login(sys.argv[2], sys.argv[3])
+        &logged_in(
+            r#"
 m.select("INBOX")
 print(m.uid("SEARCH", None, "FLAGGED")[1][0].decode())
 m.logout()
 "#,
+        ),
         &[&a.imap.to_string(), &user, PASSWORD],
     );
     assert_eq!(out.trim(), "2");
@@ -350,16 +356,14 @@ except imaplib.IMAP4.error as e:
         server.log()
     );
     let out = python(
-        r#"
-import imaplib, sys
-host, port = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(host, int(port))
-m.login(sys.argv[2], sys.argv[3])
+        &logged_in(
+            r#"
 m.select("INBOX")
 for uid in m.uid("SEARCH", None, "ALL")[1][0].split():
     print(m.uid("FETCH", uid, "(BODY.PEEK[HEADER.FIELDS (SUBJECT)])")[1][0][1].decode().strip())
 m.logout()
 "#,
+        ),
         &[&server.imap.to_string(), &user, PASSWORD],
     );
     let subjects: Vec<&str> = out.lines().collect();
@@ -375,11 +379,8 @@ m.logout()
 /// message's UID, flags and body digest, one line each.
 fn imap_listing(imap: std::net::SocketAddr, user: &str) -> String {
     python(
-        r#"
-import hashlib, imaplib, sys
-host, port = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(host, int(port))
-m.login(sys.argv[2], sys.argv[3])
+        &logged_in(
+            r#"
 names = sorted(l.decode().rsplit(' "/" ', 1)[1].strip('"') for l in m.list()[1])
 for name in names:
     m.select('"%s"' % name, readonly=True)
@@ -392,6 +393,7 @@ for name in names:
             print(" ", head.split("BODY")[0], hashlib.sha256(item[1]).hexdigest()[:16])
 m.logout()
 "#,
+        ),
         &[&imap.to_string(), user, PASSWORD],
     )
 }
@@ -414,11 +416,8 @@ fn migrate_copies_a_sqlite_store_with_uids_flags_and_uidvalidity_kept() {
         );
     }
     python(
-        r#"
-import imaplib, sys
-host, port = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(host, int(port))
-m.login(sys.argv[2], sys.argv[3])
+        &logged_in(
+            r#"
 m.create("Projects/Zebra")
 m.select("INBOX")
 m.uid("STORE", "2,5", "+FLAGS", "(\\Seen $Label1)")
@@ -427,6 +426,7 @@ m.expunge()
 m.uid("MOVE", "7:8", "Projects/Zebra")
 m.logout()
 "#,
+        ),
         &[&old.imap.to_string(), &user, PASSWORD],
     );
     let before = imap_listing(old.imap, &user);
@@ -444,14 +444,12 @@ m.logout()
     assert_eq!(after, before);
     // The copied text is searchable, inside words.
     let out = python(
-        r#"
-import imaplib, sys
-host, port = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(host, int(port))
-m.login(sys.argv[2], sys.argv[3])
+        &logged_in(
+            r#"
 m.select("INBOX")
 print(m.uid("SEARCH", None, "SUBJECT", '"ote 1"')[1][0].decode())
 "#,
+        ),
         &[&new.imap.to_string(), &user, PASSWORD],
     );
     assert_eq!(out.trim(), "2 11 12");
@@ -517,11 +515,8 @@ for t in threads: t.join()
 /// body's SHA-256, as `(status, exists, messages)`.
 fn inbox_digests(imap: std::net::SocketAddr, user: &str) -> (usize, usize, Vec<(String, String)>) {
     let out = python(
-        r#"
-import hashlib, imaplib, re, sys
-host, port = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(host, int(port))
-m.login(sys.argv[2], sys.argv[3])
+        &logged_in(
+            r#"
 status = m.status("INBOX", "(MESSAGES)")[1][0].decode()
 print("status", re.search(r"MESSAGES (\d+)", status).group(1))
 print("exists", m.select("INBOX", readonly=True)[1][0].decode())
@@ -534,6 +529,7 @@ for item in data:
         print("msg", name, hashlib.sha256(text).hexdigest())
 m.logout()
 "#,
+        ),
         &[&imap.to_string(), user, PASSWORD],
     );
     let mut status = None;
@@ -796,24 +792,6 @@ s.quit()
     assert_eq!(pg.psql(&db, "SELECT count(*) FROM queue"), "0");
     // Nothing more reached A's port since the kill.
     assert_eq!(mx.connections().0, MESSAGES);
-}
-
-/// One IMAP LOGIN on `imap`; `OK`, or the server's refusal.
-fn imap_login(imap: std::net::SocketAddr, user: &str, password: &str) -> String {
-    python(
-        r#"
-import imaplib, sys
-h, p = sys.argv[1].rsplit(":", 1)
-m = imaplib.IMAP4(h, int(p))
-try:
-    m.login(sys.argv[2], sys.argv[3]); print("OK")
-except imaplib.IMAP4.error as e:
-    print(e)
-"#,
-        &[&imap.to_string(), user, password],
-    )
-    .trim()
-    .to_string()
 }
 
 #[test]

@@ -44,7 +44,7 @@ pub use postgres::{Postgres, PG_USER};
 pub use server::{signal, Server, DOMAIN, PASSWORD, STORE_ENV};
 pub use sink::SmtpSink;
 pub use stand_in_mx::StandInMx;
-pub use tools::{addr_arg, debian_python, path_arg, python, python_spawn, swaks};
+pub use tools::{addr_arg, debian_python, imap_login, path_arg, python, python_spawn, swaks};
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};

@@ -47,6 +47,25 @@ pub fn python_spawn(code: &str, args: &[&str]) -> Child {
         .expect("python3 must be installed")
 }
 
+/// One IMAP LOGIN by Python's imaplib: "OK", or the server's refusal as
+/// imaplib words it.
+pub fn imap_login(imap: SocketAddr, user: &str, password: &str) -> String {
+    python(
+        r#"
+import imaplib, sys
+h, p = sys.argv[1].rsplit(":", 1)
+m = imaplib.IMAP4(h, int(p))
+try:
+    m.login(sys.argv[2], sys.argv[3]); print("OK")
+except imaplib.IMAP4.error as e:
+    print(e)
+"#,
+        &[&imap.to_string(), user, password],
+    )
+    .trim()
+    .to_string()
+}
+
 /// Runs swaks (must be installed: .ci/run does it); returns its transcript.
 pub fn swaks(args: &[&str]) -> Output {
     Command::new("swaks")
