@@ -3,9 +3,10 @@
 //!
 //! A message's main index row holds what [`crate::index::index_message`]
 //! takes from its first [`crate::INDEX_WINDOW`] bytes of header fields and
-//! text. A message whose text goes on past that (`FtsText::long`) gets
-//! more rows: its whole text, made as the message streams by in bounded
-//! memory, cut into sections of [`SECTION`] bytes. Each section starts
+//! text. A message whose text goes on past that (`FtsText::long`) keeps
+//! only its header text there; its body text is in rows of its own: the
+//! whole of it, made as the message streams by in bounded memory, cut
+//! into sections of [`SECTION`] bytes. Each section starts
 //! with the last [`OVERLAP`] bytes of the one before, so a needle of up
 //! to [`OVERLAP`] bytes that straddles two sections lies whole in the
 //! second; a longer needle across a cut is not found.

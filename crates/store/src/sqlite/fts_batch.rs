@@ -73,8 +73,9 @@ pub(crate) struct FtsText {
     /// §6.4.4: TEXT is header and body).
     pub(crate) addresses: String,
     pub(crate) body: String,
-    /// The message's text goes on past `body`: its whole text is in more
-    /// rows ([`crate::text_sections`]).
+    /// The message's text goes on past the index window: `body` is empty,
+    /// and its whole body text is in rows of its sections
+    /// ([`crate::text_sections`]).
     pub(crate) long: bool,
 }
 
@@ -83,7 +84,13 @@ impl FtsText {
     /// the body text out of `index`.
     pub(crate) fn new(index: &mut MessageIndex, header: &[u8]) -> FtsText {
         let h = &index.headers;
-        let body = std::mem::take(&mut index.body_text);
+        // A long message's body text is all in its sections: its row
+        // keeps the header text alone, and waits in memory small.
+        let body = if index.text_cut {
+            String::new()
+        } else {
+            std::mem::take(&mut index.body_text)
+        };
         FtsText {
             subject: spaced(&h.subject).into_owned(),
             addresses: spaced(&format!(
