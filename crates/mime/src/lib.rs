@@ -24,6 +24,7 @@ mod encode;
 mod envelope;
 mod header;
 mod rewrite;
+mod transfer_decode;
 
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +36,7 @@ pub use builder::{
 };
 pub use content_decoder::{ContentDecoder, TransferEncoding};
 pub use rewrite::{encode_binary_parts, PartRewriter, TextLeaf, TextMark};
+pub use transfer_decode::{uu_begin, uudecode_line, Base64Decoder, QpDecoder};
 
 /// The structure of a whole message (or of a message/rfc822 part).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -48,7 +48,6 @@ mod cdb;
 pub mod clamd;
 mod cvd;
 mod database;
-pub mod decode;
 mod digests;
 mod engine;
 mod error;

@@ -13,7 +13,7 @@
 //! boundary ends at the end of input, an outer boundary closes every part inside it,
 //! broken encodings decode as far as they go.
 
-use crate::decode::{uu_begin, uudecode_line, Base64Decoder, QpDecoder};
+use mime_tree::{uu_begin, uudecode_line, Base64Decoder, QpDecoder};
 
 /// Longest line handled as a unit. Longer lines reach the body decoder in pieces of
 /// this size; they cannot be boundary lines (RFC 2046 §5.1.1 caps a boundary at 70

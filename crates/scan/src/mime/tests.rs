@@ -234,8 +234,9 @@ fn serialise(t: &Tree, counter: &mut usize, out: &mut Vec<u8>) {
             match enc {
                 0 => out.extend_from_slice(body),
                 1 => {
-                    let enc = crate::decode::tests_support::encode_b64(body);
-                    for line in enc.chunks(76) {
+                    use base64::Engine;
+                    let enc = base64::engine::general_purpose::STANDARD.encode(body);
+                    for line in enc.as_bytes().chunks(76) {
                         out.extend_from_slice(line);
                         out.extend_from_slice(b"\r\n");
                     }

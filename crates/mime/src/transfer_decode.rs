@@ -303,23 +303,18 @@ pub fn uu_begin(line: &[u8]) -> Option<&[u8]> {
     Some(name[1..].trim_ascii())
 }
 
-/// Reference encoders for tests elsewhere in the crate.
 #[cfg(test)]
-pub(crate) mod tests_support {
+mod tests {
+    use super::*;
+    use base64::Engine;
+    use proptest::prelude::*;
+
     /// A reference encoder (the `base64` crate) for the property tests.
-    pub fn encode_b64(data: &[u8]) -> Vec<u8> {
-        use base64::Engine;
+    fn encode_b64(data: &[u8]) -> Vec<u8> {
         base64::engine::general_purpose::STANDARD
             .encode(data)
             .into_bytes()
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tests_support::encode_b64;
-    use super::*;
-    use proptest::prelude::*;
 
     fn b64(input: &[u8]) -> Vec<u8> {
         let mut d = Base64Decoder::new();
