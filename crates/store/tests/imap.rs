@@ -172,6 +172,11 @@ impl Fixture {
         }
     }
 
+    /// The UIDs `key` finds in the inbox.
+    async fn search(&self, key: store::SearchKey) -> Vec<Uid> {
+        self.store.search(self.inbox, &key).await.unwrap()
+    }
+
     /// Index rows of long messages' sections (text_sections.rs).
     fn section_rows(&self) -> i64 {
         match &self.backend {
@@ -1311,11 +1316,7 @@ Content-Transfer-Encoding: base64\r\n\r\nAAAA\r\n\
         Delivery::default(),
     )
     .await;
-    let search = |key: store::SearchKey| {
-        let store = Arc::clone(&f.store);
-        let inbox = f.inbox;
-        async move { store.search(inbox, &key).await.unwrap() }
-    };
+    let search = |key| f.search(key);
     use store::SearchKey::{Body, Text};
     for needle in [
         "KESTREL-survey.pdf",
@@ -1374,11 +1375,7 @@ async fn searches_find_the_whole_text_of_a_long_message(f: Fixture) {
         Delivery::default(),
     )
     .await;
-    let search = |key: store::SearchKey| {
-        let store = Arc::clone(&f.store);
-        let inbox = f.inbox;
-        async move { store.search(inbox, &key).await.unwrap() }
-    };
+    let search = |key| f.search(key);
     use store::SearchKey::{Body, Text};
     for needle in [
         "zanzibarend",

@@ -1244,6 +1244,21 @@ async fn a_store_with_the_index_inside_its_database_moves_it_out_at_open() {
     assert_eq!(next, 2);
 }
 
+/// Delivers `message` to `mbox` written in pieces of 64 KiB, as SMTP and
+/// IMAP write.
+async fn deliver_in_pieces(store: &SqliteStore, mbox: store::MailboxId, message: &[u8]) {
+    let mut w = store.message_writer();
+    for piece in message.chunks(65_536) {
+        w.write(piece).await.unwrap();
+    }
+    w.deliver(Delivery {
+        mailboxes: vec![mbox],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn text_after_a_large_attachment_is_indexed_at_delivery_and_recovery() {
     let (dir, store, mbox) = open_with_account().await;
@@ -1258,17 +1273,7 @@ async fn text_after_a_large_attachment_is_indexed_at_delivery_and_recovery() {
         b"--b\r\nContent-Type: text/plain\r\n\r\nthe narwhal is after the attachment\r\n--b--\r\n",
     );
     assert!(message.len() > 4 * store::INDEX_WINDOW);
-    // Written in pieces, as SMTP and IMAP write.
-    let mut w = store.message_writer();
-    for piece in message.chunks(65_536) {
-        w.write(piece).await.unwrap();
-    }
-    w.deliver(Delivery {
-        mailboxes: vec![mbox],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    deliver_in_pieces(&store, mbox, &message).await;
     let narwhal = SearchKey::Body("narwhal".into());
     assert_eq!(store.search(mbox, &narwhal).await.unwrap(), vec![1]);
     drop(store);
@@ -1290,16 +1295,7 @@ async fn a_long_messages_whole_text_comes_back_when_the_index_is_rebuilt() {
         "Subject: long\r\n\r\n{}the heron-tailword\r\n",
         "text of a long message\r\n".repeat(40_000)
     );
-    let mut w = store.message_writer();
-    for piece in message.as_bytes().chunks(65_536) {
-        w.write(piece).await.unwrap();
-    }
-    w.deliver(Delivery {
-        mailboxes: vec![mbox],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    deliver_in_pieces(&store, mbox, message.as_bytes()).await;
     let tail = SearchKey::Body("heron-tailword".into());
     assert_eq!(store.search(mbox, &tail).await.unwrap(), vec![1]);
     drop(store);
