@@ -138,7 +138,7 @@ enum QpState {
     Text,
     /// Saw `=`.
     Equals,
-    /// Saw `=` and one hex digit.
+    /// Saw `=` and one hex digit, as written.
     Hex(u8),
     /// Saw `=` followed by whitespace: a soft line break with trailing blanks, or junk.
     EqualsBlank,
@@ -207,21 +207,21 @@ impl QpDecoder {
                     b'\r' => self.state = QpState::EqualsCr,
                     b'\n' => self.state = QpState::Text,
                     b' ' | b'\t' => self.state = QpState::EqualsBlank,
-                    _ => match hex_val(b) {
-                        Some(h) => self.state = QpState::Hex(h),
-                        None => {
-                            out.extend_from_slice(&[b'=', b]);
-                            self.state = QpState::Text;
-                        }
-                    },
+                    _ if hex_val(b).is_some() => self.state = QpState::Hex(b),
+                    _ => {
+                        // Not an escape: the `=` as written, and `b` read
+                        // afresh (it may start an escape itself).
+                        out.push(b'=');
+                        self.state = QpState::Text;
+                        self.decode(&[b], out);
+                    }
                 },
-                QpState::Hex(h) => {
-                    match hex_val(b) {
-                        Some(l) => out.push(h << 4 | l),
-                        None => {
+                QpState::Hex(digit) => {
+                    match (hex_val(digit), hex_val(b)) {
+                        (Some(h), Some(l)) => out.push(h << 4 | l),
+                        _ => {
                             // Keep a broken escape as it was written.
-                            let hi = b"0123456789ABCDEF"[h as usize];
-                            out.extend_from_slice(&[b'=', hi]);
+                            out.extend_from_slice(&[b'=', digit]);
                             self.state = QpState::Text;
                             self.decode(&[b], out);
                             continue;
@@ -251,8 +251,8 @@ impl QpDecoder {
 
     /// Ends the body: blanks at the very end are trailing blanks and are dropped.
     pub fn finish(&mut self, out: &mut Vec<u8>) {
-        if let QpState::Hex(h) = self.state {
-            out.extend_from_slice(&[b'=', b"0123456789ABCDEF"[h as usize]]);
+        if let QpState::Hex(digit) = self.state {
+            out.extend_from_slice(&[b'=', digit]);
         }
         self.blanks.clear();
         self.state = QpState::Text;
@@ -348,6 +348,10 @@ mod tests {
         assert_eq!(qp(b"trail   \r\nx"), b"trail\r\nx");
         assert_eq!(qp(b"bad=ZZ"), b"bad=ZZ");
         assert_eq!(qp(b"bad=4"), b"bad=4");
+        // Broken escapes stay as written, and what ends one is read
+        // afresh.
+        assert_eq!(qp(b"a=b, c=e"), b"a=b, c=e");
+        assert_eq!(qp(b"==41=f=3D"), b"=A=f=");
         assert_eq!(qp(b"sp=  \r\nx"), b"spx");
         assert_eq!(qp(b"a b"), b"a b");
     }
