@@ -310,10 +310,11 @@ impl FtsBatch {
         }
     }
 
-    /// Writes every waiting row into the index in the index writer's
-    /// current transaction; returns how many went in. Rows of blobs gone
-    /// meanwhile (delivered, expunged and swept before the batch) are
-    /// dropped.
+    /// Writes the waiting rows into the index in the index writer's
+    /// current transaction, up to the first long one
+    /// ([`FtsBatch::write_some`]); returns how many went in. Rows of
+    /// blobs gone meanwhile (delivered, expunged and swept before the
+    /// batch) are dropped.
     fn write(&self, c: &Connection) -> Result<usize> {
         self.write_some(c, usize::MAX)
     }
@@ -337,11 +338,14 @@ impl FtsBatch {
             .housekeeping_blocking(move |c| delete_rows(c, &swept))
     }
 
-    /// Like [`FtsBatch::write`], for the `limit` oldest rows.
+    /// Like [`FtsBatch::write`], for the `limit` oldest rows, and none
+    /// past the first long one: its sections may be megabytes of text,
+    /// and a job is one transaction, whose log the writer cuts only after
+    /// it.
     fn write_some(&self, c: &Connection, limit: usize) -> Result<usize> {
         let rows: Vec<_> = {
             let mut w = self.shared.waiting.lock().expect("fts lock");
-            let n = w.rows.len().min(limit);
+            let n = job_rows(&w.rows, limit);
             let rows: Vec<_> = w.rows.drain(..n).collect();
             w.bytes -= rows.iter().map(|(_, t)| t.len()).sum::<usize>();
             if w.rows.is_empty() {
@@ -531,6 +535,16 @@ fn merge_step(c: &Connection, pages: i64) -> Result<bool> {
     Ok(c.total_changes() - before >= 2)
 }
 
+/// How many of the waiting `rows` one job writes: `limit`, and none past
+/// the first long one ([`FtsBatch::write_some`]).
+fn job_rows(rows: &[(BlobId, FtsText)], limit: usize) -> usize {
+    let n = rows.len().min(limit);
+    rows[..n]
+        .iter()
+        .position(|(_, t)| t.long)
+        .map_or(n, |first| first + 1)
+}
+
 /// Whether the waiting rows should be written now.
 fn ready(w: &Waiting) -> bool {
     w.rows.len() >= BATCH_ROWS
@@ -648,7 +662,8 @@ impl Drop for FtsBatchGuard {
         if batch.is_empty() {
             return;
         }
-        // The last rows go in before the store closes; a process that
+        // The last rows go in before the store closes (up to a long
+        // message's: the rest is for the next open); a process that
         // exits before they do loses nothing (see the module comment),
         // but a server beside it would not find them until it restarts.
         let (done, wait) = std::sync::mpsc::channel();
@@ -692,6 +707,23 @@ fn in_id_batches(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_ends_with_its_first_long_row() {
+        let row = |long| {
+            let mut t = FtsText::section("text");
+            t.long = long;
+            (1, t)
+        };
+        let rows: Vec<_> = [false, false, true, false, true]
+            .into_iter()
+            .map(row)
+            .collect();
+        assert_eq!(job_rows(&rows, 100), 3);
+        assert_eq!(job_rows(&rows, 2), 2);
+        assert_eq!(job_rows(&rows[3..], 100), 2);
+        assert_eq!(job_rows(&rows[..2], 100), 2);
+    }
 
     /// A pseudo-word for `n`: many distinct words, as in mail.
     fn word(n: u64) -> String {
