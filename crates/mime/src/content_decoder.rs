@@ -16,9 +16,11 @@ pub enum TransferEncoding {
 impl TransferEncoding {
     /// The encoding a `Content-Transfer-Encoding` value names (any case).
     pub fn named(name: Option<&str>) -> TransferEncoding {
-        match name.map(str::to_ascii_lowercase).as_deref() {
-            Some("base64") => TransferEncoding::Base64,
-            Some("quoted-printable") => TransferEncoding::QuotedPrintable,
+        match name {
+            Some(n) if n.eq_ignore_ascii_case("base64") => TransferEncoding::Base64,
+            Some(n) if n.eq_ignore_ascii_case("quoted-printable") => {
+                TransferEncoding::QuotedPrintable
+            }
             _ => TransferEncoding::Identity,
         }
     }

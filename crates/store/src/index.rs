@@ -85,8 +85,21 @@ fn addresses(addr: Option<&Address<'_>>) -> String {
 /// Parses the start of a message (up to [`crate::INDEX_WINDOW`] bytes) and
 /// returns what the indexes need. Malformed mail yields what could be read.
 pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
+    index(raw, true)
+}
+
+/// [`index_message`] for the window of a message whose text runs past
+/// it: no body text, which its sections hold whole (text_sections.rs).
+pub(crate) fn index_long_message(raw: &[u8]) -> MessageIndex {
+    index(raw, false)
+}
+
+fn index(raw: &[u8], with_text: bool) -> MessageIndex {
     let Some(msg) = MessageParser::default().parse(raw) else {
-        return MessageIndex::default();
+        return MessageIndex {
+            text_cut: !with_text,
+            ..MessageIndex::default()
+        };
     };
     let headers = IndexedHeaders {
         from: addresses(msg.from()),
@@ -96,29 +109,11 @@ pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
         date: msg.date().map(|d| d.to_timestamp()),
         message_id: msg.message_id().unwrap_or_default().to_string(),
     };
-    // RFC 3501 §6.4.4: BODY and TEXT search the body, and the headers of
-    // its MIME parts are body too: an attachment's name or type is found
-    // (as Dovecot finds it). They come first, so long text cannot crowd
-    // them out.
-    let mut body_text = String::new();
-    let mut text_cut = false;
-    part_headers(&msg, true, &mut body_text);
-    for i in 0..msg.text_body_count() {
-        if let Some(text) = msg.body_text(i) {
-            if body_text.len() + text.len() > MAX_INDEXED_TEXT {
-                text_cut = true;
-                let room = MAX_INDEXED_TEXT.saturating_sub(body_text.len());
-                let mut cut = room.min(text.len());
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                body_text.push_str(&text[..cut]);
-                break;
-            }
-            body_text.push_str(&text);
-            body_text.push('\n');
-        }
-    }
+    let (body_text, text_cut) = if with_text {
+        body_text(&msg)
+    } else {
+        (String::new(), true)
+    };
     let sent_day = msg
         .date()
         .map(|d| days_from_civil(d.year as i64, d.month as i64, d.day as i64));
@@ -128,6 +123,33 @@ pub(crate) fn index_message(raw: &[u8]) -> MessageIndex {
         text_cut,
         sent_day,
     }
+}
+
+/// The body text of `msg`, up to [`MAX_INDEXED_TEXT`], and whether it was
+/// cut there.
+fn body_text(msg: &mail_parser::Message<'_>) -> (String, bool) {
+    // RFC 3501 §6.4.4: BODY and TEXT search the body, and the headers of
+    // its MIME parts are body too: an attachment's name or type is found
+    // (as Dovecot finds it). They come first, so long text cannot crowd
+    // them out.
+    let mut body_text = String::new();
+    part_headers(msg, true, &mut body_text);
+    for i in 0..msg.text_body_count() {
+        if let Some(text) = msg.body_text(i) {
+            if body_text.len() + text.len() > MAX_INDEXED_TEXT {
+                let room = MAX_INDEXED_TEXT.saturating_sub(body_text.len());
+                let mut cut = room.min(text.len());
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                body_text.push_str(&text[..cut]);
+                return (body_text, true);
+            }
+            body_text.push_str(&text);
+            body_text.push('\n');
+        }
+    }
+    (body_text, false)
 }
 
 /// Most bytes of MIME part headers put into the body text.

@@ -10,7 +10,7 @@
 use mime_tree::StructureBuilder;
 
 use crate::error::{Result, StoreError};
-use crate::index::{header_block, index_message, MessageIndex};
+use crate::index::{header_block, index_long_message, index_message, MessageIndex};
 use crate::{CHUNK_SIZE, INDEX_WINDOW};
 
 /// Messages up to this size are indexed inline; larger ones on a blocking
@@ -108,11 +108,11 @@ impl Intake {
             let mut head = std::mem::take(&mut self.head);
             head.truncate(INDEX_WINDOW);
             self.header = header_block(&head).to_vec();
-            let mut index = tokio::task::spawn_blocking(move || index_message(&head))
-                .await
-                .map_err(|_| StoreError::Closed)?;
-            index.text_cut = true;
-            self.index = Some(index);
+            self.index = Some(
+                tokio::task::spawn_blocking(move || index_long_message(&head))
+                    .await
+                    .map_err(|_| StoreError::Closed)?,
+            );
         }
         Ok(())
     }

@@ -386,27 +386,47 @@ async fn data_from_row(c: &impl GenericClient, r: &Row) -> Result<MessageData> {
     })
 }
 
+/// A stored blob's chunks in order, the lead's negative number first,
+/// one query per chunk, so a big message is never read into memory whole.
+pub(super) struct Chunks {
+    blob: i64,
+    next: i32,
+}
+
+impl Chunks {
+    pub(super) fn of(blob: i64) -> Chunks {
+        Chunks {
+            blob,
+            next: i32::MIN,
+        }
+    }
+
+    /// The next chunk, unpacked; `None` after the last.
+    pub(super) async fn next(&mut self, c: &impl GenericClient) -> Result<Option<Vec<u8>>> {
+        let Some(row) = c
+            .query_opt(
+                "SELECT seq, codec, data FROM blob_chunks WHERE blob_id = $1 AND seq >= $2
+                 ORDER BY seq LIMIT 1",
+                &[&self.blob, &self.next],
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        self.next = row.get::<_, i32>(0) + 1;
+        let codec = i64::from(row.get::<_, i32>(1));
+        chunk_codec::unpack_owned(codec, row.get(2), self.blob).map(Some)
+    }
+}
+
 /// Structure and header block of a stored blob, from its chunks, one
 /// chunk in memory at a time.
 async fn from_chunks(c: &impl GenericClient, blob: i64) -> Result<(MessageStructure, Vec<u8>)> {
     let mut builder = StructureBuilder::new();
     let mut head = Vec::new();
-    // The lead's negative number first.
-    let mut next = i32::MIN;
-    // One chunk per query, in seq order, so a big message is never read
-    // into memory whole.
-    while let Some(row) = c
-        .query_opt(
-            "SELECT seq, codec, data FROM blob_chunks WHERE blob_id = $1 AND seq >= $2
-             ORDER BY seq LIMIT 1",
-            &[&blob, &next],
-        )
-        .await?
-    {
-        next = row.get::<_, i32>(0) + 1;
-        let codec = i64::from(row.get::<_, i32>(1));
-        let data = &*chunk_codec::unpack(codec, row.get(2), blob)?;
-        builder.feed(data);
+    let mut chunks = Chunks::of(blob);
+    while let Some(data) = chunks.next(c).await? {
+        builder.feed(&data);
         if head.len() < INDEX_WINDOW && header_block(&head).len() == head.len() {
             let room = INDEX_WINDOW - head.len();
             head.extend_from_slice(&data[..room.min(data.len())]);

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use deadpool_postgres::GenericClient;
 
+use super::entries::Chunks;
 use super::message::FoldedText;
 use super::PgStore;
-use crate::chunk_codec;
 use crate::error::Result;
 use crate::index::TEXT_VERSION;
 use crate::sqlite::fts_batch::{FtsText, TextReader};
@@ -135,17 +135,17 @@ impl PgStore {
                      body = excluded.body",
             )
             .await?;
+        // Sections are made again after the commit (sections.rs).
+        tx.execute(
+            "DELETE FROM blob_text WHERE blob_id = ANY($1) AND part > 0",
+            &[&blobs],
+        )
+        .await?;
         let mut long = false;
         for blob in blobs {
             let t = FoldedText::of(&text_from_chunks(&tx, blob).await?);
             tx.execute(&upsert, &[&blob, &t.subject, &t.addresses, &t.body])
                 .await?;
-            // Sections are made again after the commit (sections.rs).
-            tx.execute(
-                "DELETE FROM blob_text WHERE blob_id = $1 AND part > 0",
-                &[&blob],
-            )
-            .await?;
             if t.long {
                 tx.execute(
                     "INSERT INTO blob_text_pending (blob_id) VALUES ($1) ON CONFLICT DO NOTHING",
@@ -174,23 +174,14 @@ impl PgStore {
 /// delivery make it.
 async fn text_from_chunks(c: &impl GenericClient, blob: i64) -> Result<FtsText> {
     let mut reader = TextReader::new();
-    let mut next = i32::MIN;
+    let mut chunks = Chunks::of(blob);
     let mut ended = false;
     while reader.wants_more() {
-        let Some(row) = c
-            .query_opt(
-                "SELECT seq, codec, data FROM blob_chunks WHERE blob_id = $1 AND seq >= $2
-                 ORDER BY seq LIMIT 1",
-                &[&blob, &next],
-            )
-            .await?
-        else {
+        let Some(data) = chunks.next(c).await? else {
             ended = true;
             break;
         };
-        next = row.get::<_, i32>(0) + 1;
-        let codec = i64::from(row.get::<_, i32>(1));
-        reader.push(&chunk_codec::unpack(codec, row.get(2), blob)?);
+        reader.push(&data);
     }
     Ok(reader.finish(ended))
 }

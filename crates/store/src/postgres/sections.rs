@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use deadpool_postgres::GenericClient;
 
+use super::entries::Chunks;
 use super::message::FoldedText;
 use super::PgStore;
-use crate::chunk_codec;
 use crate::error::Result;
 use crate::model::{BlobId, MailboxId, SearchKey};
 use crate::sqlite::fts_batch::FtsText;
@@ -129,21 +129,11 @@ async fn write_sections(c: &impl GenericClient, blob: BlobId) -> Result<()> {
     let mut sections = Sections::new();
     let mut ready = Vec::new();
     let mut part = 0i32;
-    let mut next = i32::MIN;
+    let mut chunks = Chunks::of(blob);
     loop {
-        let row = c
-            .query_opt(
-                "SELECT seq, codec, data FROM blob_chunks WHERE blob_id = $1 AND seq >= $2
-                 ORDER BY seq LIMIT 1",
-                &[&blob, &next],
-            )
-            .await?;
-        match &row {
-            Some(row) => {
-                next = row.get::<_, i32>(0) + 1;
-                let codec = i64::from(row.get::<_, i32>(1));
-                sections.push(&chunk_codec::unpack(codec, row.get(2), blob)?, &mut ready);
-            }
+        let chunk = chunks.next(c).await?;
+        match &chunk {
+            Some(data) => sections.push(data, &mut ready),
             None => std::mem::replace(&mut sections, Sections::new()).finish(&mut ready),
         }
         for text in ready.drain(..) {
@@ -151,7 +141,7 @@ async fn write_sections(c: &impl GenericClient, blob: BlobId) -> Result<()> {
             let body = FoldedText::of(&FtsText::section(&text)).body;
             c.execute(&insert, &[&blob, &part, &body]).await?;
         }
-        if row.is_none() {
+        if chunk.is_none() {
             return Ok(());
         }
     }

@@ -356,6 +356,26 @@ pub(crate) fn message_data(
 fn from_chunks(c: &Connection, blob: i64) -> Result<(MessageStructure, Vec<u8>)> {
     let mut builder = StructureBuilder::new();
     let mut head = Vec::new();
+    each_chunk(c, blob, |data| {
+        builder.feed(data);
+        if head.len() < INDEX_WINDOW && header_block(&head).len() == head.len() {
+            let room = INDEX_WINDOW - head.len();
+            head.extend_from_slice(&data[..room.min(data.len())]);
+        }
+        Ok(true)
+    })?;
+    let header = header_block(&head).to_vec();
+    Ok((builder.finish(), header))
+}
+
+/// Hands a stored blob's chunks, unpacked, to `each` in order (the lead,
+/// numbered before the others, first), one in memory at a time, until it
+/// answers false.
+pub(crate) fn each_chunk(
+    c: &Connection,
+    blob: i64,
+    mut each: impl FnMut(&[u8]) -> Result<bool>,
+) -> Result<()> {
     let mut stmt =
         c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
     let mut rows = stmt.query([blob])?;
@@ -364,13 +384,9 @@ fn from_chunks(c: &Connection, blob: i64) -> Result<(MessageStructure, Vec<u8>)>
             .get_ref(1)?
             .as_blob()
             .map_err(|_| StoreError::Corrupt(format!("a chunk of blob {blob}")))?;
-        let data = &*crate::chunk_codec::unpack(row.get(0)?, data, blob)?;
-        builder.feed(data);
-        if head.len() < INDEX_WINDOW && header_block(&head).len() == head.len() {
-            let room = INDEX_WINDOW - head.len();
-            head.extend_from_slice(&data[..room.min(data.len())]);
+        if !each(&crate::chunk_codec::unpack(row.get(0)?, data, blob)?)? {
+            break;
         }
     }
-    let header = header_block(&head).to_vec();
-    Ok((builder.finish(), header))
+    Ok(())
 }

@@ -29,11 +29,12 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags};
 
+use super::entries::each_chunk;
 use super::fts_file;
 use super::terms::{self, SeenWords};
 use super::writer::Writer;
 use crate::error::Result;
-use crate::index::{header_block, index_message, MessageIndex};
+use crate::index::{header_block, index_long_message, index_message, MessageIndex};
 use crate::model::BlobId;
 use crate::segment::spaced;
 use crate::text_sections::Sections;
@@ -582,10 +583,12 @@ impl TextReader {
         if ended {
             self.tap.finish(&mut self.head);
         }
-        let cut = self.head.len() >= INDEX_WINDOW;
-        self.head.truncate(INDEX_WINDOW);
-        let mut index = index_message(&self.head);
-        index.text_cut |= cut;
+        let mut index = if self.head.len() >= INDEX_WINDOW {
+            self.head.truncate(INDEX_WINDOW);
+            index_long_message(&self.head)
+        } else {
+            index_message(&self.head)
+        };
         FtsText::new(&mut index, header_block(&self.head))
     }
 }
@@ -600,20 +603,19 @@ pub(crate) fn each_section(
 ) -> Result<()> {
     let mut sections = Sections::new();
     let mut ready = Vec::new();
-    let mut stmt =
-        c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
-    let mut rows = stmt.query([blob])?;
-    while let Some(row) = rows.next()? {
-        let data: &[u8] = row.get_ref(1)?.as_blob().unwrap_or_default();
-        sections.push(
-            &crate::chunk_codec::unpack(row.get(0)?, data, blob)?,
-            &mut ready,
-        );
+    let mut stopped = false;
+    each_chunk(c, blob, |data| {
+        sections.push(data, &mut ready);
         for text in ready.drain(..) {
             if !each(text)? {
-                return Ok(());
+                stopped = true;
+                return Ok(false);
             }
         }
+        Ok(true)
+    })?;
+    if stopped {
+        return Ok(());
     }
     sections.finish(&mut ready);
     for text in ready {
@@ -629,18 +631,12 @@ pub(crate) fn each_section(
 /// message ([`TextReader`]).
 pub(crate) fn text_from_chunks(c: &Connection, blob: BlobId) -> Result<FtsText> {
     let mut reader = TextReader::new();
-    let mut stmt =
-        c.prepare_cached("SELECT codec, data FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq")?;
-    let mut rows = stmt.query([blob])?;
-    let mut ended = false;
-    while reader.wants_more() {
-        let Some(row) = rows.next()? else {
-            ended = true;
-            break;
-        };
-        let data: &[u8] = row.get_ref(1)?.as_blob().unwrap_or_default();
-        reader.push(&crate::chunk_codec::unpack(row.get(0)?, data, blob)?);
-    }
+    each_chunk(c, blob, |data| {
+        reader.push(data);
+        Ok(reader.wants_more())
+    })?;
+    // The chunks ran out unless the window filled.
+    let ended = reader.wants_more();
     Ok(reader.finish(ended))
 }
 

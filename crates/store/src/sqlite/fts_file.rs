@@ -99,7 +99,8 @@ pub(crate) fn section_rowids(blob: BlobId) -> (i64, i64) {
 }
 
 /// SQL for the blob of an index row whose rowid is `rowid`: a section's
-/// rowid names its blob too.
+/// rowid names its blob too (the shift is [`SECTION_BITS`]; a test holds
+/// them together).
 macro_rules! blob_of_row {
     () => {
         "iif(rowid < 0, (-rowid) >> 16, rowid)"
@@ -231,4 +232,30 @@ pub(crate) fn attach(conn: &Connection, db: &Path) -> Result<()> {
         [path.to_string_lossy()],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sql_finds_the_blob_of_every_row() {
+        let c = Connection::open_in_memory().unwrap();
+        let blob_of = |rowid: i64| -> i64 {
+            c.query_row(
+                concat!("SELECT ", blob_of_row!(), " FROM (SELECT ?1 AS rowid)"),
+                [rowid],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        for blob in [1, 7, 1 << 40] {
+            assert_eq!(blob_of(blob), blob);
+            for n in [1, 2, crate::text_sections::MAX_SECTIONS] {
+                assert_eq!(blob_of(section_rowid(blob, n)), blob);
+            }
+            let (low, high) = section_rowids(blob);
+            assert!(low < high && high < 0);
+        }
+    }
 }
