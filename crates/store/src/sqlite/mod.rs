@@ -224,7 +224,11 @@ impl SqliteStore {
     /// does the same on its own shortly after each expunge; this is for
     /// callers that need the space back, or the tables settled, now.
     pub async fn sweep_now(&self) -> Result<usize> {
-        sweep::sweep_all(&self.inner.writer, &self.inner.pins, &self.inner.fts).await
+        let inner = &self.inner;
+        inner
+            .sweeper
+            .sweep_all(&inner.writer, &inner.pins, &inner.fts)
+            .await
     }
 
     /// Copies the whole WAL of the database and of the full-text index

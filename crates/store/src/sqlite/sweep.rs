@@ -60,6 +60,10 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     cond: Condvar,
+    /// Held by the thread for each batch and its full-text deletes, and
+    /// by `sweep_now` for its whole run: a sweep that returns has seen
+    /// every batch before it through, index rows included.
+    turn: tokio::sync::Mutex<()>,
 }
 
 /// The sweeper thread; stops when dropped.
@@ -89,6 +93,18 @@ impl Sweeper {
             .spawn(move || run(&conn, &writer, &s, &pins, &fts))
             .expect("spawn store sweep thread");
         Ok(Sweeper { shared })
+    }
+
+    /// Sweeps until nothing released is left, in turn with the thread;
+    /// returns how many blobs went.
+    pub(crate) async fn sweep_all(
+        &self,
+        writer: &Writer,
+        pins: &Arc<ViewPins>,
+        fts: &FtsBatch,
+    ) -> Result<usize> {
+        let _turn = self.shared.turn.lock().await;
+        sweep_all(writer, pins, fts).await
     }
 
     /// Asks for a sweep now, after a change that may have released blobs.
@@ -137,6 +153,7 @@ fn sweep_blocking(writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>, fts: &
             return;
         }
         let pins = Arc::clone(pins);
+        let _turn = shared.turn.blocking_lock();
         match writer.sweep_blocking(move |c| sweep_batch(c, BATCH, &pins)) {
             Ok(swept) => {
                 let n = swept.len();
@@ -159,11 +176,7 @@ fn sweep_blocking(writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>, fts: &
 }
 
 /// Sweeps until nothing released is left; returns how many blobs went.
-pub(crate) async fn sweep_all(
-    writer: &Writer,
-    pins: &Arc<ViewPins>,
-    fts: &FtsBatch,
-) -> Result<usize> {
+async fn sweep_all(writer: &Writer, pins: &Arc<ViewPins>, fts: &FtsBatch) -> Result<usize> {
     let mut total = 0;
     loop {
         let pins = Arc::clone(pins);
