@@ -25,6 +25,10 @@
 #   ROUNDS     measured rounds of each SMTP row  (default: 3)
 #   SIGS       generated .ndb signatures both scanners load (default: 20000)
 #   AMAVIS     1: add the Postfix + amavisd-new + clamd rows (default: 1)
+#   RELAY      1: add rows through HAProxy in plain TCP mode on the
+#              proxy's cores: no scanning, no parsing, a connection
+#              upstream per client, so what an extra hop costs with no
+#              work in it (default: 1)
 #   POP3_MSGS  messages per POP3 account for the RETR comparison, 10
 #              accounts fetched in parallel straight from Dovecot and
 #              through the proxy                 (default: 300; 0: skip)
@@ -46,6 +50,7 @@ SESSIONS=${SESSIONS:-10}
 ROUNDS=${ROUNDS:-3}
 SIGS=${SIGS:-20000}
 AMAVIS=${AMAVIS:-1}
+RELAY=${RELAY:-1}
 HOLD=${HOLD:-200}
 HOLD_MB=${HOLD_MB:-10}
 POP3_MSGS=${POP3_MSGS:-300}
@@ -58,6 +63,7 @@ if [ "$PIN" = 1 ]; then
 fi
 P_SMTP=24525 X_SMTP=24526 D_POP3=24110 X_POP3=24111
 A_SMTP=24527 AM_IN=24524 AM_OUT=24528 U_SMTP=24529 R_SMTP=24530
+H_SMTP=24531 H_POP3=24112
 
 die() { printf 'proxy.sh: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root"
@@ -65,6 +71,9 @@ command -v smtp-source >/dev/null || die "smtp-source missing: apt-get install p
 if [ "$AMAVIS" = 1 ]; then
   command -v amavisd >/dev/null || die "amavisd missing: apt-get install amavisd-new (or AMAVIS=0)"
   command -v clamd >/dev/null || die "clamd missing: apt-get install clamav-daemon (or AMAVIS=0)"
+fi
+if [ "$RELAY" = 1 ]; then
+  command -v haproxy >/dev/null || die "haproxy missing: apt-get install haproxy (or RELAY=0)"
 fi
 
 dir=$(mktemp -d)
@@ -75,6 +84,7 @@ cleanup() {
   [ -n "${proxy_pid:-}" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
   [ -n "${unscanned_pid:-}" ] && kill "$unscanned_pid" 2>/dev/null && wait "$unscanned_pid" 2>/dev/null
   [ -n "${noreuse_pid:-}" ] && kill "$noreuse_pid" 2>/dev/null && wait "$noreuse_pid" 2>/dev/null
+  [ -n "${relay_pid:-}" ] && kill "$relay_pid" 2>/dev/null && wait "$relay_pid" 2>/dev/null
   postfix -c "$dir/postfix" stop >/dev/null 2>&1 || true
   [ -n "${dovecot_pid:-}" ] && kill "$dovecot_pid" 2>/dev/null && wait "$dovecot_pid" 2>/dev/null
   [ -f "$dir/amavis/amavisd.pid" ] && kill "$(cat "$dir/amavis/amavisd.pid")" 2>/dev/null
@@ -196,6 +206,27 @@ wait_port "$P_SMTP"
 wait_port "$X_SMTP"
 wait_port "$U_SMTP"
 wait_port "$R_SMTP"
+if [ "$RELAY" = 1 ]; then
+  # HAProxy relays bytes only: what an extra hop costs with no work in it.
+  cat > "$dir/haproxy.cfg" <<CF
+global
+  maxconn 4000
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 120s
+  timeout server 120s
+listen smtp
+  bind 127.0.0.1:$H_SMTP
+  server postfix 127.0.0.1:$P_SMTP
+listen pop3
+  bind 127.0.0.1:$H_POP3
+  server dovecot 127.0.0.1:$D_POP3
+CF
+  "${scanner[@]}" haproxy -db -f "$dir/haproxy.cfg" > "$dir/haproxy.log" 2>&1 &
+  relay_pid=$!
+  wait_port "$H_SMTP"
+fi
 
 if [ "$AMAVIS" = 1 ]; then
   mkdir -p "$dir/clamd" "$dir/amavis/tmp" "$dir/amavis/db" "$dir/amavis/var"
@@ -279,6 +310,11 @@ queued() {
     "$dir/postfix/queue/active" "$dir/postfix/queue/deferred" -type f 2>/dev/null | wc -l
 }
 
+# The median of numbers, one per line.
+median() {
+  sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # run PORT SIZE COUNT: messages/s from the first sent until the queue is empty.
 run() {
   local start end
@@ -293,6 +329,10 @@ run() {
 
 ports=("$P_SMTP" "$X_SMTP" "$U_SMTP" "$R_SMTP")
 names=("direct to Postfix" "through sluice proxy" "  the same, scan off" "  the same, no reuse")
+if [ "$RELAY" = 1 ]; then
+  ports+=("$H_SMTP")
+  names+=("HAProxy, TCP relay only")
+fi
 if [ "$AMAVIS" = 1 ]; then
   ports+=("$A_SMTP")
   names+=("Postfix+amavisd+clamd")
@@ -319,8 +359,7 @@ for size in $SIZES; do
       rates+=$(printf ' %8.1f' "${rate[$i,$r]}")
       ratios+="$(echo "${rate[$i,$r]} / ${rate[0,$r]}" | bc -l)"$'\n'
     done
-    printf '  %-24s%s   %6.3f\n' "${names[i]}" "$rates" \
-      "$(printf '%s' "$ratios" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
+    printf '  %-24s%s   %6.3f\n' "${names[i]}" "$rates" "$(printf '%s' "$ratios" | median)"
   done
   printf '  the scanning proxy used %.2f ms of CPU per message (%.1f ms per MB)\n' \
     "$(echo "$proxy_cpu / ($ROUNDS * $n)" | bc -l)" "$(echo "$proxy_cpu * 1048576 / ($ROUNDS * $n * $size)" | bc -l)"
@@ -412,11 +451,25 @@ print('%.1f' % (sum(counts) / (time.time() - start)))
 PY
   }
   fetch "$D_POP3" > /dev/null
-  pd=$(fetch "$D_POP3"); px=$(fetch "$X_POP3"); pd2=$(fetch "$D_POP3"); px2=$(fetch "$X_POP3")
-  printf 'POP3 RETR, 10 accounts x %s messages of 4 KB in parallel (Python poplib), messages/s\n' "$POP3_MSGS"
-  printf '  direct to Dovecot      %8.1f  %8.1f\n' "$pd" "$pd2"
-  printf '  through sluice proxy   %8.1f  %8.1f\n' "$px" "$px2"
-  printf '  ratio                  %8.3f\n' "$(echo "($px + $px2) / ($pd + $pd2)" | bc -l)"
+  # Rounds alternate the paths; each ratio is the median over the rounds.
+  pop_ports=("$D_POP3" "$X_POP3") pop_names=("direct to Dovecot" "through sluice proxy")
+  if [ "$RELAY" = 1 ]; then
+    pop_ports+=("$H_POP3") pop_names+=("HAProxy, TCP relay only")
+  fi
+  declare -A pop
+  for r in $(seq "$ROUNDS"); do
+    for i in "${!pop_ports[@]}"; do pop[$i,$r]=$(fetch "${pop_ports[i]}"); done
+  done
+  printf 'POP3 RETR, 10 accounts x %s messages of 4 KB in parallel (Python poplib), messages/s, %s rounds (median ratio to direct)\n' \
+    "$POP3_MSGS" "$ROUNDS"
+  for i in "${!pop_ports[@]}"; do
+    rates="" ratios=""
+    for r in $(seq "$ROUNDS"); do
+      rates+=$(printf ' %8.1f' "${pop[$i,$r]}")
+      ratios+="$(echo "${pop[$i,$r]} / ${pop[0,$r]}" | bc -l)"$'\n'
+    done
+    printf '  %-24s%s   %6.3f\n' "${pop_names[i]}" "$rates" "$(printf '%s' "$ratios" | median)"
+  done
 fi
 
 [ "$HOLD" -gt 0 ] || exit 0
