@@ -315,6 +315,23 @@ median() {
   sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# rows RATES NAME...: a line per name: its rate in each round, then the
+# median over the rounds of its rate over the first row's in the same
+# round (RATES[row,round]), which cancels the machine's slower drifts.
+rows() {
+  local -n rates_=$1
+  shift
+  local names_=("$@") i r line ratios
+  for i in "${!names_[@]}"; do
+    line="" ratios=""
+    for r in $(seq "$ROUNDS"); do
+      line+=$(printf ' %8.1f' "${rates_[$i,$r]}")
+      ratios+="$(echo "${rates_[$i,$r]} / ${rates_[0,$r]}" | bc -l)"$'\n'
+    done
+    printf '  %-24s%s   %6.3f\n' "${names_[i]}" "$line" "$(printf '%s' "$ratios" | median)"
+  done
+}
+
 # run PORT SIZE COUNT: messages/s from the first sent until the queue is empty.
 run() {
   local start end
@@ -341,9 +358,7 @@ for size in $SIZES; do
   n=$((VOLUME / size))
   [ "$n" -gt "$MESSAGES" ] && n=$MESSAGES
   [ "$n" -lt 100 ] && n=100
-  # A warm-up of each, then ROUNDS measured rounds, alternating. Each
-  # row's ratio is the median over the rounds of its rate over direct's
-  # rate in the same round, which cancels the machine's slower drifts.
+  # A warm-up of each, then ROUNDS measured rounds, alternating.
   for port in "${ports[@]}"; do run "$port" "$size" 50 > /dev/null; done
   declare -A rate
   cpu0=$(cpu_ms "$proxy_pid")
@@ -353,14 +368,7 @@ for size in $SIZES; do
   proxy_cpu=$(( $(cpu_ms "$proxy_pid") - cpu0 ))
   printf 'smtp-source -c -l %s -m %s -s %s, messages/s until the queue is empty, %s rounds (median ratio to direct)\n' \
     "$size" "$n" "$SESSIONS" "$ROUNDS"
-  for i in "${!ports[@]}"; do
-    rates="" ratios=""
-    for r in $(seq "$ROUNDS"); do
-      rates+=$(printf ' %8.1f' "${rate[$i,$r]}")
-      ratios+="$(echo "${rate[$i,$r]} / ${rate[0,$r]}" | bc -l)"$'\n'
-    done
-    printf '  %-24s%s   %6.3f\n' "${names[i]}" "$rates" "$(printf '%s' "$ratios" | median)"
-  done
+  rows rate "${names[@]}"
   printf '  the scanning proxy used %.2f ms of CPU per message (%.1f ms per MB)\n' \
     "$(echo "$proxy_cpu / ($ROUNDS * $n)" | bc -l)" "$(echo "$proxy_cpu * 1048576 / ($ROUNDS * $n * $size)" | bc -l)"
 done
@@ -462,14 +470,7 @@ PY
   done
   printf 'POP3 RETR, 10 accounts x %s messages of 4 KB in parallel (Python poplib), messages/s, %s rounds (median ratio to direct)\n' \
     "$POP3_MSGS" "$ROUNDS"
-  for i in "${!pop_ports[@]}"; do
-    rates="" ratios=""
-    for r in $(seq "$ROUNDS"); do
-      rates+=$(printf ' %8.1f' "${pop[$i,$r]}")
-      ratios+="$(echo "${pop[$i,$r]} / ${pop[0,$r]}" | bc -l)"$'\n'
-    done
-    printf '  %-24s%s   %6.3f\n' "${pop_names[i]}" "$rates" "$(printf '%s' "$ratios" | median)"
-  done
+  rows pop "${pop_names[@]}"
 fi
 
 [ "$HOLD" -gt 0 ] || exit 0
