@@ -2,18 +2,20 @@
 //!
 //! Commands and responses pass through one at a time; the proxy answers
 //! STLS itself and offers it in CAPA. RETR and TOP responses are scanned
-//! as they stream to the client, one line held back: a line goes to the
-//! client only once the line after it has been scanned, so the line that
-//! completes a find (or ends the infected part) is never sent.
+//! as they stream to the client, in batches of lines (see [`Batch`]), one
+//! line held back: a line goes to the client only once the batch after it
+//! has been scanned, so neither the batch that completes a find nor the
+//! line before it (which may end the infected part) is ever sent.
 //!
 //! What a client receives when a message is found infected:
 //!
 //! 1. The message as the upstream sent it, up to the held-back line: the
 //!    header, the parts before the infected one, and the start of the
-//!    infected part (how much of it depends on where the signature sits
-//!    and how the scanner decodes; never the whole part: at least its
-//!    last line is missing, so a hash signature over the whole file does
-//!    not match what arrives either).
+//!    infected part: its header, and its body up to the batch in which
+//!    the find completed (a batch holds at most one read's lines, so none
+//!    of a body that came in one read). Never the whole part: at least
+//!    its last line is missing, so a hash signature over the whole file
+//!    does not match what arrives either.
 //! 2. If the message is multipart: a line break, then a new `text/plain`
 //!    part (`removed-by-sluice.txt`) in the innermost open multipart,
 //!    saying what was found and that the rest was removed, then the
@@ -285,6 +287,10 @@ impl Session<'_> {
     /// starting with its `+OK` line. That line waits to go with the first
     /// text: one write and one wake-up of the client, not two, for a
     /// message that fits in a write.
+    ///
+    /// The text goes to the scanner a batch at a time ([`Batch`]), not a
+    /// line at a time; a batch is sent, but its last line, once it has
+    /// been scanned, and that last line once the next batch has.
     async fn message(&mut self, command: &[u8], status: &[u8]) -> Result<(), End> {
         let started = Instant::now();
         let check = self.ctx.scan.clone();
@@ -293,23 +299,18 @@ impl Session<'_> {
         let mut sent = Structure::new(depth);
         let mut out: Vec<u8> = Vec::with_capacity(OUT_FLUSH + crate::upstream::LINE);
         out.extend_from_slice(status);
-        // The held-back piece, as received (dot-stuffed), and whether it
-        // starts a line with a stuffing dot.
+        // The held-back line, as received (dot-stuffed), and whether it
+        // starts with a stuffing dot.
         let mut pending: Vec<u8> = Vec::with_capacity(crate::upstream::LINE);
         let mut pending_dot = false;
         let mut at_line_start = true;
         let mut cut: Option<String> = None;
         let mut size = 0u64;
         loop {
-            // The next piece: a line, or as much of a long one as fits.
-            let len = loop {
-                let buffered = self.up.input.buffered();
-                if let Some(p) = memchr::memchr(b'\n', buffered) {
-                    break p + 1;
-                }
-                if buffered.len() >= self.up.input.capacity() {
-                    break buffered.len();
-                }
+            // At least one piece: a line, or as much of a long one as fits.
+            while memchr::memchr(b'\n', self.up.input.buffered()).is_none()
+                && self.up.input.buffered().len() < self.up.input.capacity()
+            {
                 if !out.is_empty() {
                     self.send(&out).await?;
                     out.clear();
@@ -317,12 +318,12 @@ impl Session<'_> {
                 if let Err(e) = self.up.fill().await {
                     return Err(self.upstream_failed(e).await);
                 }
-            };
-            let piece = &self.up.input.buffered()[..len];
-            let starts = at_line_start;
-            at_line_start = piece.ends_with(b"\n");
-            if starts && is_end(piece) {
-                self.up.input.consume(len);
+            }
+            let buffered = self.up.input.buffered();
+            let batch = Batch::of(buffered, at_line_start);
+            if batch.len == 0 {
+                // The end line.
+                self.up.input.consume(batch.end_line);
                 let verdict = scan.map(|s| s.finish());
                 if cut.is_none() {
                     let refusal = match (&check, &verdict) {
@@ -358,38 +359,133 @@ impl Session<'_> {
                 );
                 return Ok(());
             }
+            let text = &buffered[..batch.len];
+            at_line_start = text.ends_with(b"\n");
             if cut.is_some() {
                 // The rest of the upstream's response is dropped.
-                self.up.input.consume(len);
+                self.up.input.consume(batch.len);
                 continue;
             }
-            let stuffed = starts && piece.first() == Some(&b'.');
-            let text = if stuffed { &piece[1..] } else { piece };
-            size += text.len() as u64;
+            size += (batch.len - batch.dots) as u64;
             if let (Some(s), Some(c)) = (scan.as_mut(), &check) {
-                s.feed(text);
+                for run in batch.runs(text) {
+                    s.feed(run);
+                }
                 if let Some(name) = s.infected() {
                     let why = c
                         .refusal(&scan::Verdict::Infected { name: name.into() })
                         .unwrap_or_default();
-                    // Neither the held-back piece nor this one is sent.
+                    // Neither the held-back line nor this batch is sent.
                     out.extend_from_slice(&sent.close(&notice(&why)));
                     cut = Some(why);
-                    self.up.input.consume(len);
+                    self.up.input.consume(batch.len);
                     continue;
                 }
             }
             push_sent(&mut sent, &pending, pending_dot);
             out.extend_from_slice(&pending);
-            pending.clear();
-            pending.extend_from_slice(piece);
-            pending_dot = stuffed;
-            self.up.input.consume(len);
+            let mut starts = batch.starts_line;
+            let mut rest = text;
+            while !rest.is_empty() {
+                let len = memchr::memchr(b'\n', rest).map_or(rest.len(), |p| p + 1);
+                let (piece, after) = rest.split_at(len);
+                let stuffed = starts && piece[0] == b'.';
+                if after.is_empty() {
+                    pending.clear();
+                    pending.extend_from_slice(piece);
+                    pending_dot = stuffed;
+                } else {
+                    push_sent(&mut sent, piece, stuffed);
+                    out.extend_from_slice(piece);
+                }
+                starts = true;
+                rest = after;
+            }
+            self.up.input.consume(batch.len);
             if out.len() >= OUT_FLUSH {
                 self.send(&out).await?;
                 out.clear();
             }
         }
+    }
+}
+
+/// The message text at the front of the upstream's buffer that is scanned
+/// in one go: whole lines (or the buffer's whole content when one line
+/// fills it), up to the `.` line that ends the response. A batch also
+/// ends after an empty line (the end of a header block), and a line that
+/// starts with `--` (a MIME boundary, maybe) is a batch of its own. So a
+/// find is placed as closely as the structure needs: a part whose
+/// boundary line scanned clean ends with its last line sent; a part found
+/// infected past its header keeps the header and loses its body.
+#[derive(Debug, PartialEq, Eq)]
+struct Batch {
+    /// Bytes of text, dot-stuffed as received.
+    len: usize,
+    /// Whether the text starts a line.
+    starts_line: bool,
+    /// Stuffing dots in the text.
+    dots: usize,
+    /// When `len` is 0: the length of the end line at the front.
+    end_line: usize,
+}
+
+impl Batch {
+    fn of(buffered: &[u8], starts_line: bool) -> Batch {
+        let mut len = 0;
+        let mut dots = 0;
+        let mut starts = starts_line;
+        let mut end_line = 0;
+        for piece in buffered.split_inclusive(|&b| b == b'\n') {
+            let whole = piece.ends_with(b"\n");
+            if !whole && len > 0 {
+                break; // the rest of this line comes with the next read
+            }
+            if starts && is_end(piece) {
+                if len == 0 {
+                    end_line = piece.len();
+                }
+                break;
+            }
+            let dashes = starts && piece.starts_with(b"--");
+            if dashes && len > 0 {
+                break;
+            }
+            dots += usize::from(starts && piece[0] == b'.');
+            len += piece.len();
+            if dashes || (starts && (piece == b"\r\n" || piece == b"\n")) {
+                break;
+            }
+            starts = whole;
+        }
+        Batch {
+            len,
+            starts_line,
+            dots,
+            end_line,
+        }
+    }
+
+    /// The unstuffed text, in runs between the stuffing dots.
+    fn runs<'t>(&self, text: &'t [u8]) -> impl Iterator<Item = &'t [u8]> + 't {
+        let mut starts = self.starts_line;
+        let mut rest = text;
+        std::iter::from_fn(move || {
+            if rest.is_empty() {
+                return None;
+            }
+            let skip = usize::from(starts && rest[0] == b'.');
+            // Within a batch every line that starts with a dot is stuffed:
+            // the end line is never part of one.
+            let end = match memchr::memmem::find(&rest[skip..], b"\n.") {
+                Some(at) => skip + at + 1,
+                None => rest.len(),
+            };
+            let run = &rest[skip..end];
+            starts = true;
+            rest = &rest[end..];
+            Some(run)
+        })
     }
 }
 
@@ -419,5 +515,94 @@ mod tests {
         assert_eq!(verb_and_args(b"LIST\r\n"), ("LIST".into(), false));
         assert!(is_end(b".\r\n") && !is_end(b"..\r\n"));
         assert!(notice("virus found (X)").contains("virus found (X)"));
+    }
+
+    /// The text a batch carries, unstuffed as a line-by-line reading does
+    /// it: a line's leading dot dropped when the line starts in it.
+    fn unstuffed_by_line(text: &[u8], mut starts: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        for piece in text.split_inclusive(|&b| b == b'\n') {
+            out.extend_from_slice(if starts && piece[0] == b'.' {
+                &piece[1..]
+            } else {
+                piece
+            });
+            starts = piece.ends_with(b"\n");
+        }
+        out
+    }
+
+    fn batches(buffered: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = buffered;
+        let mut starts = true;
+        loop {
+            let b = Batch::of(rest, starts);
+            if b.len == 0 {
+                return out;
+            }
+            out.push(String::from_utf8_lossy(&rest[..b.len]).into_owned());
+            starts = rest[..b.len].ends_with(b"\n");
+            rest = &rest[b.len..];
+        }
+    }
+
+    #[test]
+    fn batches_end_at_header_ends_boundaries_and_the_end_line() {
+        let text = b"Subject: x\r\nMIME-Version: 1.0\r\n\r\npreamble\r\n--b\r\n\
+Content-Type: text/plain\r\n\r\nhello\r\n..dotted\r\n\r\nbye\r\n--b--\r\n.\r\n+OK";
+        assert_eq!(
+            batches(text),
+            [
+                "Subject: x\r\nMIME-Version: 1.0\r\n\r\n",
+                "preamble\r\n",
+                "--b\r\n",
+                "Content-Type: text/plain\r\n\r\n",
+                "hello\r\n..dotted\r\n\r\n",
+                "bye\r\n",
+                "--b--\r\n",
+            ]
+        );
+        let b = Batch::of(b"hello\r\n..dotted\r\n\r\n", true);
+        assert_eq!(b.dots, 1);
+        assert_eq!(
+            b.runs(b"hello\r\n..dotted\r\n\r\n").collect::<Vec<_>>(),
+            [&b"hello\r\n"[..], b".dotted\r\n\r\n"]
+        );
+        let b = Batch::of(b".\r\n", true);
+        assert_eq!((b.len, b.end_line), (0, 3));
+        // A long line's next piece: its dot is text, and ".\r\n" there ends nothing.
+        let b = Batch::of(b".\r\nmore\r\n", false);
+        assert_eq!((b.len, b.dots), (9, 0));
+        // A buffer holding only part of a line is taken whole.
+        let b = Batch::of(b"..partial", true);
+        assert_eq!((b.len, b.dots), (9, 1));
+        assert_eq!(b.runs(b"..partial").collect::<Vec<_>>(), [b".partial"]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn batches_unstuff_as_lines_do(
+            lines in proptest::collection::vec(
+                proptest::string::string_regex("[.a\\r-]{0,6}\n?").unwrap(), 0..12),
+            starts: bool,
+        ) {
+            let buffered = lines.concat().into_bytes();
+            let b = Batch::of(&buffered, starts);
+            let text = &buffered[..b.len];
+            let expected = unstuffed_by_line(text, starts);
+            proptest::prop_assert_eq!(b.runs(text).collect::<Vec<_>>().concat(), expected.clone());
+            proptest::prop_assert_eq!(b.len - b.dots, expected.len());
+            // An end line is never inside a batch, and one at the front is named.
+            let mut at = starts;
+            for piece in text.split_inclusive(|&c| c == b'\n') {
+                proptest::prop_assert!(!(at && is_end(piece)));
+                at = piece.ends_with(b"\n");
+            }
+            let first = buffered.split_inclusive(|&c| c == b'\n').next().unwrap_or(b"");
+            let end_first = starts && is_end(first);
+            proptest::prop_assert_eq!(b.end_line, if end_first { first.len() } else { 0 });
+            proptest::prop_assert_eq!(b.len == 0, buffered.is_empty() || end_first);
+        }
     }
 }

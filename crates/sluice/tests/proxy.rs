@@ -707,6 +707,86 @@ print('attachment', len(attachment.get_payload()))
     proxy.wait_log("cut: virus found");
 }
 
+/// An infected attachment far longer than one read: the client gets the
+/// message up to a point inside the attachment (its header and a part of
+/// its text, never all of it), then the notice, well-formed.
+#[test]
+fn pop3_a_long_infected_attachment_arrives_cut_inside_it() {
+    let dovecot = Dovecot::start_with_pop3(&[("user@example.net", "secret")]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.eml");
+    python(
+        &format!(
+            "{MESSAGES}\n\
+import random, zipfile\n\
+b = io.BytesIO()\n\
+z = zipfile.ZipFile(b, 'w', zipfile.ZIP_STORED)\n\
+z.writestr('noise.bin', random.Random(7).randbytes(600000))\n\
+z.writestr('eicar.com', sys.argv[2].encode())\n\
+z.close()\n\
+m = base('long infected message')\n\
+m.set_content('See the attachment.\\n\\nA second paragraph.\\n')\n\
+m.add_attachment(b.getvalue(), maintype='application', subtype='zip', filename='long.zip')\n\
+m.add_attachment('This part comes after the attachment.\\n', filename='after.txt')\n\
+open(sys.argv[1], 'wb').write(m.as_bytes(policy=email.policy.SMTP))\n"
+        ),
+        &[
+            path.to_str().unwrap(),
+            std::str::from_utf8(scan::EICAR).unwrap(),
+        ],
+    );
+    dovecot.deliver("user@example.net", &std::fs::read(&path).unwrap());
+    let listen = local(free_port());
+    let proxy = Proxy::start("", &entry("pop3", listen, dovecot.pop3.unwrap(), ""));
+    let report = python(
+        r#"
+import email, email.policy, poplib, sys
+host, port = sys.argv[1].rsplit(':', 1)
+p = poplib.POP3(host, int(port), timeout=30)
+p.user('user@example.net')
+p.pass_('secret')
+cut = b''.join(l + b'\r\n' for l in p.retr(1)[1])
+p.quit()
+m = email.message_from_bytes(cut, policy=email.policy.default)
+for part in m.walk():
+    print('part', part.get_content_type(), part.get_filename(), [type(d).__name__ for d in part.defects])
+body = [p for p in m.walk() if p.get_content_type() == 'text/plain' and not p.get_filename()][0]
+print('text', ' '.join(body.get_content().split()))
+attachment = [p for p in m.walk() if p.get_filename() == 'long.zip'][0]
+print('attachment', len(attachment.get_payload()))
+whole = email.message_from_bytes(open(sys.argv[2], 'rb').read(), policy=email.policy.default)
+print('whole', len([p for p in whole.walk() if p.get_filename() == 'long.zip'][0].get_payload()))
+"#,
+        &[&listen.to_string(), path.to_str().unwrap()],
+    );
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(lines[0], "part multipart/mixed None []", "{report}");
+    assert_eq!(lines[1], "part text/plain None []", "{report}");
+    assert!(
+        lines[2].starts_with("part application/zip long.zip"),
+        "{report}"
+    );
+    assert_eq!(
+        lines[3], "part text/plain removed-by-sluice.txt []",
+        "{report}"
+    );
+    assert_eq!(lines.len(), 7, "nothing after the notice: {report}");
+    // The clean text part is whole, up to its last line.
+    assert_eq!(
+        lines[4], "text See the attachment. A second paragraph.",
+        "{report}"
+    );
+    // Much of the attachment's text went through before the find (the
+    // EICAR file comes last in the zip), never all of it.
+    let sent: usize = lines[5].trim_start_matches("attachment ").parse().unwrap();
+    let original: usize = lines[6].trim_start_matches("whole ").parse().unwrap();
+    assert!(
+        sent > 100_000 && sent < original,
+        "{sent} of {original} bytes: {report}"
+    );
+    proxy.wait_log("cut: virus found");
+}
+
 #[test]
 fn pop3_fetchmail_through_the_proxy() {
     let program = kit::require_program("fetchmail", "fetchmail");
