@@ -224,11 +224,7 @@ impl SqliteStore {
     /// does the same on its own shortly after each expunge; this is for
     /// callers that need the space back, or the tables settled, now.
     pub async fn sweep_now(&self) -> Result<usize> {
-        let inner = &self.inner;
-        inner
-            .sweeper
-            .sweep_all(&inner.writer, &inner.pins, &inner.fts)
-            .await
+        self.inner.sweeper.sweep_all().await
     }
 
     /// Copies the whole WAL of the database and of the full-text index

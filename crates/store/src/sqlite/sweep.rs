@@ -66,9 +66,13 @@ struct Shared {
     turn: tokio::sync::Mutex<()>,
 }
 
-/// The sweeper thread; stops when dropped.
+/// The sweeper thread, and what `sweep_now` sweeps with; stops when
+/// dropped.
 pub(crate) struct Sweeper {
     shared: Arc<Shared>,
+    writer: Writer,
+    pins: Arc<ViewPins>,
+    fts: FtsBatch,
 }
 
 impl Sweeper {
@@ -87,24 +91,42 @@ impl Sweeper {
         )?;
         conn.busy_timeout(Duration::from_secs(10))?;
         let shared = Arc::new(Shared::default());
-        let s = Arc::clone(&shared);
+        let (s, w, p, f) = (
+            Arc::clone(&shared),
+            writer.clone(),
+            Arc::clone(&pins),
+            fts.clone(),
+        );
         std::thread::Builder::new()
             .name("store-sweep".into())
-            .spawn(move || run(&conn, &writer, &s, &pins, &fts))
+            .spawn(move || run(&conn, &w, &s, &p, &f))
             .expect("spawn store sweep thread");
-        Ok(Sweeper { shared })
+        Ok(Sweeper {
+            shared,
+            writer,
+            pins,
+            fts,
+        })
     }
 
     /// Sweeps until nothing released is left, in turn with the thread;
     /// returns how many blobs went.
-    pub(crate) async fn sweep_all(
-        &self,
-        writer: &Writer,
-        pins: &Arc<ViewPins>,
-        fts: &FtsBatch,
-    ) -> Result<usize> {
+    pub(crate) async fn sweep_all(&self) -> Result<usize> {
         let _turn = self.shared.turn.lock().await;
-        sweep_all(writer, pins, fts).await
+        let mut total = 0;
+        loop {
+            let pins = Arc::clone(&self.pins);
+            let swept = self
+                .writer
+                .sweep(move |c| sweep_batch(c, BATCH, &pins))
+                .await?;
+            let n = swept.len();
+            self.fts.forget(swept).await?;
+            total += n;
+            if n < BATCH {
+                return Ok(total);
+            }
+        }
     }
 
     /// Asks for a sweep now, after a change that may have released blobs.
@@ -171,21 +193,6 @@ fn sweep_blocking(writer: &Writer, shared: &Shared, pins: &Arc<ViewPins>, fts: &
                 tracing::warn!(error = %e, "sweeping released blobs failed");
                 return;
             }
-        }
-    }
-}
-
-/// Sweeps until nothing released is left; returns how many blobs went.
-async fn sweep_all(writer: &Writer, pins: &Arc<ViewPins>, fts: &FtsBatch) -> Result<usize> {
-    let mut total = 0;
-    loop {
-        let pins = Arc::clone(pins);
-        let swept = writer.sweep(move |c| sweep_batch(c, BATCH, &pins)).await?;
-        let n = swept.len();
-        fts.forget(swept).await?;
-        total += n;
-        if n < BATCH {
-            return Ok(total);
         }
     }
 }
