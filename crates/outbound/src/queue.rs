@@ -402,7 +402,13 @@ impl QueueManager {
             if !mx.allowed {
                 self.policies
                     .record(domain, &hop.host, TlsOutcome::refused(&mx));
-                last_error = format!("{}: refused by the {} policy", hop.host, mx.kind);
+                last_error = match &mx.policy_failure {
+                    Some(why) => format!(
+                        "{}: refused by the {} policy (dane={}: {why})",
+                        hop.host, mx.kind, mx.dane
+                    ),
+                    None => format!("{}: refused by the {} policy", hop.host, mx.kind),
+                };
                 continue;
             }
             for &addr in &hop.addrs {

@@ -15,8 +15,8 @@ use std::time::Duration;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use sha2::{Digest, Sha256};
 use sluice_outbound::tls_policy::{
-    validating_resolver, DaneMode, FailureType, MxTls, Reporter, StsMode, TlsOutcome, TlsPolicies,
-    TlsPolicyConfig,
+    validating_resolver, DaneMode, DaneStatus, FailureType, MxTls, Reporter, StsMode, TlsOutcome,
+    TlsPolicies, TlsPolicyConfig,
 };
 use sluice_testkit::{free_port, require_program, wait_until, Dns, PostfixMx, Zone};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -580,6 +580,7 @@ async fn dane_ee_match_passes_and_mismatch_fails() {
     let domain = policies.for_domain("example.net").await;
     let mx = policies.for_mx(&domain, "mx.example.net").await;
     assert_eq!(mx.kind, "dane", "{:?}", mx.policy_failure);
+    assert_eq!(mx.dane, DaneStatus::Secure);
     assert!(mx.allowed && mx.required);
     assert_eq!(mx.tlsa.len(), 1);
 
@@ -628,29 +629,104 @@ async fn dane_ta_checks_the_chain_and_the_name() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bogus_dnssec_answers_make_the_mx_unusable() {
-    // Signed, but with a key the client does not trust: the answers are
-    // bogus (as if forged), so the MX is not used at all (RFC 7672
-    // §2.1.1) rather than reached without DANE.
-    let dns = dane_dns(&format!("3 1 1 {}", hex::encode([0u8; 32])));
-    let stranger = Dns::start_signed(vec![Zone::new("example.net", &[])]);
-    let config = TlsPolicyConfig {
-        dane: DaneMode::Validate,
-        mta_sts: false,
-        dnssec_trust_anchor: Some(stranger.trust_anchor_file()),
-        ..TlsPolicyConfig::default()
-    };
-    let policies = TlsPolicies::from_nameservers(&[dns.addr], config).unwrap();
+async fn a_forged_tlsa_answer_is_bogus_and_the_mx_unusable() {
+    // The zone validates (its SOA and keys), but its TLSA record was
+    // rewritten after signing: bogus, as if forged on the way, so the MX
+    // is not used at all (RFC 7672 §2.1.1) rather than reached without DANE.
+    let signed = hex::encode([0x11u8; 32]);
+    let forged = hex::encode([0x22u8; 32]);
+    let dns = Dns::start_signed(vec![Zone::new(
+        "example.net",
+        &[
+            "@ MX 10 mx",
+            "mx A 127.0.0.1",
+            &format!("_25._tcp.mx TLSA 3 1 1 {signed}"),
+        ],
+    )
+    .forged(&signed, &forged)]);
+    let policies = dane_policies(&dns);
+    assert!(policies.dane_active().await);
     let domain = policies.for_domain("example.net").await;
     let mx = policies.for_mx(&domain, "mx.example.net").await;
     assert_eq!(mx.kind, "dane");
+    assert_eq!(mx.dane, DaneStatus::Bogus);
     assert!(!mx.allowed && mx.required);
     let why = mx.policy_failure.clone().unwrap();
-    assert!(why.contains("DNSSEC validation failed"), "{why}");
+    assert!(
+        why.contains("TLSA _25._tcp.mx.example.net.") && why.contains("DNSSEC"),
+        "{why}"
+    );
     assert_eq!(
         TlsOutcome::refused(&mx).result_type,
         Some(FailureType::DnssecInvalid)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_zone_without_tlsa_gets_opportunistic_tls() {
+    // The denial of the TLSA record is itself signed: no DANE, no failure.
+    let dns = Dns::start_signed(vec![Zone::new(
+        "example.net",
+        &["@ MX 10 mx", "mx A 127.0.0.1"],
+    )]);
+    let policies = dane_policies(&dns);
+    let domain = policies.for_domain("example.net").await;
+    let mx = policies.for_mx(&domain, "mx.example.net").await;
+    assert_eq!(mx.kind, "opportunistic", "{:?}", mx.policy_failure);
+    assert_eq!(mx.dane, DaneStatus::Insecure);
+    assert!(mx.allowed && !mx.required);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secure_tlsa_set_without_usable_records_requires_unauthenticated_tls() {
+    // PKIX-EE is not for SMTP (RFC 7672 §3.1.3): the record is secure but
+    // unusable, so TLS is required and any certificate will do (§2.2).
+    let dns = dane_dns(&format!("1 1 1 {}", hex::encode([0u8; 32])));
+    let policies = dane_policies(&dns);
+    let domain = policies.for_domain("example.net").await;
+    let mx = policies.for_mx(&domain, "mx.example.net").await;
+    assert_eq!(mx.dane, DaneStatus::SecureUnusable);
+    assert!(mx.allowed && mx.required);
+    let addr = start_mx(&self_signed("other.invalid"), vec![]).await;
+    let outcome = starttls(addr, "mx.example.net", &mx)
+        .await
+        .expect("unauthenticated TLS");
+    assert!(!outcome.verified);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_outside_the_trust_anchors_are_insecure() {
+    let dns = Dns::start_signed(vec![
+        Zone::new("example.net", &[]),
+        Zone::new(
+            "example.org",
+            &[
+                "@ MX 10 mx",
+                "mx A 127.0.0.1",
+                &format!("_25._tcp.mx TLSA 3 1 1 {}", hex::encode([0u8; 32])),
+            ],
+        ),
+    ]);
+    // Only example.net's key is an anchor.
+    let anchors = dns.trust_anchor_file();
+    let text = std::fs::read_to_string(&anchors).unwrap();
+    let net: String = text
+        .lines()
+        .filter(|l| l.starts_with("example.net."))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&anchors, net).unwrap();
+    let config = TlsPolicyConfig {
+        mta_sts: false,
+        dnssec_trust_anchor: Some(anchors),
+        ..TlsPolicyConfig::default()
+    };
+    let policies = TlsPolicies::from_nameservers(&[dns.addr], config).unwrap();
+    assert!(policies.dane_active().await);
+    let domain = policies.for_domain("example.org").await;
+    let mx = policies.for_mx(&domain, "mx.example.org").await;
+    assert_eq!(mx.dane, DaneStatus::Insecure);
+    assert_eq!(mx.kind, "opportunistic");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -832,6 +908,7 @@ async fn an_unsigned_domain_under_a_signed_parent_gets_no_dane() {
     let domain = policies.for_domain("example.net").await;
     let mx = policies.for_mx(&domain, "mx.example.net").await;
     assert_eq!(mx.kind, "opportunistic", "{:?}", mx.policy_failure);
+    assert_eq!(mx.dane, DaneStatus::Insecure);
     assert!(mx.allowed && !mx.required);
     let addr = start_mx(&self_signed("mx.example.net"), vec![]).await;
     starttls(addr, "mx.example.net", &mx)
@@ -840,11 +917,21 @@ async fn an_unsigned_domain_under_a_signed_parent_gets_no_dane() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_dnssec_self_check_refuses_a_resolver_without_dnssec() {
+async fn a_resolver_without_dnssec_leaves_dane_inactive() {
     // The anchor says example.net is signed; this server serves it unsigned,
-    // as a resolver that strips DNSSEC records would.
+    // as a resolver that strips DNSSEC records would. Nothing can be
+    // proven secure here, so DANE applies to no host: the MX gets
+    // opportunistic TLS, and its TLSA record (which would not match) is
+    // not used.
     let signed = Dns::start_signed(vec![Zone::new("example.net", &[])]);
-    let unsigned = Dns::start(vec![Zone::new("example.net", &["@ MX 10 mx"])]);
+    let unsigned = Dns::start(vec![Zone::new(
+        "example.net",
+        &[
+            "@ MX 10 mx",
+            "mx A 127.0.0.1",
+            &format!("_25._tcp.mx TLSA 3 1 1 {}", hex::encode([0u8; 32])),
+        ],
+    )]);
     let config = TlsPolicyConfig {
         mta_sts: false,
         dnssec_trust_anchor: Some(signed.trust_anchor_file()),
@@ -852,14 +939,56 @@ async fn the_dnssec_self_check_refuses_a_resolver_without_dnssec() {
     };
     let policies = TlsPolicies::from_nameservers(&[unsigned.addr], config.clone()).unwrap();
     let e = policies.dnssec_self_check().await.unwrap_err();
-    assert!(
-        e.contains("example.net.") && e.contains("dane = \"off\""),
-        "{e}"
-    );
+    assert!(e.starts_with("SOA example.net.:"), "{e}");
+    assert!(e.len() < 200, "a line, not a dump: {e}");
+    assert!(!policies.dane_active().await);
+    let domain = policies.for_domain("example.net").await;
+    let mx = policies.for_mx(&domain, "mx.example.net").await;
+    assert_eq!(mx.kind, "opportunistic", "{:?}", mx.policy_failure);
+    assert_eq!(mx.dane, DaneStatus::Inactive);
+    assert!(mx.allowed && !mx.required);
+    let addr = start_mx(&self_signed("mx.example.net"), vec![]).await;
+    starttls(addr, "mx.example.net", &mx)
+        .await
+        .expect("opportunistic TLS");
+
+    // A resolver that signs answers with keys other than the anchors'
+    // cannot be told apart from one that strips them: inactive too.
+    let stranger = Dns::start_signed(vec![Zone::new(
+        "example.net",
+        &["@ MX 10 mx", "mx A 127.0.0.1"],
+    )]);
+    let policies = TlsPolicies::from_nameservers(&[stranger.addr], config.clone()).unwrap();
+    assert!(!policies.dane_active().await);
+
     let off = TlsPolicyConfig {
         dane: DaneMode::Off,
         ..config
     };
     let policies = TlsPolicies::from_nameservers(&[unsigned.addr], off).unwrap();
     assert_eq!(policies.dnssec_self_check().await, Ok(()));
+    assert!(!policies.dane_active().await);
+    let mx = policies.for_mx(&domain, "mx.example.net").await;
+    assert_eq!(mx.dane, DaneStatus::Off);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_configuration_on_an_unsigned_resolver_sends_mail() {
+    // What a new user meets: root trust anchor, dane = "validate", and a
+    // resolver that answers MX and A records without DNSSEC.
+    let dns = Dns::start(vec![Zone::new(
+        "example.net",
+        &["@ MX 10 mx", "mx A 127.0.0.1"],
+    )]);
+    let config = TlsPolicyConfig {
+        mta_sts: false,
+        ..TlsPolicyConfig::default()
+    };
+    assert_eq!(config.dane, DaneMode::Validate);
+    let policies = TlsPolicies::from_nameservers(&[dns.addr], config).unwrap();
+    let domain = policies.for_domain("example.net").await;
+    let mx = policies.for_mx(&domain, "mx.example.net").await;
+    assert_eq!(mx.kind, "opportunistic", "{:?}", mx.policy_failure);
+    assert_eq!(mx.dane, DaneStatus::Inactive);
+    assert!(mx.allowed);
 }

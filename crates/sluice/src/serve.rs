@@ -122,13 +122,11 @@ fn start_outbound(
             .context("[outbound.relay] ca_file")?;
     }
     let policies = Arc::new(policies);
-    // A resolver that strips DNSSEC would make DANE destinations wait:
-    // said once at start rather than by every delivery.
+    // Whether DANE can work through this resolver is said once, at start,
+    // rather than found out by the first delivery.
     let check = Arc::clone(&policies);
     tokio::spawn(async move {
-        if let Err(e) = check.dnssec_self_check().await {
-            tracing::warn!(error = %e, "DANE cannot validate DNSSEC through [dns] resolver");
-        }
+        check.dane_active().await;
     });
     let mut router = sluice_outbound::Router::new(
         tls_policy::resolver(&nameservers).context("[dns] resolver")?,

@@ -95,3 +95,41 @@ pub fn make_server_certificate(dir: &Path) {
         ],
     );
 }
+
+/// The SHA-256 of the SubjectPublicKeyInfo of the PEM certificate `cert`,
+/// in hex: the data of a `3 1 1` (DANE-EE, SPKI, SHA-256) TLSA record
+/// that pins it.
+pub fn spki_sha256_hex(cert: &Path) -> String {
+    let run = |args: &[&str], input: &[u8]| -> Vec<u8> {
+        use std::io::Write as _;
+        let mut child = Command::new(require_program("openssl", "openssl"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run openssl");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write to openssl");
+        let out = child.wait_with_output().expect("openssl output");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let pem = std::fs::read(cert).expect("certificate file");
+    let public_key = run(&["x509", "-noout", "-pubkey"], &pem);
+    let spki = run(&["pkey", "-pubin", "-outform", "DER"], &public_key);
+    let digest = run(&["dgst", "-sha256", "-r"], &spki);
+    String::from_utf8_lossy(&digest)
+        .split_whitespace()
+        .next()
+        .expect("a digest")
+        .to_string()
+}

@@ -20,6 +20,9 @@ pub struct Zone {
     /// Left unsigned by [`Dns::start_signed`] (an insecure delegation
     /// under a signed parent).
     pub unsigned: bool,
+    /// Text replaced in the signed zone file after signing (see
+    /// [`Zone::forged`]).
+    pub forgeries: Vec<(String, String)>,
 }
 
 impl Zone {
@@ -29,7 +32,19 @@ impl Zone {
             origin: origin.trim_end_matches('.').to_string(),
             records: records.iter().map(|r| r.to_string()).collect(),
             unsigned: false,
+            forgeries: Vec::new(),
         }
+    }
+
+    /// The same zone with `original` replaced by `forged` in its file once
+    /// [`Dns::start_signed`] has signed it, as an attacker on the path
+    /// would rewrite an answer: the record's signature no longer matches,
+    /// so a validating resolver finds it bogus while the rest of the zone
+    /// (its SOA, its keys) still validates.
+    pub fn forged(mut self, original: &str, forged: &str) -> Zone {
+        self.forgeries
+            .push((original.to_string(), forged.to_string()));
+        self
     }
 
     /// The same zone, never signed, even by [`Dns::start_signed`].
@@ -229,6 +244,23 @@ impl Dns {
             if self.signed && !zone.unsigned {
                 let key = self.key_for(&zone.origin);
                 self.sign(&file, &key);
+                if !zone.forgeries.is_empty() {
+                    let mut signed =
+                        std::fs::read_to_string(self.path(&file)).expect("signed zone");
+                    for (original, forged) in &zone.forgeries {
+                        assert!(
+                            signed.contains(original.as_str()),
+                            "{original:?} is not in the signed zone:\n{signed}"
+                        );
+                        signed = signed.replace(original.as_str(), forged);
+                    }
+                    std::fs::write(self.path(&file), signed).expect("forged zone");
+                }
+            } else {
+                assert!(
+                    zone.forgeries.is_empty(),
+                    "only a signed zone can be forged"
+                );
             }
             let _ = write!(
                 conf,

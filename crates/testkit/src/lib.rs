@@ -32,7 +32,7 @@ mod store;
 mod tools;
 
 pub use bin::sluice_bin;
-pub use certs::make_server_certificate;
+pub use certs::{make_server_certificate, spki_sha256_hex};
 pub use clamd::{Clamd, CLAMD_EICAR_NAME};
 pub use dns::{Dns, Zone};
 pub use dovecot::Dovecot;

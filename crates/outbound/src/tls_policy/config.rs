@@ -10,6 +10,8 @@ pub enum DaneMode {
     /// `dnssec_trust_anchor` file) and uses TLSA records only when the MX
     /// and TLSA answers are proven secure. Needs no trust in the resolver
     /// or the path to it, at the cost of the extra DNSKEY/DS queries.
+    /// Through a resolver that does not pass DNSSEC along, nothing is
+    /// secure and DANE is inactive (see [`crate::tls_policy::dnssec`]).
     #[default]
     Validate,
     /// No DANE: TLSA records are not looked up.

@@ -10,7 +10,11 @@
 //!   record the failure.
 //! - **DANE** (RFC 7672): TLSA records at `_25._tcp.MX`, used only when
 //!   the MX and TLSA answers are DNSSEC-secure. Takes precedence over
-//!   MTA-STS (RFC 8461 §2); TLS is then required and must match.
+//!   MTA-STS (RFC 8461 §2); TLS is then required and must match. Where
+//!   DNSSEC cannot be validated at all (a resolver without it), every
+//!   answer is insecure and DANE applies to no host; only an answer that
+//!   fails validation with a resolver that validates (bogus) keeps mail
+//!   back ([`dnssec`]).
 //!
 //! The TLS outcome of each attempt is given back through
 //! [`TlsPolicies::record`], kept per domain ([`results::TlsResults`]) and
@@ -19,6 +23,7 @@
 pub mod cache;
 pub mod config;
 pub mod dane;
+pub mod dnssec;
 pub mod https;
 pub mod results;
 pub mod sts;
@@ -32,7 +37,7 @@ use std::sync::Arc;
 
 use hickory_resolver::config::{NameServerConfig, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
-use hickory_resolver::proto::dnssec::{Proof, TrustAnchors};
+use hickory_resolver::proto::dnssec::TrustAnchors;
 use hickory_resolver::proto::rr::RData;
 use hickory_resolver::TokioResolver;
 use rustls::client::WebPkiServerVerifier;
@@ -42,11 +47,13 @@ use rustls::RootCertStore;
 pub use cache::{CachedPolicy, PolicyCache};
 pub use config::{DaneMode, TlsPolicyConfig};
 pub use dane::Tlsa;
+pub use dnssec::DaneStatus;
 pub use results::{DomainTls, TlsOutcome, TlsResults};
 pub use sts::{StsMode, StsPolicy};
 pub use tlsrpt::{FailureType, ReportPolicy, Reporter};
 pub use verifier::Verification;
 
+use dnssec::{Anchors, TlsaAnswer, Validation};
 use verifier::{Check, PolicyVerifier};
 
 /// Why the TLS policy machinery could not be set up.
@@ -100,6 +107,8 @@ pub struct MxTls {
     pub client_config: Arc<rustls::ClientConfig>,
     /// For logs: "dane", "mta-sts", "opportunistic".
     pub kind: &'static str,
+    /// What DANE made of this MX: why it applies or not.
+    pub dane: DaneStatus,
     /// What the certificate check found during the handshake made with
     /// `client_config` (feed it to [`TlsOutcome::from_handshake`]).
     pub verification: Verification,
@@ -120,6 +129,8 @@ pub struct MxTls {
 pub struct TlsPolicies {
     resolver: TokioResolver,
     dane_resolver: TokioResolver,
+    /// Whether DNSSEC validates through `dane_resolver` here.
+    validation: Validation,
     config: TlsPolicyConfig,
     provider: Arc<CryptoProvider>,
     webpki: Arc<WebPkiServerVerifier>,
@@ -240,6 +251,15 @@ impl TlsPolicies {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let roots = Arc::new(roots_with(config.mta_sts_ca_file.as_deref())?);
         let webpki = verifier(&roots, &provider)?;
+        let anchors = match &config.dnssec_trust_anchor {
+            None => Anchors::root(),
+            Some(path) => Anchors::from_file_text(&std::fs::read_to_string(path).map_err(|e| {
+                TlsPolicyError::TrustAnchor {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                }
+            })?),
+        };
         let https = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsPolicyError::Resolver(e.to_string()))?
@@ -247,6 +267,7 @@ impl TlsPolicies {
             .with_no_client_auth();
         Ok(TlsPolicies {
             dane_resolver: resolver.clone(),
+            validation: Validation::new(anchors),
             resolver,
             cache: PolicyCache::new(config.policy_cache_dir.clone(), config.results_limit),
             results: TlsResults::new(config.results_limit),
@@ -304,50 +325,24 @@ impl TlsPolicies {
         })
     }
 
-    /// Checks at start that DANE can work: the SOA of each trust anchor's
-    /// zone (the root, or the names in `dnssec_trust_anchor`) must come
-    /// back DNSSEC-secure through the DANE resolver. A resolver that strips
-    /// DNSSEC records would make every MX answer fail validation and every
-    /// delivery wait: `sluice serve` should refuse to start with this
-    /// error rather than find out message by message. Ok when DANE is off.
+    /// Whether DANE can work here: the SOA of each trust anchor's zone
+    /// (the root, or the names in `dnssec_trust_anchor`) must come back
+    /// DNSSEC-secure through the DANE resolver. A resolver that strips
+    /// DNSSEC records fails it; then DANE is inactive (see [`dnssec`]).
+    /// Ok when DANE is off.
     pub async fn dnssec_self_check(&self) -> Result<(), String> {
         if self.config.dane == DaneMode::Off {
             return Ok(());
         }
-        let names = match &self.config.dnssec_trust_anchor {
-            None => vec![".".to_string()],
-            Some(path) => {
-                let text = tokio::fs::read_to_string(path)
-                    .await
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                let mut names: Vec<String> = text
-                    .lines()
-                    .filter_map(|l| l.split_whitespace().next())
-                    .filter(|n| !n.starts_with(';'))
-                    .map(str::to_string)
-                    .collect();
-                names.dedup();
-                names
-            }
-        };
-        for name in names {
-            let hint = "with [outbound.tls] dane = \"validate\", the [dns] resolver must pass DNSSEC records along (or set dane = \"off\")";
-            let lookup = self
-                .dane_resolver
-                .soa_lookup(name.as_str())
-                .await
-                .map_err(|e| format!("DNSSEC check of {name} SOA failed: {e}; {hint}"))?;
-            let secure = lookup
-                .answers()
-                .iter()
-                .any(|r| matches!(r.data, RData::SOA(_)) && r.proof == Proof::Secure);
-            if !secure {
-                return Err(format!(
-                    "DNSSEC check: {name} SOA is not proven secure; {hint}"
-                ));
-            }
-        }
-        Ok(())
+        dnssec::self_check(&self.dane_resolver, self.validation.anchors()).await
+    }
+
+    /// Whether DANE is applied now: on, and DNSSEC validates through the
+    /// resolver (checked on first use, logged once, checked again from
+    /// time to time while it does not). `sluice serve` calls it at start
+    /// so the log says at once which it is.
+    pub async fn dane_active(&self) -> bool {
+        self.config.dane != DaneMode::Off && self.validation.active(&self.dane_resolver).await
     }
 
     /// The per-domain TLS results.
@@ -511,14 +506,22 @@ impl TlsPolicies {
     /// opportunistic TLS; and the rustls client config that enforces it.
     pub async fn for_mx(&self, policy: &DomainPolicy, mx_host: &str) -> MxTls {
         let mx_host = mx_host.trim_end_matches('.').to_ascii_lowercase();
-        if self.config.dane != DaneMode::Off {
-            match self.tlsa(&policy.domain, &mx_host).await {
-                Ok(records) if !records.is_empty() => {
+        let status = if self.config.dane == DaneMode::Off {
+            DaneStatus::Off
+        } else if !self.validation.active(&self.dane_resolver).await {
+            DaneStatus::Inactive
+        } else {
+            let anchors = self.validation.anchors();
+            let answer =
+                dnssec::tlsa_answer(&self.dane_resolver, anchors, &policy.domain, &mx_host).await;
+            match answer {
+                TlsaAnswer::Secure(records) if !records.is_empty() => {
                     let check = Check::Dane {
                         records: records.clone(),
                         reference_names: vec![mx_host.clone(), policy.domain.clone()],
                     };
                     let mut mx = self.mx_tls(check, "dane", true, true, None);
+                    mx.dane = DaneStatus::Secure;
                     mx.report_policy = ReportPolicy {
                         policy_type: "tlsa",
                         policy_string: records.iter().map(Tlsa::to_string).collect(),
@@ -526,28 +529,35 @@ impl TlsPolicies {
                     mx.tlsa = records;
                     return mx;
                 }
-                Ok(_) => {}
-                // RFC 7672 §2.1.1, §2.2: an MX or TLSA answer that fails
-                // validation (or cannot be had) makes the MX unusable: the
-                // caller tries the next one or defers.
-                Err(e) => {
-                    tracing::warn!(domain = %policy.domain, mx = %mx_host, error = %e, "DANE: look-up failed");
-                    let check = Check::WebPki { enforce: true };
-                    let failure = Some((FailureType::DnssecInvalid, e));
-                    let mut mx = self.mx_tls(check, "dane", false, true, failure);
+                // RFC 7672 §2.2: a secure TLSA RRset with no usable record
+                // still says the server does TLS: required, not
+                // authenticated.
+                TlsaAnswer::Secure(_) => {
+                    let check = Check::WebPki { enforce: false };
+                    let mut mx = self.mx_tls(check, "dane", true, true, None);
+                    mx.dane = DaneStatus::SecureUnusable;
                     mx.report_policy.policy_type = "tlsa";
                     return mx;
                 }
+                TlsaAnswer::Insecure => DaneStatus::Insecure,
+                TlsaAnswer::Bogus(why) => {
+                    return self.dane_refused(policy, &mx_host, DaneStatus::Bogus, why)
+                }
+                TlsaAnswer::Failed(why) => {
+                    return self.dane_refused(policy, &mx_host, DaneStatus::Failed, why)
+                }
             }
-        }
+        };
         let Some(sts) = &policy.sts else {
-            return self.mx_tls(
+            let mut mx = self.mx_tls(
                 Check::WebPki { enforce: false },
                 "opportunistic",
                 true,
                 false,
                 None,
             );
+            mx.dane = status;
+            return mx;
         };
         let listed = sts.mx_matches(&mx_host);
         let failure = (!listed).then(|| {
@@ -568,6 +578,7 @@ impl TlsPolicies {
             enforce,
             failure,
         );
+        mx.dane = status;
         mx.report_policy = ReportPolicy {
             policy_type: "sts",
             policy_string: sts.to_text().lines().map(str::to_string).collect(),
@@ -575,64 +586,23 @@ impl TlsPolicies {
         mx
     }
 
-    /// The usable TLSA records of `_25._tcp.MX`, when both the domain's MX
-    /// answer and the TLSA answer are DNSSEC-secure (RFC 7672 §2.2).
-    /// Empty: no DANE. Err: the TLSA answer is not trustworthy.
-    async fn tlsa(&self, domain: &str, mx_host: &str) -> Result<Vec<Tlsa>, String> {
-        // The MX host name must come from a secure MX answer (or be the
-        // domain itself, with no MX), else DANE does not apply. A bogus
-        // or failed answer is a lookup error: the MX is not used
-        // (RFC 7672 §2.1.1), since an attacker could otherwise strip DANE.
-        if mx_host != domain {
-            let name = format!("{domain}.");
-            let mx = match self.dane_resolver.mx_lookup(name.as_str()).await {
-                Ok(mx) => mx,
-                Err(e) if e.is_no_records_found() || e.is_nx_domain() => return Ok(Vec::new()),
-                Err(e) => return Err(format!("MX {name}: {e}")),
-            };
-            let proof = mx
-                .answers()
-                .iter()
-                .find(|r| {
-                    matches!(&r.data, RData::MX(m) if m.exchange.to_ascii().trim_end_matches('.').eq_ignore_ascii_case(mx_host))
-                })
-                .map(|r| r.proof);
-            match proof {
-                Some(Proof::Secure) => {}
-                Some(Proof::Bogus) => return Err(format!("MX {name}: DNSSEC bogus")),
-                // Insecure, indeterminate (a resolver that does not
-                // validate), or the host is not among the answers.
-                _ => return Ok(Vec::new()),
-            }
-        }
-        let name = format!("_25._tcp.{mx_host}.");
-        let lookup = match self.dane_resolver.tlsa_lookup(name.as_str()).await {
-            Ok(l) => l,
-            // A denial: no TLSA (whether the denial itself was secure
-            // only changes nothing here, RFC 7672 §2.2).
-            Err(e) if e.is_no_records_found() || e.is_nx_domain() => return Ok(Vec::new()),
-            Err(e) => return Err(format!("TLSA {name}: {e}")),
-        };
-        let mut records = Vec::new();
-        for r in lookup.answers() {
-            let RData::TLSA(t) = &r.data else { continue };
-            match r.proof {
-                Proof::Secure => {}
-                Proof::Bogus => return Err(format!("TLSA {name}: DNSSEC bogus")),
-                // An insecure TLSA RRset is ignored (RFC 7672 §2.2).
-                _ => return Ok(Vec::new()),
-            }
-            let t = Tlsa {
-                usage: t.cert_usage.into(),
-                selector: t.selector.into(),
-                matching: t.matching.into(),
-                data: t.cert_data.clone(),
-            };
-            if t.usable() {
-                records.push(t);
-            }
-        }
-        Ok(records)
+    /// RFC 7672 §2.1.1, §2.2: an MX or TLSA answer that fails validation,
+    /// or cannot be had, makes the MX unusable: the caller tries the next
+    /// one or defers.
+    fn dane_refused(
+        &self,
+        policy: &DomainPolicy,
+        mx_host: &str,
+        status: DaneStatus,
+        why: String,
+    ) -> MxTls {
+        tracing::warn!(domain = %policy.domain, mx = %mx_host, kind = %status, error = %why, "DANE: the MX is not used");
+        let check = Check::WebPki { enforce: true };
+        let failure = Some((FailureType::DnssecInvalid, why));
+        let mut mx = self.mx_tls(check, "dane", false, true, failure);
+        mx.dane = status;
+        mx.report_policy.policy_type = "tlsa";
+        mx
     }
 
     fn mx_tls(
@@ -680,6 +650,7 @@ impl TlsPolicies {
             required,
             client_config: Arc::new(config),
             kind,
+            dane: DaneStatus::Off,
             verification,
             policy_failure_type: policy_failure.as_ref().map(|(t, _)| *t),
             policy_failure: policy_failure.map(|(_, why)| why),

@@ -9,13 +9,15 @@ use std::sync::Mutex;
 
 use super::cache::unix_now;
 use super::tlsrpt::{self, FailureType, PolicyCounts, ReportPolicy, Reporter};
-use super::MxTls;
+use super::{DaneStatus, MxTls};
 
 /// The TLS outcome of one delivery attempt to one MX.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsOutcome {
     /// The policy applied: "dane", "mta-sts" or "opportunistic".
     pub kind: &'static str,
+    /// What DANE made of the MX (why it applied or not).
+    pub dane: DaneStatus,
     /// The policy as a TLS-RPT report names it.
     pub policy: ReportPolicy,
     /// The negotiated TLS version (`TLSv1_3`), `None` for clear text or a
@@ -38,6 +40,7 @@ impl TlsOutcome {
     fn new(mx: &MxTls) -> TlsOutcome {
         TlsOutcome {
             kind: mx.kind,
+            dane: mx.dane,
             policy: mx.report_policy.clone(),
             version: None,
             cipher: None,
@@ -215,12 +218,12 @@ impl TlsResults {
         let o = &outcome;
         if downgrade {
             tracing::warn!(
-                domain, mx = mx_host, kind = o.kind, tls = ?o.version, verified = o.verified,
+                domain, mx = mx_host, kind = o.kind, dane = %o.dane, tls = ?o.version, verified = o.verified,
                 failure = ?o.failure, "TLS downgrade: this domain had verified TLS before"
             );
         } else {
             tracing::info!(
-                domain, mx = mx_host, kind = o.kind, tls = ?o.version, cipher = ?o.cipher,
+                domain, mx = mx_host, kind = o.kind, dane = %o.dane, tls = ?o.version, cipher = ?o.cipher,
                 verified = o.verified, failure = ?o.failure, "outbound TLS"
             );
         }
@@ -289,6 +292,7 @@ mod tests {
     fn tls(verified: bool) -> TlsOutcome {
         TlsOutcome {
             kind: "mta-sts",
+            dane: DaneStatus::Insecure,
             policy: sts(),
             version: Some("TLSv1_3".into()),
             cipher: Some("TLS13_AES_256_GCM_SHA384".into()),
@@ -302,6 +306,7 @@ mod tests {
     fn no_tls() -> TlsOutcome {
         TlsOutcome {
             kind: "opportunistic",
+            dane: DaneStatus::Inactive,
             policy: ReportPolicy {
                 policy_type: "no-policy-found",
                 policy_string: vec![],
