@@ -34,8 +34,6 @@ impl Session<'_> {
         .await
         {
             self.tls = true;
-            // The connection's log lines say what it is now.
-            tracing::Span::current().record("tls", true);
             Ok(Next::Continue)
         } else {
             Ok(Next::Close)
@@ -51,7 +49,7 @@ impl Session<'_> {
         }
         match self.ctx.auth.login(self.peer.ip(), user, password).await {
             Ok(account) => {
-                tracing::info!(user = %account.address, "imap login");
+                tracing::info!(user = %account.address, tls = self.tls, "imap login");
                 self.account = Some(Account {
                     id: account.id,
                     address: account.address,
@@ -80,7 +78,12 @@ impl Session<'_> {
             }
             Err(store::AuthFailure::BadCredentials) => {
                 self.failures += 1;
-                tracing::info!(user, failures = self.failures, "imap login failed");
+                tracing::info!(
+                    user,
+                    failures = self.failures,
+                    tls = self.tls,
+                    "imap login failed"
+                );
                 let reply = Reply::no("Authentication failed").code(code("AUTHENTICATIONFAILED"));
                 if self.failures >= self.ctx.config.max_auth_failures {
                     self.out.bye(None, "Too many failed logins");

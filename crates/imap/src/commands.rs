@@ -58,7 +58,7 @@ impl Session<'_> {
             CommandBody::Noop => Reply::ok("NOOP completed"),
             CommandBody::Logout => {
                 if let Some(a) = &self.account {
-                    tracing::info!(user = %a.address, "imap logout");
+                    tracing::info!(user = %a.address, tls = self.tls, "imap logout");
                 }
                 self.out.bye(None, "Logging out");
                 Reply::ok("LOGOUT completed").close()

@@ -62,7 +62,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>) {
     acceptor
         .run(listener, |socket, peer, guard| {
             let ctx = Arc::clone(&ctx);
-            let span = tracing::info_span!("managesieve", client = %peer, tls = false);
+            let span = tracing::info_span!("managesieve", client = %peer);
             async move {
                 let _guard = guard;
                 let timeout = Duration::from_secs(60);

@@ -381,8 +381,6 @@ impl<'a> Session<'a> {
             return Next::Close;
         }
         self.tls = true;
-        // The connection's log lines say what it is now.
-        tracing::Span::current().record("tls", true);
         self.capabilities();
         self.ok("TLS negotiation successful");
         Next::Continue
@@ -463,7 +461,7 @@ impl<'a> Session<'a> {
     async fn login(&mut self, user: &str, password: &str) -> Next {
         match self.ctx.auth.login(self.peer.ip(), user, password).await {
             Ok(account) => {
-                tracing::info!(user = %account.address, "managesieve login");
+                tracing::info!(user = %account.address, tls = self.tls, "managesieve login");
                 self.account = Some(Account {
                     id: account.id,
                     address: account.address,
@@ -473,7 +471,12 @@ impl<'a> Session<'a> {
             }
             Err(e) => {
                 self.failures += 1;
-                tracing::info!(user, failures = self.failures, "managesieve login failed");
+                tracing::info!(
+                    user,
+                    failures = self.failures,
+                    tls = self.tls,
+                    "managesieve login failed"
+                );
                 match e {
                     store::AuthFailure::Throttled => self.no(
                         Some(Code::TryLater),

@@ -49,7 +49,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<Context>, implicit_tls: bool)
     acceptor
         .run(listener, |socket, peer, guard| {
             let ctx = Arc::clone(&ctx);
-            let span = tracing::info_span!("pop3", client = %peer, tls = implicit_tls);
+            let span = tracing::info_span!("pop3", client = %peer);
             async move {
                 let _guard = guard;
                 let tls = if implicit_tls { ctx.tls.as_ref() } else { None };

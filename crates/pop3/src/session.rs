@@ -276,7 +276,12 @@ impl<'a> Session<'a> {
             Ok(a) => a,
             Err(e) => {
                 self.failures += 1;
-                tracing::info!(user, failures = self.failures, "pop3 login failed");
+                tracing::info!(
+                    user,
+                    failures = self.failures,
+                    tls = self.tls,
+                    "pop3 login failed"
+                );
                 match e {
                     // RFC 3206: a temporary condition, not the password.
                     store::AuthFailure::Throttled => {
@@ -344,7 +349,7 @@ impl<'a> Session<'a> {
             _lock: lock,
             _shared_lock: shared_lock,
         });
-        tracing::info!(user = %account.address, count, size, "pop3 login");
+        tracing::info!(user = %account.address, count, size, tls = self.tls, "pop3 login");
         self.ok(&format!("Logged in, {count} messages ({size} octets)"));
         Next::Continue
     }
@@ -366,8 +371,6 @@ impl<'a> Session<'a> {
         self.user = None;
         if net::start_tls(&mut self.stream, &acceptor, Duration::from_secs(60)).await {
             self.tls = true;
-            // The connection's log lines say what it is now.
-            tracing::Span::current().record("tls", true);
             Next::Continue
         } else {
             Next::Close

@@ -142,6 +142,14 @@ print("hidden", b"hidden@remote.test" in data[0][1])
         .unwrap();
     assert!(sent.contains("friend@remote.test"), "{sent}");
     assert!(!sent.contains("Bcc:"), "{sent}");
+    // The transaction's log line names the account that sent it.
+    let log = server.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("smtp transaction") && l.contains(&format!("from={alice}")))
+        .unwrap_or_else(|| panic!("no transaction line:\n{log}"));
+    assert!(line.contains(&format!("account=\"{alice}\"")), "{line}");
+    assert!(line.contains("tls=true"), "{line}");
 }
 
 #[test]

@@ -1166,8 +1166,9 @@ impl<'a> Session<'a> {
             rcpts = %env.recipients.join(","),
             size,
             tls = self.tls,
+            account = self.account.as_ref().map_or("-", |a| a.address.as_str()),
             verdict = %verdict,
-            auth = %auth.as_ref().map_or("-", |a| a.summary.as_str()),
+            auth_results = %auth.as_ref().map_or("-", |a| a.summary.as_str()),
             scan = %match &scanned {
                 None => "-".to_string(),
                 Some(Ok(v)) => v.to_string(),
@@ -1383,7 +1384,7 @@ impl<'a> Session<'a> {
         };
         match auth.login(self.peer.ip(), &user, &password).await {
             Ok(account) => {
-                tracing::info!(account = %account.address, "authenticated");
+                tracing::info!(account = %account.address, tls = self.tls, "authenticated");
                 self.account = Some(account);
                 self.reply(Reply::new(235, "2.7.0", "Authentication successful"))
             }
