@@ -15,6 +15,7 @@ packages=(
   swaks libnet-ssleay-perl libio-socket-ssl-perl  # SMTP client (with STARTTLS)
   procps                                    # ps/kill in the kill -9 tests
   isync fetchmail                           # IMAP sync clients
+  neomutt                                   # a mail client, set up as the README says
   clamav clamav-daemon clamav-testfiles     # scanner cross-check, test corpus
   7zip gcab                                 # make the 7z (7zz) and cab archives the scanner cross-check unpacks
   rbldnsd                                   # DNSBL server cross-check

@@ -15,8 +15,11 @@ use crate::config::Config;
 
 #[derive(Subcommand)]
 pub enum DomainAction {
-    /// Add a local domain.
+    /// Add a local domain, and print the DNS records it needs.
     Add { name: String },
+    /// Print the DNS records a local domain needs (MX, SPF, DKIM, DMARC,
+    /// MTA-STS, TLS-RPT, client set-up).
+    Records { name: String },
     /// List local domains.
     List,
     /// Remove a local domain (it must have no accounts).
@@ -95,8 +98,23 @@ fn read_password(from_stdin: bool) -> anyhow::Result<String> {
 pub async fn domain(config: &Config, action: DomainAction) -> anyhow::Result<()> {
     let store = open(config).await?;
     match action {
-        DomainAction::Add { name } => store.add_domain(&name).await?,
-        DomainAction::Remove { name } => store.remove_domain(&name).await?,
+        DomainAction::Add { name } => {
+            store.add_domain(&name).await?;
+            println!("domain {} added.", name.to_ascii_lowercase());
+            println!("Publish these DNS records in its zone (`sluice domain records {name}` prints them again):\n");
+            print_records(config, &*store, &name).await?;
+        }
+        DomainAction::Records { name } => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            if !store.list_domains().await?.contains(&name) {
+                bail!("{name} is not a local domain (sluice domain add {name})");
+            }
+            print_records(config, &*store, &name).await?;
+        }
+        DomainAction::Remove { name } => {
+            store.remove_domain(&name).await?;
+            println!("domain {} removed.", name.to_ascii_lowercase());
+        }
         DomainAction::List => {
             let mut out = std::io::stdout().lock();
             for d in store.list_domains().await? {
@@ -109,6 +127,29 @@ pub async fn domain(config: &Config, action: DomainAction) -> anyhow::Result<()>
     Ok(())
 }
 
+/// The domain's DNS records, with its DKIM keys' records or how to make one.
+async fn print_records(config: &Config, store: &dyn Store, domain: &str) -> anyhow::Result<()> {
+    let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+    print!(
+        "{}",
+        crate::domain_records::render(&crate::domain_records::for_domain(config, &domain))
+    );
+    let keys: Vec<store::DkimKey> = store
+        .dkim_keys()
+        .await?
+        .into_iter()
+        .filter(|k| k.domain == domain)
+        .collect();
+    println!("; DKIM (RFC 6376): the public keys mail from the domain is signed with");
+    if keys.is_empty() {
+        println!("; none yet: `sluice dkim keygen {domain}` makes one and prints its record");
+    }
+    for key in &keys {
+        println!("{}", sluice_outbound::dkim::txt_record(key));
+    }
+    Ok(())
+}
+
 pub async fn user(config: &Config, action: UserAction) -> anyhow::Result<()> {
     match action {
         UserAction::Add {
@@ -117,6 +158,15 @@ pub async fn user(config: &Config, action: UserAction) -> anyhow::Result<()> {
         } => {
             let password = read_password(password_stdin)?;
             open(config).await?.add_account(&address, &password).await?;
+            let services = config.mail_services();
+            println!("account {} added.", address.to_ascii_lowercase());
+            println!(
+                "It logs in as {} at {} (IMAP {}, submission {}); mail clients that fetch autoconfig find the settings themselves.",
+                address.to_ascii_lowercase(),
+                services.hostname,
+                port_text(services.imaps, services.imap),
+                port_text(services.submissions, services.submission),
+            );
         }
         UserAction::Passwd {
             address,
@@ -127,8 +177,15 @@ pub async fn user(config: &Config, action: UserAction) -> anyhow::Result<()> {
                 .await?
                 .set_password(&address, &password)
                 .await?;
+            println!("password of {} changed.", address.to_ascii_lowercase());
         }
-        UserAction::Remove { address } => open(config).await?.remove_account(&address).await?,
+        UserAction::Remove { address } => {
+            open(config).await?.remove_account(&address).await?;
+            println!(
+                "account {} removed, with its mail.",
+                address.to_ascii_lowercase()
+            );
+        }
         UserAction::Quota { address, limit } => {
             let limit = store::parse_quota_limit(&limit)?;
             open(config).await?.set_quota(&address, limit).await?;
@@ -179,6 +236,16 @@ pub enum QueueAction {
     Flush,
     /// Remove a queued recipient without sending it (no bounce is sent).
     Remove { id: i64 },
+}
+
+/// `993 (TLS)`, `143 (STARTTLS)`, both, or `off`.
+fn port_text(implicit: Option<u16>, starttls: Option<u16>) -> String {
+    match (implicit, starttls) {
+        (Some(i), Some(s)) => format!("{i} with TLS or {s} with STARTTLS"),
+        (Some(i), None) => format!("{i} with TLS"),
+        (None, Some(s)) => format!("{s} with STARTTLS"),
+        (None, None) => "off".to_string(),
+    }
 }
 
 pub(crate) fn unix_now() -> i64 {

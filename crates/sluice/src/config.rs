@@ -84,6 +84,24 @@ impl Addresses {
     }
 }
 
+impl Config {
+    /// Where clients reach each mail service: the host name and the port
+    /// of the first address of each listener that is on.
+    pub fn mail_services(&self) -> web::MailServices {
+        let port = |a: &Addresses| a.list().first().map(SocketAddr::port);
+        let l = &self.listen;
+        web::MailServices {
+            hostname: self.hostname.clone(),
+            imap: port(&l.imap),
+            imaps: port(&l.imaps),
+            pop3: port(&l.pop3),
+            pop3s: port(&l.pop3s),
+            submission: port(&l.submission),
+            submissions: port(&l.submissions),
+        }
+    }
+}
+
 /// `[dns]`.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]

@@ -10,6 +10,7 @@ mod backup;
 mod config;
 mod dkim_admin;
 mod dnsbl_server;
+mod domain_records;
 mod import;
 mod import_imap;
 mod load_stats;

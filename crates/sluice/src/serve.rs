@@ -181,6 +181,11 @@ fn delivered_report(reporter: &Reporter) -> smtp::DeliveredReport {
     })
 }
 
+/// The port of the first of `listeners`, if any.
+fn first_port(listeners: &[tokio::net::TcpListener]) -> Option<u16> {
+    listeners.first()?.local_addr().ok().map(|a| a.port())
+}
+
 async fn bind(
     name: &str,
     config_addrs: Vec<std::net::SocketAddr>,
@@ -406,6 +411,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         shutdown: shutdown.clone(),
         send_limit: Some(send_limit),
         logs,
+        services: web::MailServices {
+            // The ports listened on (a configured port 0 is the one given).
+            imap: first_port(&imap_listeners),
+            imaps: first_port(&imaps_listeners),
+            pop3: first_port(&pop3_listeners),
+            pop3s: first_port(&pop3s_listeners),
+            submission: first_port(&submission_listeners),
+            submissions: first_port(&submissions_listeners),
+            ..config.mail_services()
+        },
         scan: content.clone().map(|policy| {
             let store = Arc::clone(&store);
             let scan: web::ScanStored = Arc::new(move |blob| {

@@ -23,6 +23,8 @@ pub struct WebConfig {
     pub admins: Vec<String>,
     /// Log lines kept in memory for the admin page's log view (0: none).
     pub admin_log_lines: usize,
+    /// The MTA-STS policy served for `mta-sts.DOMAIN` (RFC 8461).
+    pub mta_sts_mode: crate::MtaStsMode,
 }
 
 impl WebConfig {
@@ -42,6 +44,7 @@ impl Default for WebConfig {
             max_upload_bytes: 25 * 1024 * 1024,
             admins: Vec::new(),
             admin_log_lines: 5000,
+            mta_sts_mode: crate::MtaStsMode::Testing,
         }
     }
 }

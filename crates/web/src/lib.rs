@@ -12,12 +12,14 @@
 mod admin;
 mod admin_pages;
 mod assets;
+mod autoconfig;
 mod compose;
 mod config;
 mod error;
 mod filters;
 mod listener;
 mod log_ring;
+mod mta_sts;
 mod outgoing;
 mod pages;
 mod read;
@@ -30,9 +32,11 @@ mod thread;
 
 use std::sync::Arc;
 
+pub use autoconfig::MailServices;
 pub use config::WebConfig;
 pub use error::WebError;
 pub use log_ring::{LineWriter, LogRing};
+pub use mta_sts::{policy as mta_sts_policy, policy_id as mta_sts_policy_id, MtaStsMode};
 pub use sanitize::{sanitize_html, Sanitized};
 
 /// What the webmail needs from the rest of the server.
@@ -58,6 +62,9 @@ pub struct Context {
     /// Recent lines of the server's log, for the admin page. `None`: not
     /// kept.
     pub logs: Option<Arc<LogRing>>,
+    /// Where clients reach IMAP, POP3 and submission, for the set-up
+    /// documents clients fetch (autoconfig, autodiscover).
+    pub services: MailServices,
 }
 
 /// See [`Context::scan`].

@@ -8,7 +8,9 @@
 //! selection); `POST .../trust` (always show remote content from the
 //! sender); `/events/{mailbox}` (Server-Sent Events); `/settings`,
 //! `/settings/filters/...` (the Filters pages, see [`crate::filters`]);
-//! `/admin/...` (for `[web] admins`, see [`crate::admin`]); `/static/...`.
+//! `/admin/...` (for `[web] admins`, see [`crate::admin`]); `/static/...`;
+//! the set-up documents mail clients fetch (see [`crate::autoconfig`]);
+//! the local domains' MTA-STS policy (see [`crate::mta_sts`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -119,6 +121,8 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route("/admin/dkim", get(crate::admin::dkim))
         .route("/admin/logs", get(crate::admin::logs))
         .route("/static/{file}", get(asset))
+        .merge(crate::autoconfig::routes())
+        .route("/.well-known/mta-sts.txt", get(crate::mta_sts::serve))
         .layer(DefaultBodyLimit::max(MAX_FORM))
         .layer(middleware::from_fn(security_headers))
         // gzip for clients that ask (not for event streams or images).
