@@ -84,16 +84,46 @@ if ! cmp -s "$browser/package-lock.json" "$browser/node_modules/.package-lock.js
   cp "$browser/package-lock.json" "$browser/node_modules/.package-lock.json.installed"
 fi
 
-cargo test --workspace --locked "$@"
+# Every step runs even when one before it failed, and each test binary
+# even when another failed (--no-fail-fast), so one failure never hides
+# the others; the run ends with one line per failing test.
+log=$(mktemp "${TMPDIR:-/tmp}/sluice-test.XXXXXX")
+trap 'rm -f "$log"' EXIT
+failed_steps=()
+step() {
+  local name=$1
+  shift
+  echo "test.sh: $name" | tee -a "$log"
+  if ! "$@" 2>&1 | tee -a "$log"; then
+    failed_steps+=("$name")
+  fi
+}
+
+step "the workspace's tests" cargo test --workspace --locked --no-fail-fast "$@"
 
 # The protocol suites again with every server's store in PostgreSQL (a
 # server of its own per test): both back ends answer the same clients.
-SLUICE_TEST_STORE=postgres cargo test --locked -p sluice \
+step "the protocol suites on PostgreSQL" env SLUICE_TEST_STORE=postgres cargo test --locked --no-fail-fast -p sluice \
   --test smtp --test pop3 --test imap --test imap_concurrency --test submission \
   --test sieve --test managesieve --test spam --test admin "$@"
 
 # Short fuzz runs of every parser that reads network bytes, with a fixed
 # seed so they are the same runs everywhere (.ci/fuzz-smoke).
 for smoke in crates/*/fuzz/smoke.sh; do
-  "$smoke" 50000
+  step "fuzz smoke run of ${smoke%/fuzz/smoke.sh}" "$smoke" 50000
 done
+
+if [ ${#failed_steps[@]} -gt 0 ]; then
+  echo
+  echo "test.sh: FAILED"
+  # "Running tests/imap.rs (...)" names the binary of the "... FAILED"
+  # lines that follow it.
+  awk '/^test\.sh: /{step=substr($0, 10)}
+       /^     Running /{binary=substr($0, 14)}
+       / \.\.\. FAILED$/{sub(/^test /, ""); sub(/ \.\.\. FAILED$/, ""); print "test.sh: failed: " step ": " binary ": " $0}' "$log"
+  for s in "${failed_steps[@]}"; do
+    echo "test.sh: failed step: $s"
+  done
+  exit 1
+fi
+echo "test.sh: every test passed"

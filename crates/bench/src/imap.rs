@@ -83,7 +83,9 @@ pub struct ImapArgs {
     /// address: both sides answer it from cached headers).
     #[arg(long, value_enum, default_value_t = MixSearch::Text)]
     pub mix_search: MixSearch,
-    /// Length of the concurrent mix, in seconds.
+    /// Length of the concurrent mix, in seconds. Each client first runs
+    /// one command of each kind, however long that takes, then the random
+    /// mix until the time is up.
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,
     /// Per-reply timeout, in seconds.
@@ -808,8 +810,17 @@ async fn concurrent(
             let result = async {
                 let mut imap = Imap::login(server, &user, &pass, timeout).await?;
                 let mut n = imap.select().await?.max(1);
-                while Instant::now() < deadline {
-                    let (kind, cmd) = match rng.gen_range(0..10) {
+                // One of each kind first, whatever the deadline, so that
+                // every kind is measured even on a slow machine; then a
+                // random mix until the deadline.
+                let mut first_round = [0, 3, 5, 7, 8, 9].into_iter();
+                loop {
+                    let pick = match first_round.next() {
+                        Some(k) => k,
+                        None if Instant::now() < deadline => rng.gen_range(0..10),
+                        None => break,
+                    };
+                    let (kind, cmd) = match pick {
                         8 => {
                             let m = corpus.message(rng.gen_range(0..corpus.len()));
                             let t0 = Instant::now();

@@ -150,7 +150,19 @@ fn smtp_open_model_and_sweep_without_pipelining() {
             at(run, "deliveries"),
             "{run:#}"
         );
-        assert_eq!(at(run, "good"), at(run, "sessions.legit"));
+        // Every legitimate session sent its message, unless the run's end
+        // overtook it before it could (a loaded machine): the server
+        // refused or dropped none, so no error but the bounces' refusals.
+        assert_eq!(
+            at(run, "good") + at(run, "sessions.legit_cut_at_end"),
+            at(run, "sessions.legit"),
+            "{run:#}"
+        );
+        let errors = run["errors"].as_object().unwrap();
+        assert!(
+            errors.keys().all(|k| k.starts_with("RCPT 550 (unknown)")),
+            "{errors:?}"
+        );
     }
     assert_eq!(at(&runs[0], "sessions.bounce"), 0.0);
     assert!(at(&runs[1], "sessions.bounce") >= 1.0);
