@@ -165,8 +165,10 @@ fn two_nodes_share_mailboxes_and_wake_each_others_idle_sessions() {
         let seen = out.next().unwrap().unwrap();
         let latency = sent.elapsed();
         assert_eq!(seen, format!("* {i} EXISTS"));
+        // Nothing polls, so any wake-up is the notice from A; the bound
+        // only catches a lost one.
         assert!(
-            latency < Duration::from_secs(2),
+            latency < Duration::from_secs(30),
             "IDLE on B woke {latency:?} after the delivery on A"
         );
         latencies.push(latency);

@@ -1471,7 +1471,7 @@ async fn a_starting_node_makes_the_sections_another_left_on_postgres() {
         unreachable!()
     };
     let _other = PgStore::connect(PgOptions::new(&pg.url(db))).await.unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while f.count("SELECT count(*) FROM blob_text_pending") > 0 {
         assert!(std::time::Instant::now() < deadline, "still pending");
         tokio::time::sleep(Duration::from_millis(50)).await;

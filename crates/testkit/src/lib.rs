@@ -62,9 +62,23 @@ pub fn free_port() -> u16 {
     }
 }
 
-/// Polls `f` every 20 ms until it holds or `limit` passes; whether it held.
+/// How many times longer than asked [`wait_until`] waits:
+/// `SLUICE_TEST_PATIENCE` (a whole number), 3 by default. A limit is a
+/// bound on a failure, not an expectation: a condition that holds ends
+/// the wait at once, so patience costs time only when a test fails, and a
+/// busy machine (a CI host running two suites) gets room.
+pub fn patience() -> u32 {
+    std::env::var("SLUICE_TEST_PATIENCE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(3)
+}
+
+/// Polls `f` every 20 ms until it holds or `limit` (times [`patience`])
+/// passes; whether it held.
 pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
+    let deadline = Instant::now() + limit * patience();
     while Instant::now() < deadline {
         if f() {
             return true;

@@ -615,7 +615,7 @@ async fn an_account_added_while_another_node_removes_its_domain_is_not_found() {
 /// Whether some session of the store's database comes to wait on a lock
 /// within ten seconds.
 async fn wait_for_lock(f: &Fixture) -> bool {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while std::time::Instant::now() < deadline {
         let waiting = number(
             f,

@@ -135,11 +135,14 @@ async fn woken(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn changes_on_one_node_wake_watchers_on_another_within_a_second() {
+async fn changes_on_one_node_wake_watchers_on_another() {
     let (f, _account, inbox) = open_with_account().await;
     let b = second_node(&f).await;
     let mut on_b = b.watch_mailbox(inbox);
-    let second = std::time::Duration::from_secs(1);
+    // Nothing polls: a wake-up comes from the other node's notice or not
+    // at all, so a generous bound loses nothing (how fast it is belongs
+    // to the benchmarks).
+    let second = std::time::Duration::from_secs(30);
 
     let uid = deliver(&f.store, inbox, b"Subject: from a\r\n\r\nhi\r\n").await;
     assert!(woken(&mut on_b, second).await.is_some(), "delivery on A");
