@@ -54,9 +54,14 @@ pub struct Metrics {
     /// Outbound recipients by outcome (delivered, deferred, failed).
     pub outbound_recipients: Family<Label, Counter>,
     /// Logins refused, every protocol together, by reason (`password`,
-    /// `throttled`, `unavailable`: the shared failure counts could not be
-    /// read).
+    /// `throttled`, `parallel`: an attempt beside another from a client
+    /// with failures, `unavailable`: the shared failure counts could not
+    /// be read).
     pub auth_failures: Family<Label, Counter>,
+    /// Accounts whose failed logins from any addresses passed the alert
+    /// count within the penalty window (each such episode once): the
+    /// accounts under a guessing attack.
+    pub auth_accounts_attacked: Counter,
     /// IMAP commands run, by command name.
     pub imap_commands: Family<Label, Counter>,
     /// IMAP and POP3 sessions open now, by `protocol` and `state` (IMAP:
@@ -90,6 +95,7 @@ impl Metrics {
             pop3_commands: Family::default(),
             outbound_recipients: Family::default(),
             auth_failures: Family::default(),
+            auth_accounts_attacked: Counter::default(),
             imap_commands: Family::default(),
             sessions: Family::default(),
             // 50 µs to about 3 s.
@@ -159,6 +165,11 @@ impl Metrics {
             "auth_failures",
             "Logins refused by reason",
             m.auth_failures.clone(),
+        );
+        registry.register(
+            "auth_accounts_attacked",
+            "Accounts whose failed logins passed the alert count in the penalty window",
+            m.auth_accounts_attacked.clone(),
         );
         registry.register(
             "imap_commands",

@@ -14,7 +14,7 @@ mod stream;
 pub use accept::Acceptor;
 pub use dot::{DotStuffer, DotUnstuffer, LineEnds};
 pub use input::{Input, LineError};
-pub use limit::{ConnGuard, ConnLimiter, Refused};
+pub use limit::{ConnGuard, ConnLimiter, HeldAddresses, Refused};
 pub use signatures_only::SignaturesOnly;
 pub use stream::{open_stream, send, send_buffered, start_tls, Io, Stream};
 pub use tokio_rustls::TlsAcceptor;

@@ -1,14 +1,21 @@
-//! Concurrent connections per client address.
+//! Concurrent connections per client address, fewer for an address that
+//! has been failing to log in.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+
+/// Says which client addresses to hold to fewer connections.
+pub type HeldAddresses = Arc<dyn Fn(IpAddr) -> bool + Send + Sync>;
 
 /// Counts open connections per client address and in all, and refuses
 /// past either limit.
 pub struct ConnLimiter {
     per_ip: usize,
     total: usize,
+    /// Addresses held to fewer connections, and how many (see
+    /// [`ConnLimiter::holding`]).
+    held: Option<(HeldAddresses, usize)>,
     /// Open connections per address, and in all.
     open: Mutex<(HashMap<IpAddr, usize>, usize)>,
 }
@@ -41,6 +48,25 @@ impl ConnLimiter {
         Arc::new(ConnLimiter {
             per_ip,
             total,
+            held: None,
+            open: Mutex::new((HashMap::new(), 0)),
+        })
+    }
+
+    /// [`ConnLimiter::with_total`], and at most `held_per_ip` from an
+    /// address `held` says to hold (one failing to log in: its guesses
+    /// are one at a time anyway, and its other connections only cost).
+    /// `held` is asked at each new connection, so it must be cheap.
+    pub fn holding(
+        per_ip: usize,
+        total: usize,
+        held: HeldAddresses,
+        held_per_ip: usize,
+    ) -> Arc<ConnLimiter> {
+        Arc::new(ConnLimiter {
+            per_ip,
+            total,
+            held: Some((held, held_per_ip.min(per_ip))),
             open: Mutex::new((HashMap::new(), 0)),
         })
     }
@@ -53,7 +79,14 @@ impl ConnLimiter {
             return Err(Refused::Full);
         }
         let n = per_address.entry(ip).or_insert(0);
-        if *n >= self.per_ip {
+        let limit = match &self.held {
+            Some((held, fewer)) if *n >= *fewer && held(ip) => *fewer,
+            _ => self.per_ip,
+        };
+        if *n >= limit {
+            if *n == 0 {
+                per_address.remove(&ip);
+            }
             return Err(Refused::FromAddress);
         }
         *n += 1;
@@ -106,6 +139,19 @@ mod tests {
         drop(g1);
         assert_eq!(l.open_from(a), 1);
         assert!(l.try_acquire(a).is_ok());
+    }
+
+    #[test]
+    fn a_held_address_gets_fewer_connections() {
+        let bad: IpAddr = "10.0.0.66".parse().unwrap();
+        let l = ConnLimiter::holding(5, 100, Arc::new(move |ip| ip == bad), 2);
+        let held: Vec<_> = (0..2).map(|_| l.try_acquire(bad).unwrap()).collect();
+        assert_eq!(l.try_acquire(bad).err(), Some(Refused::FromAddress));
+        let good: IpAddr = "10.0.0.1".parse().unwrap();
+        let others: Vec<_> = (0..5).map(|_| l.try_acquire(good).unwrap()).collect();
+        assert_eq!(l.try_acquire(good).err(), Some(Refused::FromAddress));
+        drop((held, others));
+        assert_eq!(l.open_from(bad), 0);
     }
 
     #[test]

@@ -327,6 +327,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             Duration::from_secs(secs),
         ))
     };
+    // An address failing to log in keeps only a few connections on each
+    // listener that takes logins: its guesses go one at a time anyway.
+    let gate = imap_auth.gate();
+    let login_limiter = |per_ip: usize, total: usize| {
+        let gate = Arc::clone(&gate);
+        ConnLimiter::holding(
+            per_ip,
+            total,
+            Arc::new(move |ip| gate.limited(ip)),
+            store::LIMITED_CONNECTIONS,
+        )
+    };
     // One submission state (hourly limits) for SMTP submission and the
     // webmail alike.
     let submission = Arc::new(smtp::Submission::new(
@@ -351,7 +363,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         store: Arc::clone(&store),
         directory: Arc::clone(&directory),
         tls: Some(tls.clone()),
-        limiter: ConnLimiter::with_total(
+        limiter: login_limiter(
             config.smtp.max_connections_per_ip,
             config.smtp.max_connections,
         ),
@@ -372,7 +384,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         auth: auth_with(config.pop3.auth_failure_delay_secs),
         tls: Some(tls.clone()),
         locks: Arc::default(),
-        limiter: ConnLimiter::with_total(
+        limiter: login_limiter(
             config.pop3.max_connections_per_ip,
             config.pop3.max_connections,
         ),
@@ -384,7 +396,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         store: Arc::clone(&store),
         auth: Arc::clone(&imap_auth),
         tls: Some(tls.clone()),
-        limiter: ConnLimiter::with_total(
+        limiter: login_limiter(
             config.imap.max_connections_per_ip,
             config.imap.max_connections,
         ),
@@ -396,7 +408,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         store: Arc::clone(&store),
         auth: auth_with(config.managesieve.auth_failure_delay_secs),
         tls: Some(tls.clone()),
-        limiter: ConnLimiter::with_total(
+        limiter: login_limiter(
             config.managesieve.max_connections_per_ip,
             config.managesieve.max_connections,
         ),

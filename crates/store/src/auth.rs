@@ -11,11 +11,16 @@
 //! password is checked, so twenty connections from one address guess no
 //! faster than one; an attempt whose slot is too far ahead is refused at
 //! once ([`AuthFailure::Throttled`]), with a log line an operator can
-//! feed to a firewall. A success clears the account's count, never the
+//! feed to a firewall. Within a node, an address has one password check
+//! at a time, and a failing address's attempt beside another is refused
+//! and counted, however many connections it opens (login_gate.rs). A
+//! success clears the account's count, never the
 //! address's: logging into one's own account does not buy more guesses
 //! at another. A login with the exact password that last succeeded for an
 //! account on this node (the cache) is not held back, so a user's own
-//! clients keep working while the account is under attack.
+//! clients keep working while the account is under attack. An account
+//! whose failures pass [`ACCOUNT_ALERT`] in the penalty window is logged
+//! once and counted (`sluice_auth_accounts_attacked_total`).
 //!
 //! argon2id costs 19 MiB and tens of milliseconds per check; at most one
 //! check per core runs at once, the rest wait their turn, so memory stays
@@ -30,9 +35,16 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use crate::directory::AccountEntry;
+use crate::login_gate::LoginGate;
 use crate::password::verify_password;
 use crate::penalties::{MemoryPenalties, PenaltyBook, PenaltyKey, Schedule, Turn};
 use crate::watch::DirectoryWatch;
+
+/// Failed logins for one account, from any addresses, within the penalty
+/// window, at which it is logged and counted as under attack (once per
+/// episode). Its attempts are slowed from the first failure on; this only
+/// says that someone is guessing.
+pub const ACCOUNT_ALERT: u32 = 10;
 
 /// Why a login failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,6 +71,8 @@ struct Shared {
     verified: Mutex<HashMap<String, (String, [u8; 32])>>,
     /// Password checks running at once.
     hashing: Semaphore,
+    /// One check at a time per client address on this node.
+    gate: Arc<LoginGate>,
     secret: [u8; 32],
     dummy_hash: String,
 }
@@ -95,6 +109,7 @@ impl Authenticator {
                 book: book.unwrap_or_else(|| Arc::new(MemoryPenalties::default())),
                 verified: Mutex::new(HashMap::new()),
                 hashing: Semaphore::new(cores),
+                gate: Arc::default(),
                 secret: rand::random(),
                 dummy_hash: crate::password::hash_password("not a real password")
                     .expect("hashing a constant works"),
@@ -110,6 +125,25 @@ impl Authenticator {
             schedule: Schedule::new(base_delay),
             shared: Arc::clone(&other.shared),
         }
+    }
+
+    /// The node's lanes and failing addresses, shared by every protocol:
+    /// accept loops ask it which addresses to hold to fewer connections.
+    pub fn gate(&self) -> Arc<LoginGate> {
+        Arc::clone(&self.shared.gate)
+    }
+
+    /// Whether `password` is the one that last succeeded for `account` on
+    /// this node.
+    fn cached(&self, account: Option<&AccountEntry>, digest: &[u8; 32]) -> bool {
+        account.is_some_and(|a| {
+            self.shared
+                .verified
+                .lock()
+                .expect("auth cache lock")
+                .get(&a.address)
+                .is_some_and(|(hash, d)| *hash == a.password_hash && d == digest)
+        })
     }
 
     fn digest(&self, password: &str) -> [u8; 32] {
@@ -128,27 +162,42 @@ impl Authenticator {
     ) -> Result<AccountEntry, AuthFailure> {
         let account = self.directory.get().account(address).cloned();
         let digest = self.digest(password);
-        let cached = account.as_ref().is_some_and(|a| {
-            self.shared
-                .verified
-                .lock()
-                .expect("auth cache lock")
-                .get(&a.address)
-                .is_some_and(|(hash, d)| *hash == a.password_hash && *d == digest)
-        });
+        let client_key = PenaltyKey::client(ip);
         let account_key = PenaltyKey::account(address);
-        let keys = [PenaltyKey::client(ip), account_key.clone()];
+        let keys = [client_key.clone(), account_key.clone()];
         let book = &self.shared.book;
-        // A book in memory is cleared on every success, as it costs
-        // nothing; a shared one only when the account had failures, so a
-        // login nobody penalised costs one round trip (the turn), and a
-        // login from the cache none.
-        let mut clear_account = book.local();
-        let ok = if cached {
+        // A success with a password checked now clears the account's
+        // failures (its owner mistyped, then got it right), unless it is
+        // under attack: then the count stands, or the owner's every login
+        // would give the guessers fresh turns. A success from the cache
+        // proves nothing new and clears nothing. A shared book is asked
+        // only when the account had failures, so a login nobody penalised
+        // costs one round trip (the turn), and a login from the cache none.
+        let mut clear_account = false;
+        let mut lane = None;
+        let ok = if self.cached(account.as_ref(), &digest) {
             true
         } else {
+            let gate = &self.shared.gate;
+            let client_lane = match gate.enter(&client_key).await {
+                Ok(entered) => entered,
+                Err(_) => return Err(self.crowded(ip, address, &client_key).await),
+            };
+            let Ok(account_lane) = gate.queue(&account_key).await else {
+                self.attacked(
+                    &account_key,
+                    "attempts for it from many addresses wait in line",
+                );
+                return Err(self.throttled(ip, address, &client_key, "throttled"));
+            };
+            lane = Some((client_lane, account_lane));
+            // The attempt ahead in the lane may have been this password's
+            // own success (a client opening several connections at once).
+            if self.cached(account.as_ref(), &digest) {
+                return account.ok_or(AuthFailure::BadCredentials);
+            }
             let penalised = self.take_turn(ip, address, &keys).await?;
-            clear_account |= penalised.contains(&account_key);
+            clear_account = penalised.contains(&account_key);
             // Unknown users are checked against a dummy hash so both
             // failures take the same time.
             let hash = account
@@ -165,7 +214,7 @@ impl Authenticator {
         };
         match account {
             Some(account) if ok => {
-                if clear_account {
+                if clear_account && !self.under_attack(&account_key).await {
                     if let Err(e) = book.clear(&account_key).await {
                         // The password was right: refusing the login now
                         // would protect nothing. The count ages out.
@@ -184,11 +233,71 @@ impl Authenticator {
             }
             _ => {
                 metrics::inc(&metrics::get().auth_failures, "reason", "password");
-                let delay = self.record_failure(&keys).await;
+                let behind = self.shared.gate.waiting(&client_key);
+                self.shared.gate.failed(&client_key, 1 + behind);
+                let delay = self.record_failure(&keys, behind).await;
+                // The next attempt in the lane takes its turn now; this
+                // one's answer waits out the delay.
+                drop(lane);
                 tokio::time::sleep(delay).await;
                 Err(AuthFailure::BadCredentials)
             }
         }
+    }
+
+    /// Whether `account` has [`ACCOUNT_ALERT`] failures or more now (an
+    /// unreadable book counts as yes: the count then ages out).
+    async fn under_attack(&self, account: &PenaltyKey) -> bool {
+        let book = &self.shared.book;
+        book.recent_failures(account, book.now())
+            .await
+            .map_or(true, |n| n >= ACCOUNT_ALERT)
+    }
+
+    /// An attempt from a failing address beside another of its attempts:
+    /// counted as a failure of the address (not of the account it names:
+    /// the password was not tried) and refused at once.
+    async fn crowded(&self, ip: IpAddr, address: &str, client_key: &PenaltyKey) -> AuthFailure {
+        self.shared.gate.failed(client_key, 1);
+        let book = &self.shared.book;
+        if let Err(e) = book
+            .record_failure(std::slice::from_ref(client_key), book.now(), &self.schedule)
+            .await
+        {
+            tracing::warn!(client = %ip, error = %e, "a refused login could not be counted");
+        }
+        tracing::debug!(client = %ip, user = %address, "login refused: another attempt from this address is being checked");
+        self.throttled(ip, address, client_key, "parallel")
+    }
+
+    /// A refused attempt: counted, and logged in a fixed format an
+    /// operator can feed to a firewall, at most once a minute per client
+    /// (with how many were refused since).
+    fn throttled(
+        &self,
+        ip: IpAddr,
+        address: &str,
+        client_key: &PenaltyKey,
+        reason: &'static str,
+    ) -> AuthFailure {
+        metrics::inc(&metrics::get().auth_failures, "reason", reason);
+        if let Some(refused) = self.shared.gate.refused(client_key) {
+            tracing::warn!(client = %ip, user = %address, refused, "login throttled: too many recent failures");
+        }
+        AuthFailure::Throttled
+    }
+
+    /// Says once per penalty window that `account` is under attack.
+    fn attacked(&self, account: &PenaltyKey, why: &str) {
+        if !self.shared.gate.first_alert(account) {
+            return;
+        }
+        let PenaltyKey::Account(user) = account else {
+            return;
+        };
+        // A fixed format an operator can alert on.
+        tracing::warn!(user = %user, reason = why, window_minutes = crate::penalties::PENALTY_WINDOW.as_secs() / 60, "account under attack: its logins are slowed; its owner's known password still works");
+        metrics::get().auth_accounts_attacked.inc();
     }
 
     /// Waits for the attempt's turn; the keys that had failures. Refused
@@ -197,7 +306,7 @@ impl Authenticator {
         &self,
         ip: IpAddr,
         address: &str,
-        keys: &[PenaltyKey],
+        keys: &[PenaltyKey; 2],
     ) -> Result<Vec<PenaltyKey>, AuthFailure> {
         let book = &self.shared.book;
         match book.take_turn(keys, book.now(), &self.schedule).await {
@@ -208,10 +317,15 @@ impl Authenticator {
                 Ok(penalised)
             }
             Ok(Turn::Refused) => {
-                // A fixed format an operator can feed to a firewall.
-                tracing::warn!(client = %ip, user = %address, "login throttled: too many recent failures");
-                metrics::inc(&metrics::get().auth_failures, "reason", "throttled");
-                Err(AuthFailure::Throttled)
+                let account = &keys[1];
+                if book
+                    .recent_failures(account, book.now())
+                    .await
+                    .is_ok_and(|n| n > 0)
+                {
+                    self.attacked(account, "its next turn is too far off");
+                }
+                Err(self.throttled(ip, address, &keys[0], "throttled"))
             }
             Err(e) => {
                 // Without the book a guess would go unthrottled on every
@@ -227,18 +341,44 @@ impl Authenticator {
         }
     }
 
-    /// Counts a failure against each key; how long to wait before
-    /// answering it (the client's delay).
-    async fn record_failure(&self, keys: &[PenaltyKey]) -> Duration {
+    /// Counts a failure against each key, and `behind` more against the
+    /// client (its attempts that waited behind this one); how long to wait
+    /// before answering it (the client's delay).
+    async fn record_failure(&self, keys: &[PenaltyKey], behind: u32) -> Duration {
         let book = &self.shared.book;
-        let longest = match book.record_failure(keys, book.now(), &self.schedule).await {
-            Ok(counts) => keys
-                .iter()
-                .zip(counts)
-                .filter(|(key, _)| matches!(key, PenaltyKey::Client(_)))
-                .map(|(_, n)| self.schedule.delay(n))
-                .max()
-                .unwrap_or(0),
+        let now = book.now();
+        let recorded = match book.record_failure(keys, now, &self.schedule).await {
+            Ok(mut counts) if behind > 0 => {
+                match keys.iter().position(|k| matches!(k, PenaltyKey::Client(_))) {
+                    Some(i) => book
+                        .record_failures(&keys[i], behind, now, &self.schedule)
+                        .await
+                        .map(|n| {
+                            counts[i] = n;
+                            counts
+                        }),
+                    None => Ok(counts),
+                }
+            }
+            other => other,
+        };
+        let longest = match recorded {
+            Ok(counts) => {
+                for (key, &n) in keys.iter().zip(&counts) {
+                    if matches!(key, PenaltyKey::Account(_)) && n >= ACCOUNT_ALERT {
+                        self.attacked(
+                            key,
+                            "failed logins from any addresses passed the alert count",
+                        );
+                    }
+                }
+                keys.iter()
+                    .zip(counts)
+                    .filter(|(key, _)| matches!(key, PenaltyKey::Client(_)))
+                    .map(|(_, n)| self.schedule.delay(n))
+                    .max()
+                    .unwrap_or(0)
+            }
             Err(e) => {
                 // The answer is the same (the password was wrong); it
                 // comes as late as a persistent guesser's would.
@@ -327,11 +467,11 @@ mod tests {
         let ip = [PenaltyKey::client("10.0.0.1".parse().unwrap())];
         let mut delays = Vec::new();
         for _ in 0..8 {
-            delays.push(a.record_failure(&ip).await.as_secs());
+            delays.push(a.record_failure(&ip, 0).await.as_secs());
         }
         assert_eq!(delays, vec![1, 2, 4, 8, 16, 16, 16, 16]);
         let other = [PenaltyKey::client("10.0.0.2".parse().unwrap())];
-        assert_eq!(a.record_failure(&other).await, Duration::from_secs(1));
+        assert_eq!(a.record_failure(&other, 0).await, Duration::from_secs(1));
     }
 
     #[tokio::test]
@@ -397,5 +537,32 @@ mod tests {
         assert_eq!(book.recent_failures(&account, now).await.unwrap(), 0);
         let client = PenaltyKey::client(ip);
         assert_eq!(book.recent_failures(&client, now).await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_account_under_attack_keeps_its_count_through_its_owners_logins() {
+        let a = auth(Duration::ZERO);
+        let owner: IpAddr = "10.0.0.1".parse().unwrap();
+        assert!(a.login(owner, "a@example.org", "right").await.is_ok());
+        for i in 0..ACCOUNT_ALERT {
+            let guesser = IpAddr::from([10, 1, 0, i as u8]);
+            assert!(a.login(guesser, "a@example.org", "wrong").await.is_err());
+        }
+        let book = &a.shared.book;
+        let account = PenaltyKey::account("a@example.org");
+        // The owner's known password gets in, from the cache, and clears
+        // nothing.
+        assert!(a.login(owner, "a@example.org", "right").await.is_ok());
+        assert_eq!(
+            book.recent_failures(&account, book.now()).await.unwrap(),
+            ACCOUNT_ALERT
+        );
+        // Nor does a fresh check of the right password while under attack.
+        a.shared.verified.lock().unwrap().clear();
+        assert!(a.login(owner, "a@example.org", "right").await.is_ok());
+        assert_eq!(
+            book.recent_failures(&account, book.now()).await.unwrap(),
+            ACCOUNT_ALERT
+        );
     }
 }

@@ -18,6 +18,7 @@ mod error;
 mod index;
 mod intake;
 mod keyword;
+mod login_gate;
 mod mailbox_names;
 mod model;
 mod names;
@@ -35,10 +36,11 @@ mod text_sections;
 mod watch;
 mod web_settings;
 
-pub use auth::{decode_plain, AuthFailure, Authenticator, PlainError};
+pub use auth::{decode_plain, AuthFailure, Authenticator, PlainError, ACCOUNT_ALERT};
 pub use directory::{normalize_address, AccountEntry, Directory, Resolution, SieveSource};
 pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
+pub use login_gate::{LoginGate, LIMITED_AFTER, LIMITED_CONNECTIONS};
 pub use model::{
     AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryNotice, DeliveryReceipt, DkimKey,
     FlagChange, MailboxId, MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome,

@@ -156,6 +156,17 @@ pub trait PenaltyBook: Send + Sync {
         schedule: &Schedule,
     ) -> Result<Vec<u32>>;
 
+    /// Counts `n` failures against `key` at once, as [`PenaltyBook::record_failure`]
+    /// counts one: attempts that waited behind a failure of the same
+    /// client are guesses of their own (login_gate.rs). Its recent failures.
+    async fn record_failures(
+        &self,
+        key: &PenaltyKey,
+        n: u32,
+        now: i64,
+        schedule: &Schedule,
+    ) -> Result<u32>;
+
     /// Forgets the failures of `key` (an account after a success).
     async fn clear(&self, key: &PenaltyKey) -> Result<()>;
 
@@ -234,26 +245,20 @@ impl PenaltyBook for MemoryPenalties {
         now: i64,
         schedule: &Schedule,
     ) -> Result<Vec<u32>> {
-        let mut table = self.table.lock().expect("penalty book lock");
-        if table.len() >= MAX_TRACKED {
-            table.retain(|_, p| p.counts(now));
-        }
-        let mut counts = Vec::with_capacity(keys.len());
-        for key in keys {
-            let p = table.entry(key.clone()).or_insert(Penalty {
-                failures: 0,
-                last_failure: now,
-                next_slot: now,
-            });
-            if !p.counts(now) {
-                p.failures = 0;
-            }
-            p.failures = p.failures.saturating_add(1);
-            p.last_failure = now;
-            p.next_slot = p.next_slot.max(now + schedule.delay(p.failures));
-            counts.push(p.failures);
-        }
-        Ok(counts)
+        Ok(keys
+            .iter()
+            .map(|key| self.add_failures(key, 1, now, schedule))
+            .collect())
+    }
+
+    async fn record_failures(
+        &self,
+        key: &PenaltyKey,
+        n: u32,
+        now: i64,
+        schedule: &Schedule,
+    ) -> Result<u32> {
+        Ok(self.add_failures(key, n, now, schedule))
     }
 
     async fn clear(&self, key: &PenaltyKey) -> Result<()> {
@@ -267,6 +272,27 @@ impl PenaltyBook for MemoryPenalties {
             .get(key)
             .filter(|p| p.counts(now))
             .map_or(0, |p| p.failures))
+    }
+}
+
+impl MemoryPenalties {
+    fn add_failures(&self, key: &PenaltyKey, n: u32, now: i64, schedule: &Schedule) -> u32 {
+        let mut table = self.table.lock().expect("penalty book lock");
+        if table.len() >= MAX_TRACKED {
+            table.retain(|_, p| p.counts(now));
+        }
+        let p = table.entry(key.clone()).or_insert(Penalty {
+            failures: 0,
+            last_failure: now,
+            next_slot: now,
+        });
+        if !p.counts(now) {
+            p.failures = 0;
+        }
+        p.failures = p.failures.saturating_add(n);
+        p.last_failure = now;
+        p.next_slot = p.next_slot.max(now + schedule.delay(p.failures));
+        p.failures
     }
 }
 
@@ -331,6 +357,20 @@ mod tests {
                 .await
                 .unwrap(),
             [1]
+        );
+        // Several at once count as many, and push the next turn as far.
+        assert_eq!(
+            book.record_failures(&ip, 4, WINDOW_MS + 20, &s)
+                .await
+                .unwrap(),
+            5
+        );
+        assert_eq!(
+            book.take_turn(&keys, WINDOW_MS + 20, &s).await.unwrap(),
+            Turn::Granted {
+                wait: 16_000,
+                penalised: vec![ip.clone()]
+            }
         );
     }
 }

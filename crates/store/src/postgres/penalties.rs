@@ -43,18 +43,20 @@ WITH live AS (
 )
 SELECT turn.at, ARRAY(SELECT key FROM live) FROM turn";
 
-/// Counts a failure against each key ($1 keys, $2 now, $3 delays, $4
-/// window): a count older than the window starts again at one; the next
-/// turn is at least the count's delay past now. The last failure never
-/// goes back in time, whichever node's clock is behind.
+/// Counts $5 failures against each key ($1 keys, $2 now, $3 delays, $4
+/// window): a count older than the window starts again; the next turn is
+/// at least the count's delay past now. The last failure never goes back
+/// in time, whichever node's clock is behind.
 const RECORD_FAILURE: &str = "
 INSERT INTO auth_penalties AS p (key, failures, last_failure, next_slot)
-SELECT k, 1, $2::bigint, $2::bigint + ($3::bigint[])[1] FROM unnest($1::text[]) AS k
+SELECT k, $5::bigint, $2::bigint,
+       $2::bigint + ($3::bigint[])[least($5::bigint, cardinality($3::bigint[]))]
+FROM unnest($1::text[]) AS k
 ON CONFLICT (key) DO UPDATE SET
-    failures = CASE WHEN p.last_failure > $2::bigint - $4::bigint THEN p.failures + 1 ELSE 1 END,
+    failures = CASE WHEN p.last_failure > $2::bigint - $4::bigint THEN p.failures + $5::bigint ELSE $5::bigint END,
     last_failure = greatest(p.last_failure, $2::bigint),
     next_slot = greatest(p.next_slot, $2::bigint + ($3::bigint[])[least(
-        CASE WHEN p.last_failure > $2::bigint - $4::bigint THEN p.failures + 1 ELSE 1 END,
+        CASE WHEN p.last_failure > $2::bigint - $4::bigint THEN p.failures + $5::bigint ELSE $5::bigint END,
         cardinality($3::bigint[]))])
 RETURNING key, failures";
 
@@ -130,7 +132,7 @@ impl PenaltyBook for PgPenalties {
         let rows = c
             .query(
                 RECORD_FAILURE,
-                &[&texts(keys), &now, &schedule.delays(), &WINDOW_MS],
+                &[&texts(keys), &now, &schedule.delays(), &WINDOW_MS, &1i64],
             )
             .await?;
         let counted: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
@@ -144,6 +146,29 @@ impl PenaltyBook for PgPenalties {
                     .map_or(0, |(_, n)| count(*n))
             })
             .collect())
+    }
+
+    async fn record_failures(
+        &self,
+        key: &PenaltyKey,
+        n: u32,
+        now: i64,
+        schedule: &Schedule,
+    ) -> Result<u32> {
+        let c = self.store.conn().await?;
+        let row = c
+            .query_one(
+                RECORD_FAILURE,
+                &[
+                    &vec![key.to_text()],
+                    &now,
+                    &schedule.delays(),
+                    &WINDOW_MS,
+                    &i64::from(n),
+                ],
+            )
+            .await?;
+        Ok(count(row.get(1)))
     }
 
     async fn clear(&self, key: &PenaltyKey) -> Result<()> {
