@@ -12,6 +12,7 @@ cd "$(dirname "$0")"
 # Debian packages the tests use, and why:
 packages=(
   python3                                   # smtplib, poplib, imaplib clients
+  python3-venv                              # the virtualenv for the PyPI clients (jmapc, websockets)
   swaks libnet-ssleay-perl libio-socket-ssl-perl  # SMTP client (with STARTTLS)
   procps                                    # ps/kill in the kill -9 tests
   isync fetchmail                           # IMAP sync clients
@@ -84,6 +85,18 @@ if ! cmp -s "$browser/package-lock.json" "$browser/node_modules/.package-lock.js
   cp "$browser/package-lock.json" "$browser/node_modules/.package-lock.json.installed"
 fi
 
+# The JMAP tests' clients from PyPI (jmapc, websockets), pinned, in a virtualenv of
+# its own (Debian's python3 is externally managed); the tests find it
+# there (testkit's venv_python). Made again only when the list changed.
+venv="${SLUICE_TEST_VENV:-$HOME/.cache/sluice/venv}"
+requirements=crates/sluice/tests/jmap/requirements.txt
+if ! cmp -s "$requirements" "$venv/.requirements.installed" 2>/dev/null; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$venv/.requirements.installed"
+fi
+
 # Every step runs even when one before it failed, and each test binary
 # even when another failed (--no-fail-fast), so one failure never hides
 # the others; the run ends with one line per failing test.
@@ -105,7 +118,7 @@ step "the workspace's tests" cargo test --workspace --locked --no-fail-fast "$@"
 # server of its own per test): both back ends answer the same clients.
 step "the protocol suites on PostgreSQL" env SLUICE_TEST_STORE=postgres cargo test --locked --no-fail-fast -p sluice \
   --test smtp --test pop3 --test imap --test imap_concurrency --test submission \
-  --test sieve --test managesieve --test spam --test admin --test auth_throttle "$@"
+  --test sieve --test managesieve --test spam --test admin --test auth_throttle --test jmap "$@"
 
 # Short fuzz runs of every parser that reads network bytes, with a fixed
 # seed so they are the same runs everywhere (.ci/fuzz-smoke).

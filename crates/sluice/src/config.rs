@@ -39,6 +39,8 @@ pub struct Config {
     pub dnsbl: DnsblConfig,
     /// Webmail sessions and display limits.
     pub web: web::WebConfig,
+    /// JMAP on the http/https listeners: its limits.
+    pub jmap: jmap::JmapConfig,
     /// Message submission: AUTH, sender checks, rate limits.
     pub submission: smtp::SubmissionConfig,
     /// Sending mail to other servers: routes, retries, TLS policy.
@@ -592,6 +594,7 @@ impl Default for Config {
             scan: ScanConfig::default(),
             dnsbl: DnsblConfig::default(),
             web: web::WebConfig::default(),
+            jmap: jmap::JmapConfig::default(),
             submission: smtp::SubmissionConfig::default(),
             outbound: sluice_outbound::OutboundConfig::default(),
             dkim: sluice_outbound::DkimConfig::default(),
@@ -647,6 +650,23 @@ fn validate(c: &Config) -> anyhow::Result<()> {
     }
     if c.managesieve.max_scripts == 0 {
         bail!("key `managesieve.max_scripts`: must be at least 1");
+    }
+    let j = &c.jmap;
+    for (key, value) in [
+        ("max_size_upload", j.max_size_upload as usize),
+        ("max_concurrent_upload", j.max_concurrent_upload),
+        ("max_size_request", j.max_size_request),
+        ("max_concurrent_requests", j.max_concurrent_requests),
+        ("max_calls_in_request", j.max_calls_in_request),
+        ("max_objects_in_get", j.max_objects_in_get),
+        ("max_objects_in_set", j.max_objects_in_set),
+    ] {
+        if value == 0 {
+            bail!("key `jmap.{key}`: must be at least 1");
+        }
+    }
+    if j.upload_lifetime_secs < 3600 {
+        bail!("key `jmap.upload_lifetime_secs`: must be at least 3600 (RFC 8620 §6.1)");
     }
     if c.tls.cert.is_some() != c.tls.key.is_some() {
         bail!("key `tls`: set both `cert` and `key`, or neither");

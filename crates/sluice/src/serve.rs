@@ -451,14 +451,36 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             shutdown.clone(),
         ));
     }
+    // JMAP shares the web listeners' HTTP stack, with the same login
+    // throttle as every other protocol.
+    let jmap_ctx = Arc::new(jmap::Context {
+        store: Arc::clone(&store),
+        auth: auth_with(config.web.auth_failure_delay_secs),
+        config: config.jmap.clone(),
+        hostname: config.hostname.clone(),
+        shutdown: shutdown.token.clone(),
+    });
+    let jmap_routes = |secure: bool| {
+        if config.jmap.enabled {
+            jmap::router(Arc::clone(&jmap_ctx), secure)
+        } else {
+            axum::Router::new()
+        }
+    };
     for l in http_listeners {
-        accept_loops.spawn(web::serve(l, Arc::clone(&web_ctx), None));
+        accept_loops.spawn(web::serve_with(
+            l,
+            Arc::clone(&web_ctx),
+            None,
+            jmap_routes(false),
+        ));
     }
     for l in https_listeners {
-        accept_loops.spawn(web::serve(
+        accept_loops.spawn(web::serve_with(
             l,
             Arc::clone(&web_ctx),
             Some(acceptors.https.clone()),
+            jmap_routes(true),
         ));
     }
     let acme_tokens = Arc::new(crate::acme::HttpTokens::default());

@@ -33,6 +33,7 @@ mod segment;
 mod spam_training;
 mod sqlite;
 mod text_sections;
+mod thread;
 mod watch;
 mod web_settings;
 
@@ -42,11 +43,12 @@ pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use login_gate::{LoginGate, LIMITED_AFTER, LIMITED_CONNECTIONS};
 pub use model::{
-    AccountId, AliasEntry, BlobId, Changes, Delivery, DeliveryNotice, DeliveryReceipt, DkimKey,
-    FlagChange, MailboxId, MailboxInfo, MailboxStatus, MessageData, MessageEntry, QueueOutcome,
-    QueuedRecipient, Quota, RecipientDsn, ScriptOwner, SearchKey, SieveScriptInfo, SpamModel,
-    SpamTraining, Uid, WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT,
-    FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY, NOTIFY_FAILURE, NOTIFY_NEVER, NOTIFY_SUCCESS,
+    AccountBlob, AccountChanges, AccountEmail, AccountId, AliasEntry, BlobId, Changes, Delivery,
+    DeliveryNotice, DeliveryReceipt, DkimKey, FlagChange, MailboxId, MailboxInfo, MailboxModseqs,
+    MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, RecipientDsn,
+    ScriptOwner, SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid, Upload, WebSession,
+    WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY,
+    NOTIFY_FAILURE, NOTIFY_NEVER, NOTIFY_SUCCESS,
 };
 pub use password::{hash_password, verify_password};
 pub use penalties::{
@@ -483,6 +485,49 @@ pub trait Store: Send + Sync + 'static {
     fn penalty_book(&self) -> Option<std::sync::Arc<dyn PenaltyBook>> {
         None
     }
+
+    /// The blob `blob` if `account` may read it: an upload of its own that
+    /// has not expired ([`Delivery::upload`]), or a message in one of its
+    /// mailboxes; `None` otherwise (another account's blob, or one gone).
+    async fn account_blob(&self, account: AccountId, blob: BlobId) -> Result<Option<AccountBlob>>;
+
+    /// The account's modification sequence: every change to its
+    /// mailboxes or their messages takes the next one, and the mailboxes'
+    /// HIGHESTMODSEQs and messages' MODSEQs are numbers of this sequence.
+    /// JMAP's state strings are made of it. `NotFound` for an unknown
+    /// account.
+    async fn account_modseq(&self, account: AccountId) -> Result<u64>;
+    /// What changed in an account after `modseq`, read in one snapshot
+    /// (see [`AccountChanges`]).
+    async fn account_changes(&self, account: AccountId, modseq: u64) -> Result<AccountChanges>;
+    /// The emails of an account, each a stored message with its entries
+    /// in the account's mailboxes, by blob id: all of them, or those of
+    /// `blobs` the account has. A message is filed in a thread once, when
+    /// it first comes to the account: the thread its header's root
+    /// message id names (the first of `References:`, else of
+    /// `In-Reply-To:`, else its own `Message-ID:`), or its own; messages
+    /// stored before the store kept threads are each in their own.
+    async fn account_emails(
+        &self,
+        account: AccountId,
+        blobs: Option<&[BlobId]>,
+    ) -> Result<Vec<AccountEmail>>;
+    /// The MIME structure and top-level header block of a stored blob
+    /// (what delivery computed, or worked out from its chunks for mail
+    /// stored before that), whatever references it; `None` for a blob
+    /// that is not complete or is gone. Callers check the account may
+    /// read it ([`Store::account_blob`]).
+    async fn blob_structure(
+        &self,
+        blob: BlobId,
+    ) -> Result<Option<(mime_tree::MessageStructure, Vec<u8>)>>;
+    /// The emails of each thread asked for that the account has, oldest
+    /// first (internal date, then blob id).
+    async fn thread_emails(
+        &self,
+        account: AccountId,
+        threads: &[i64],
+    ) -> Result<Vec<(i64, Vec<BlobId>)>>;
 
     /// Records a new webmail session, and forgets sessions that expired.
     /// `Exists` if `id_hash` is already taken.

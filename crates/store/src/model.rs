@@ -228,6 +228,31 @@ pub struct Delivery {
     /// needs the body hash): CRLF-terminated fields, shorter than
     /// [`crate::CHUNK_SIZE`]. The stored message begins with them.
     pub lead: Vec<u8>,
+    /// Keep the blob as an upload of an account (JMAP, RFC 8620 §6.1):
+    /// it holds a reference of its own until it expires, and the account
+    /// may read it ([`crate::Store::account_blob`]). A delivery with only
+    /// an upload and no recipients is allowed.
+    pub upload: Option<Upload>,
+}
+
+/// A blob kept as an account's upload (RFC 8620 §6.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upload {
+    /// Whose upload.
+    pub account: AccountId,
+    /// The media type the client gave.
+    pub content_type: String,
+    /// When it stops being kept, seconds since the Unix epoch.
+    pub expires: i64,
+}
+
+/// A blob an account may read, as [`crate::Store::account_blob`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountBlob {
+    /// Its size in bytes.
+    pub size: u64,
+    /// The media type of an upload; `None` for a message.
+    pub content_type: Option<String>,
 }
 
 /// What a delivery produced.
@@ -478,4 +503,59 @@ pub struct SpamTraining {
     pub blob: BlobId,
     /// Spam (moved into Junk) or ham (moved out of it).
     pub spam: bool,
+}
+
+/// What changed in an account after a modification sequence: what JMAP's
+/// /changes methods answer from (RFC 8620 §5.2). Every change to an
+/// account's mailboxes and messages takes the account's next modseq (IMAP
+/// sessions see the same numbers as per-mailbox MODSEQs, RFC 7162 allows
+/// the gaps), so one number is the state of the whole account.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountChanges {
+    /// The account's modseq now: the state these changes bring to.
+    pub modseq: u64,
+    /// Emails (blobs) in the account now that changed after the modseq
+    /// asked about (arrived, flags or keywords, mailboxes), each with the
+    /// modseq it arrived at.
+    pub emails: Vec<(BlobId, u64)>,
+    /// Emails whose last entry in the account went after it, each with
+    /// the modseq it had arrived at.
+    pub emails_gone: Vec<(BlobId, u64)>,
+    /// Threads an email joined or left after it: (thread, had emails
+    /// then, has emails now).
+    pub threads: Vec<(i64, bool, bool)>,
+    /// Every mailbox of the account now, with the modseqs of its
+    /// creation, of its last change of name, role or subscription, and its
+    /// HIGHESTMODSEQ (the last change of its messages).
+    pub mailboxes: Vec<MailboxModseqs>,
+    /// Mailboxes deleted after it: (id, modseq of their creation).
+    pub mailboxes_gone: Vec<(MailboxId, u64)>,
+}
+
+/// The modseqs of a mailbox's life (see [`AccountChanges::mailboxes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MailboxModseqs {
+    /// The mailbox.
+    pub id: MailboxId,
+    /// When it was created (0: before the store kept this).
+    pub created: u64,
+    /// Its last rename, role or subscription change.
+    pub meta: u64,
+    /// Its last message change (HIGHESTMODSEQ).
+    pub contents: u64,
+}
+
+/// One email of an account: a stored message and its entries in the
+/// account's mailboxes (JMAP's Email, RFC 8621 §4, is the message, which
+/// may be in several mailboxes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountEmail {
+    /// The stored message.
+    pub blob: BlobId,
+    /// Its thread ([`crate::Store::account_emails`]).
+    pub thread: i64,
+    /// Its entries, by mailbox then UID.
+    pub entries: Vec<(MailboxId, MessageEntry)>,
+    /// Its indexed header fields.
+    pub headers: crate::IndexedHeaders,
 }

@@ -1,6 +1,7 @@
 //! The store API the IMAP server builds on: the mailbox tree, keywords,
 //! modification sequences and tombstones, moves, APPEND-style deliveries,
-//! change notices, status and quota figures. Every test runs on both back
+//! change notices, status and quota figures; and what JMAP adds on top
+//! (uploads, the account-wide view of changes). Every test runs on both back
 //! ends, SQLite and PostgreSQL (a real server of its own per test): they
 //! must give the same answers.
 
@@ -1479,7 +1480,243 @@ async fn a_starting_node_makes_the_sections_another_left_on_postgres() {
     assert_eq!(f.section_rows(), made);
 }
 
+/// JMAP uploads (RFC 8620 §6.1): a blob kept for its account alone until
+/// it expires; an expired one goes with the next upload.
+async fn uploads_are_the_accounts_own_until_they_expire(f: Fixture) {
+    let other = f.store.add_account("b@example.org", "pw").await.unwrap();
+    let upload = |account, expires, text: &'static [u8]| {
+        let store = Arc::clone(&f.store);
+        async move {
+            let mut w = store.message_writer();
+            w.write(text).await.unwrap();
+            w.deliver(Delivery {
+                upload: Some(store::Upload {
+                    account,
+                    content_type: "image/png".into(),
+                    expires,
+                }),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .blob
+        }
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let kept = upload(f.account, now + 3600, b"\x89PNG\r\n\x1a\n\0\0binary").await;
+    let found = f
+        .store
+        .account_blob(f.account, kept)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (found.size, found.content_type.as_deref()),
+        (16, Some("image/png"))
+    );
+    assert_eq!(
+        f.store.read_chunk(kept, 0).await.unwrap().unwrap(),
+        b"\x89PNG\r\n\x1a\n\0\0binary",
+        "stored byte for byte"
+    );
+    assert_eq!(f.store.account_blob(other, kept).await.unwrap(), None);
+    let expired = upload(f.account, now - 1, b"old").await;
+    assert_eq!(
+        f.store.account_blob(f.account, expired).await.unwrap(),
+        None
+    );
+    // The next upload deletes the expired one, and the sweep its blob.
+    upload(other, now + 3600, b"new").await;
+    f.sweep_now().await;
+    assert_eq!(f.store.read_chunk(expired, 0).await.unwrap(), None);
+    assert!(f.store.read_chunk(kept, 0).await.unwrap().is_some());
+    // A message is its account's to read too.
+    let uid = f
+        .deliver_to(f.inbox, b"Subject: m\r\n\r\nbody\r\n", Delivery::default())
+        .await;
+    let blob = f.store.message_data(f.inbox, &[uid]).await.unwrap()[0]
+        .entry
+        .blob;
+    assert_eq!(
+        f.store.account_blob(f.account, blob).await.unwrap(),
+        Some(store::AccountBlob {
+            size: 20,
+            content_type: None
+        })
+    );
+    assert_eq!(f.store.account_blob(other, blob).await.unwrap(), None);
+}
+
+/// The account-wide view JMAP answers from: one modseq for the account
+/// (the mailboxes' HIGHESTMODSEQs are its numbers), emails with their
+/// threads, and what changed, arrived or left after a modseq.
+async fn the_account_view_follows_every_change(f: Fixture) {
+    let store = &f.store;
+    let m0 = store.account_modseq(f.account).await.unwrap();
+    let status = store.mailbox_status(f.inbox).await.unwrap();
+    assert!(m0 >= status.highest_modseq, "the account's is the highest");
+    let a = f
+        .deliver_to(
+            f.inbox,
+            b"Message-ID: <a@x>\r\nSubject: first\r\n\r\nA\r\n",
+            Delivery::default(),
+        )
+        .await;
+    let b = f
+        .deliver_to(
+            f.inbox,
+            b"Message-ID: <b@x>\r\nReferences: <a@x>\r\nSubject: Re: first\r\n\r\nB\r\n",
+            Delivery::default(),
+        )
+        .await;
+    let data = store.message_data(f.inbox, &[a, b]).await.unwrap();
+    let (blob_a, blob_b) = (data[0].entry.blob, data[1].entry.blob);
+    let m1 = store.account_modseq(f.account).await.unwrap();
+    assert_eq!(m1, m0 + 2);
+    assert_eq!(
+        store.mailbox_status(f.inbox).await.unwrap().highest_modseq,
+        m1
+    );
+    let c = store.account_changes(f.account, m0).await.unwrap();
+    assert_eq!(c.modseq, m1);
+    assert_eq!(c.emails, vec![(blob_a, m0 + 1), (blob_b, m0 + 2)]);
+    assert!(c.emails_gone.is_empty());
+    let emails = store.account_emails(f.account, None).await.unwrap();
+    assert_eq!(emails.len(), 2);
+    let thread = emails[0].thread;
+    assert_eq!(
+        emails[1].thread, thread,
+        "the reply is in the first's thread"
+    );
+    assert_eq!(emails[0].headers.subject, "first");
+    assert_eq!(c.threads, vec![(thread, false, true)]);
+    assert_eq!(
+        store.thread_emails(f.account, &[thread]).await.unwrap(),
+        vec![(thread, vec![blob_a, blob_b])]
+    );
+
+    // A flag change: the email changed, nothing arrived.
+    store
+        .update_flags(f.inbox, &[a], FlagChange::Add, FLAG_SEEN, &[], None)
+        .await
+        .unwrap();
+    let c = store.account_changes(f.account, m1).await.unwrap();
+    assert_eq!(c.emails, vec![(blob_a, m0 + 1)]);
+    assert!(c.threads.is_empty());
+    // A copy into another mailbox: the same email, in two mailboxes.
+    let archive = f.id("Archive").await;
+    let m2 = store.account_modseq(f.account).await.unwrap();
+    store.copy_messages(f.inbox, &[a], archive).await.unwrap();
+    let c = store.account_changes(f.account, m2).await.unwrap();
+    assert_eq!(c.emails, vec![(blob_a, m0 + 1)]);
+    let one = store
+        .account_emails(f.account, Some(&[blob_a]))
+        .await
+        .unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(
+        one[0].entries.iter().map(|(m, _)| *m).collect::<Vec<_>>(),
+        {
+            let mut both = vec![f.inbox, archive];
+            both.sort();
+            both
+        }
+    );
+    // Expunged from one: still there, changed; from both: gone.
+    let m3 = store.account_modseq(f.account).await.unwrap();
+    store.expunge(f.inbox, &[a]).await.unwrap();
+    let c = store.account_changes(f.account, m3).await.unwrap();
+    assert_eq!(
+        (c.emails.clone(), c.emails_gone.clone()),
+        (vec![(blob_a, m0 + 1)], vec![])
+    );
+    let archived = store.list_messages(archive).await.unwrap()[0].uid;
+    store.expunge(archive, &[archived]).await.unwrap();
+    let c = store.account_changes(f.account, m3).await.unwrap();
+    assert_eq!(c.emails_gone, vec![(blob_a, m0 + 1)]);
+    assert!(c.emails.is_empty(), "{c:?}");
+    assert_eq!(c.threads, vec![(thread, true, true)], "B is left in it");
+    assert_eq!(
+        store.thread_emails(f.account, &[thread]).await.unwrap(),
+        vec![(thread, vec![blob_b])]
+    );
+
+    // The mailbox tree: created, renamed, (un)subscribed, deleted.
+    let m4 = store.account_modseq(f.account).await.unwrap();
+    let made = store
+        .create_mailbox(f.account, "Lists", None)
+        .await
+        .unwrap();
+    let c = store.account_changes(f.account, m4).await.unwrap();
+    let row = c.mailboxes.iter().find(|m| m.id == made.id).unwrap();
+    assert!(row.created > m4 && row.meta == row.created, "{row:?}");
+    let m5 = store.account_modseq(f.account).await.unwrap();
+    store
+        .rename_mailbox(f.account, "Lists", "Groups")
+        .await
+        .unwrap();
+    store
+        .set_subscribed(f.account, "Groups", true)
+        .await
+        .unwrap();
+    let c = store.account_changes(f.account, m5).await.unwrap();
+    let row = c.mailboxes.iter().find(|m| m.id == made.id).unwrap();
+    assert!(row.meta > m5 && row.created <= m5, "{row:?}");
+    let inbox_row = c.mailboxes.iter().find(|m| m.id == f.inbox).unwrap();
+    assert!(inbox_row.meta <= m5, "INBOX did not change: {inbox_row:?}");
+    // A mailbox deleted with a message in it takes that message out.
+    store.copy_messages(f.inbox, &[b], made.id).await.unwrap();
+    let m6 = store.account_modseq(f.account).await.unwrap();
+    store.delete_mailbox(f.account, "Groups").await.unwrap();
+    let c = store.account_changes(f.account, m6).await.unwrap();
+    assert_eq!(c.mailboxes_gone, vec![(made.id, row.created)]);
+    assert_eq!(c.emails, vec![(blob_b, m0 + 2)], "B left a mailbox");
+    assert!(!c.mailboxes.iter().any(|m| m.id == made.id));
+    assert!(c.modseq > m6);
+    // The per-mailbox numbers IMAP sees still grow.
+    let before = store.mailbox_status(f.inbox).await.unwrap().highest_modseq;
+    store
+        .update_flags(f.inbox, &[b], FlagChange::Add, FLAG_FLAGGED, &[], None)
+        .await
+        .unwrap();
+    let after = store.mailbox_status(f.inbox).await.unwrap().highest_modseq;
+    assert!(after > before);
+    assert_eq!(after, store.account_modseq(f.account).await.unwrap());
+}
+
+/// The stored structure of any complete blob (what JMAP's Email/parse
+/// reads), an upload as well as a message.
+async fn a_blobs_structure_is_read_whatever_holds_it(f: Fixture) {
+    let mut w = f.store.message_writer();
+    w.write(b"Subject: parse me\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\n\r\none\r\n--B--\r\n")
+        .await
+        .unwrap();
+    let blob = w
+        .deliver(Delivery {
+            upload: Some(store::Upload {
+                account: f.account,
+                content_type: "message/rfc822".into(),
+                expires: i64::MAX,
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .blob;
+    let (structure, header) = f.store.blob_structure(blob).await.unwrap().unwrap();
+    assert_eq!(structure.root.media_subtype, "mixed");
+    assert!(header.starts_with(b"Subject: parse me\r\n"));
+    assert!(header.ends_with(b"\r\n\r\n"));
+    assert_eq!(f.store.blob_structure(blob + 1000).await.unwrap(), None);
+}
+
 on_both!(
+    a_blobs_structure_is_read_whatever_holds_it,
+    the_account_view_follows_every_change,
+    uploads_are_the_accounts_own_until_they_expire,
     searches_find_what_mime_part_headers_say,
     searches_find_the_whole_text_of_a_long_message,
     default_mailboxes_are_listed_with_special_use_and_subscription,

@@ -44,7 +44,10 @@ pub use postgres::{Postgres, PG_USER};
 pub use server::{signal, Server, DOMAIN, PASSWORD, STORE_ENV};
 pub use sink::SmtpSink;
 pub use stand_in_mx::StandInMx;
-pub use tools::{addr_arg, debian_python, imap_login, path_arg, python, python_spawn, swaks};
+pub use tools::{
+    addr_arg, debian_python, imap_login, path_arg, python, python_spawn, swaks, venv_dir,
+    venv_python,
+};
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};

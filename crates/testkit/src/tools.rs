@@ -34,6 +34,46 @@ fn python_at(python: &str, code: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Where the virtualenv with the tests' PyPI packages (jmapc and what it
+/// needs, `crates/sluice/tests/jmap/requirements.txt`) is: what
+/// `SLUICE_TEST_VENV` names, else `$HOME/.cache/sluice/venv`, as
+/// `./test.sh` makes it.
+pub fn venv_dir() -> std::path::PathBuf {
+    match std::env::var_os("SLUICE_TEST_VENV") {
+        Some(dir) => dir.into(),
+        None => {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+            Path::new(&home).join(".cache/sluice/venv")
+        }
+    }
+}
+
+/// As [`python`], with the virtualenv's Python ([`venv_dir`]) and `env`
+/// set. A missing virtualenv fails the test, saying how to make it.
+pub fn venv_python(code: &str, args: &[&str], env: &[(&str, &str)]) -> String {
+    let python = venv_dir().join("bin/python3");
+    assert!(
+        python.exists(),
+        "{} is missing: ./test.sh makes it (python3 -m venv, then pip install -r \
+         crates/sluice/tests/jmap/requirements.txt)",
+        python.display()
+    );
+    let out = Command::new(&python)
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("{} must run: {e}", python.display()));
+    assert!(
+        out.status.success(),
+        "python failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// Starts a Python 3 snippet with piped stdin and stdout, for clients
 /// that must stay connected while the test looks at the server.
 pub fn python_spawn(code: &str, args: &[&str]) -> Child {

@@ -87,8 +87,22 @@ pub async fn serve(
     ctx: Arc<Context>,
     tls: Option<net::TlsAcceptor>,
 ) {
+    serve_with(listener, ctx, tls, axum::Router::new()).await
+}
+
+/// [`serve`], with `mounted` routes (another protocol on the same HTTP
+/// stack, such as JMAP) merged beside the webmail's; their handlers may
+/// extract the client's address as `ConnectInfo<SocketAddr>`.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    ctx: Arc<Context>,
+    tls: Option<net::TlsAcceptor>,
+    mounted: axum::Router,
+) {
     let secure = tls.is_some();
+    let mounted = mounted.layer(axum::middleware::from_fn(peer_for_mounted));
     let app = routes::router(Arc::clone(&ctx), secure)
+        .merge(mounted)
         .into_make_service_with_connect_info::<listener::PeerAddr>();
     let stop = ctx.shutdown.token.clone();
     let result = match tls {
@@ -107,4 +121,21 @@ pub async fn serve(
     if let Err(e) = result {
         tracing::error!(error = %e, "webmail listener stopped");
     }
+}
+
+/// Gives mounted routes the client's address as axum's own
+/// `ConnectInfo<SocketAddr>`, so they need not know this crate's type.
+async fn peer_for_mounted(
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::extract::ConnectInfo;
+    if let Some(ConnectInfo(listener::PeerAddr(addr))) = req
+        .extensions()
+        .get::<ConnectInfo<listener::PeerAddr>>()
+        .copied()
+    {
+        req.extensions_mut().insert(ConnectInfo(addr));
+    }
+    next.run(req).await
 }

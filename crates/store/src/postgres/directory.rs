@@ -111,10 +111,12 @@ async fn directory_scripts(
 async fn create_default_mailboxes(tx: &Transaction<'_>, account: AccountId) -> Result<()> {
     for (name, special_use) in DEFAULT_MAILBOXES {
         let validity = i64::from(super::mailboxes::fresh_uid_validity(tx, account).await?);
+        let modseq = super::account_view::next_account_modseq(tx, account).await?;
         tx.execute(
-            "INSERT INTO mailboxes (account_id, name, special_use, uid_validity, subscribed)
-             VALUES ($1, $2, $3, $4, true)",
-            &[&account, name, special_use, &validity],
+            "INSERT INTO mailboxes (account_id, name, special_use, uid_validity, subscribed,
+                                    highest_modseq, created_modseq, meta_modseq)
+             VALUES ($1, $2, $3, $4, true, $5, $5, $5)",
+            &[&account, name, special_use, &validity, &modseq],
         )
         .await?;
     }
@@ -135,6 +137,10 @@ async fn delete_account_data(tx: &Transaction<'_>, account: AccountId) -> Result
         "lost_subscriptions",
         "sieve_scripts",
         "sieve_memory",
+        "uploads",
+        "emails",
+        "emails_gone",
+        "mailboxes_gone",
         "web_sessions",
         "web_settings",
         // Unlike SQLite's (whose account ids can come back), a removed

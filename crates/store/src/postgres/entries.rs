@@ -28,7 +28,9 @@ use crate::chunk_codec;
 use crate::error::{Result, StoreError};
 use crate::index::{header_block, IndexedHeaders};
 use crate::keyword;
-use crate::model::{Changes, FlagChange, MailboxId, MessageData, MessageEntry, Uid, FLAG_DELETED};
+use crate::model::{
+    BlobId, Changes, FlagChange, MailboxId, MessageData, MessageEntry, Uid, FLAG_DELETED,
+};
 use crate::spam_training::class_for_move;
 use crate::INDEX_WINDOW;
 
@@ -70,19 +72,14 @@ fn mailbox_not_found(mailbox: MailboxId) -> StoreError {
 /// Takes the mailbox's next modseq, locking its row until the end of the
 /// transaction; `None` for a mailbox that does not exist.
 async fn bump_modseq(tx: &Transaction<'_>, mailbox: MailboxId) -> Result<Option<i64>> {
-    Ok(tx
-        .query_opt_prepared(
-            "UPDATE mailboxes SET highest_modseq = highest_modseq + 1 WHERE id = $1
-             RETURNING highest_modseq",
-            &[&mailbox],
-        )
-        .await?
-        .map(|r| r.get(0)))
+    // The account's next modseq (account_view.rs): its row first, then
+    // the mailbox's, the lock order of every path.
+    super::account_view::next_modseq(tx, mailbox).await
 }
 
 /// A transaction that reads one snapshot: its statements agree with each
 /// other, as the SQLite back end's reads do.
-async fn snapshot(c: &mut Conn) -> Result<Transaction<'_>> {
+pub(super) async fn snapshot(c: &mut Conn) -> Result<Transaction<'_>> {
     Ok(c.build_transaction()
         .isolation_level(IsolationLevel::RepeatableRead)
         .read_only(true)
@@ -206,12 +203,18 @@ async fn expunge_where(
                  modseq = excluded.modseq, blob_id = excluded.blob_id,
                  size = excluded.size, flags = excluded.flags,
                  internal_date = excluded.internal_date, keywords = excluded.keywords
-             RETURNING uid",
+             RETURNING uid, blob_id",
             &[&mailbox, &modseq, &uids, &only_deleted, &deleted],
         )
         .await?;
     let mut gone: Vec<Uid> = rows.iter().map(|r| r.get::<_, i64>(0) as Uid).collect();
     gone.sort_unstable();
+    let mut blobs: Vec<i64> = rows.iter().map(|r| r.get::<_, i64>(1)).collect();
+    blobs.sort_unstable();
+    blobs.dedup();
+    if let Some(account) = super::account_view::account_of(tx, mailbox).await? {
+        super::account_view::emails_left(tx, account, &blobs, modseq).await?;
+    }
     Ok(gone)
 }
 
@@ -238,14 +241,16 @@ async fn copy_rows(
         return Ok(Vec::new());
     }
     let n = sources.len() as i64;
-    let (first, modseq): (i64, i64) = tx
+    let modseq = bump_modseq(tx, to)
+        .await?
+        .ok_or_else(|| mailbox_not_found(to))?;
+    let first: i64 = tx
         .query_opt(
-            "UPDATE mailboxes SET uid_next = uid_next + $2, highest_modseq = highest_modseq + 1
-             WHERE id = $1 RETURNING uid_next - $2, highest_modseq",
+            "UPDATE mailboxes SET uid_next = uid_next + $2 WHERE id = $1 RETURNING uid_next - $2",
             &[&to, &n],
         )
         .await?
-        .map(|r| (r.get(0), r.get(1)))
+        .map(|r| r.get(0))
         .ok_or_else(|| mailbox_not_found(to))?;
     let old: Vec<i64> = sources.iter().map(|r| r.get(0)).collect();
     let new: Vec<i64> = (first..first + n).collect();
@@ -259,6 +264,7 @@ async fn copy_rows(
         &[&to, &modseq, &old, &new, &from],
     )
     .await?;
+    super::account_view::emails_copied(tx, from, &old, to, modseq).await?;
     Ok(old
         .into_iter()
         .zip(new)
@@ -269,6 +275,8 @@ async fn copy_rows(
 /// Locks the rows of these mailboxes in id order, so that two moves in
 /// opposite directions cannot each hold the one the other waits for.
 async fn lock_mailboxes(tx: &Transaction<'_>, mailboxes: &[MailboxId]) -> Result<()> {
+    // Their accounts first, as every path locks (account_view.rs).
+    super::account_view::lock_accounts_of(tx, mailboxes).await?;
     tx.query(
         "SELECT id FROM mailboxes WHERE id = ANY($1) ORDER BY id FOR UPDATE",
         &[&mailboxes],
@@ -437,6 +445,39 @@ async fn from_chunks(c: &impl GenericClient, blob: i64) -> Result<(MessageStruct
 }
 
 impl PgStore {
+    pub(super) async fn blob_structure(
+        &self,
+        blob: BlobId,
+    ) -> Result<Option<(MessageStructure, Vec<u8>)>> {
+        let c = self.conn().await?;
+        let row = c
+            .query_opt(
+                "SELECT p.structure, p.header_codec, p.header FROM blobs b
+                 LEFT JOIN blob_parsed p ON p.blob_id = b.id WHERE b.id = $1 AND b.complete",
+                &[&blob],
+            )
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let parsed: (Option<Vec<u8>>, Option<i32>, Option<Vec<u8>>) =
+            (row.get(0), row.get(1), row.get(2));
+        match parsed {
+            (Some(bytes), Some(codec), Some(header)) => {
+                let structure = MessageStructure::from_bytes(&bytes).map_err(|_| {
+                    StoreError::Corrupt(format!("stored MIME structure of blob {blob}"))
+                })?;
+                let codec = i64::from(codec);
+                let header = match codec {
+                    chunk_codec::RAW => header,
+                    _ => chunk_codec::unpack_header(codec, &header, blob)?.into_owned(),
+                };
+                Ok(Some((structure, header)))
+            }
+            _ => Ok(Some(from_chunks(&c, blob).await?)),
+        }
+    }
+
     pub(super) async fn list_messages(&self, mailbox: MailboxId) -> Result<Vec<MessageEntry>> {
         let c = self.conn().await?;
         let rows = c

@@ -130,13 +130,22 @@ async fn insert(
         > 0;
     // The id comes from an identity sequence: never reused (a session may
     // still hold a deleted mailbox's).
+    let modseq = super::account_view::next_account_modseq(tx, account).await?;
     let row = tx
         .query_one(
             &format!(
-                "INSERT INTO mailboxes (account_id, name, special_use, uid_validity, subscribed)
-                 VALUES ($1, $2, $3, $4, $5) RETURNING {INFO_COLUMNS}"
+                "INSERT INTO mailboxes (account_id, name, special_use, uid_validity, subscribed,
+                                        highest_modseq, created_modseq, meta_modseq)
+                 VALUES ($1, $2, $3, $4, $5, $6, $6, $6) RETURNING {INFO_COLUMNS}"
             ),
-            &[&account, &name, &special_use, &validity, &resubscribed],
+            &[
+                &account,
+                &name,
+                &special_use,
+                &validity,
+                &resubscribed,
+                &modseq,
+            ],
         )
         .await
         .map_err(exists_if_taken(name))?;
@@ -205,10 +214,28 @@ async fn delete(tx: &Transaction<'_>, account: AccountId, name: &str) -> Result<
     // Messages first, so the reference-count triggers see them go; the
     // tombstones go with the mailbox row (ON DELETE CASCADE): nobody can
     // select a mailbox that no longer exists.
+    let blobs: Vec<i64> = tx
+        .query(
+            "SELECT DISTINCT blob_id FROM messages WHERE mailbox_id = $1",
+            &[&id],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let modseq = super::account_view::next_account_modseq(tx, account).await?;
     tx.execute("DELETE FROM messages WHERE mailbox_id = $1", &[&id])
         .await?;
+    tx.execute(
+        "INSERT INTO mailboxes_gone (account_id, mailbox_id, created, modseq)
+         SELECT account_id, id, created_modseq, $2 FROM mailboxes WHERE id = $1
+         ON CONFLICT (account_id, mailbox_id) DO UPDATE SET modseq = excluded.modseq",
+        &[&id, &modseq],
+    )
+    .await?;
     tx.execute("DELETE FROM mailboxes WHERE id = $1", &[&id])
         .await?;
+    super::account_view::emails_left(tx, account, &blobs, modseq).await?;
     if subscribed {
         tx.execute(
             "INSERT INTO lost_subscriptions (account_id, name) VALUES ($1, $2)
@@ -252,13 +279,14 @@ async fn rename(
     // One statement for the mailbox and its subtree. Names keep their
     // suffix after `from`; substr counts characters, hence chars().
     let keep_from = from.chars().count() as i32 + 1;
+    let modseq = super::account_view::next_account_modseq(tx, account).await?;
     let rows = tx
         .query(
-            "UPDATE mailboxes SET name = $3::text || substr(name, $4::int)
+            "UPDATE mailboxes SET name = $3::text || substr(name, $4::int), meta_modseq = $5
              WHERE account_id = $1
                AND (name = $2 OR (name >= $2::text || '/' AND name < $2::text || '0'))
              RETURNING id",
-            &[&account, &from, &to, &keep_from],
+            &[&account, &from, &to, &keep_from, &modseq],
         )
         .await
         .map_err(exists_if_taken(to))?;
@@ -273,27 +301,34 @@ async fn move_all(tx: &Transaction<'_>, from: MailboxId, to: MailboxId) -> Resul
     // Takes the expunge's modseq, and the row lock that keeps deliveries,
     // flag changes and expunges out of `from` until the commit; an empty
     // mailbox is left as it is.
-    let Some(row) = tx
-        .query_opt(
-            "UPDATE mailboxes SET highest_modseq = highest_modseq + 1
-             WHERE id = $1 AND EXISTS (SELECT 1 FROM messages WHERE mailbox_id = $1)
-             RETURNING highest_modseq",
+    let has_messages: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM messages WHERE mailbox_id = $1)",
             &[&from],
         )
         .await?
-    else {
+        .try_get(0)?;
+    if !has_messages {
         return Ok(());
-    };
-    let expunged_at: i64 = row.try_get(0)?;
+    }
+    // The copy's modseq, then the expunge's, as the SQLite back end's
+    // copy-then-expunge takes them (account_view.rs; the tree's lock is
+    // the account's row, held already).
+    let copied_at = super::account_view::next_modseq(tx, to)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("mailbox {to}")))?;
+    let expunged_at = super::account_view::next_modseq(tx, from)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("mailbox {from}")))?;
     let row = tx
         .query_one(
             "WITH n AS (SELECT count(*) AS n FROM messages WHERE mailbox_id = $2)
-             UPDATE mailboxes SET uid_next = uid_next + n.n, highest_modseq = highest_modseq + 1
-             FROM n WHERE id = $1 RETURNING uid_next - n.n, highest_modseq",
+             UPDATE mailboxes SET uid_next = uid_next + n.n
+             FROM n WHERE id = $1 RETURNING uid_next - n.n",
             &[&to, &from],
         )
         .await?;
-    let (first, copied_at): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+    let first: i64 = row.try_get(0)?;
     tx.execute(
         "WITH moved AS (
              UPDATE messages m SET mailbox_id = $2, uid = $3 + r.n - 1, modseq = $4
@@ -307,6 +342,14 @@ async fn move_all(tx: &Transaction<'_>, from: MailboxId, to: MailboxId) -> Resul
              blob_id = excluded.blob_id, size = excluded.size, flags = excluded.flags,
              internal_date = excluded.internal_date, keywords = excluded.keywords",
         &[&from, &to, &first, &copied_at, &expunged_at],
+    )
+    .await?;
+    // The emails stay in the account, in another mailbox.
+    tx.execute(
+        "UPDATE emails SET changed = $2
+         WHERE account_id = (SELECT account_id FROM mailboxes WHERE id = $1)
+           AND blob_id IN (SELECT blob_id FROM messages WHERE mailbox_id = $1)",
+        &[&to, &expunged_at],
     )
     .await?;
     Ok(())
@@ -395,12 +438,16 @@ impl PgStore {
         subscribed: bool,
     ) -> Result<()> {
         let name = lookup_name(name);
-        // No transaction: when it fails, neither statement changed a row.
-        let c = self.conn().await?;
+        let mut c = self.conn().await?;
+        let c = c.transaction().await?;
+        // JMAP's isSubscribed changes: the account's modseq, its row
+        // locked before the mailbox's as everywhere (account_view.rs).
+        let modseq = super::account_view::next_account_modseq(&c, account).await?;
         let n = c
             .execute(
-                "UPDATE mailboxes SET subscribed = $3 WHERE account_id = $1 AND name = $2",
-                &[&account, &name, &subscribed],
+                "UPDATE mailboxes SET subscribed = $3, meta_modseq = $4
+                 WHERE account_id = $1 AND name = $2",
+                &[&account, &name, &subscribed, &modseq],
             )
             .await?;
         // A subscription whose mailbox is gone can still be dropped.
@@ -416,6 +463,7 @@ impl PgStore {
         if n == 0 && lost == 0 {
             return Err(mailbox_not_found(&name));
         }
+        c.commit().await?;
         Ok(())
     }
 

@@ -173,7 +173,9 @@ impl PgMessageWriter {
         let taken = self.intake.take(&delivery.lead).await?;
         let mut index = taken.index;
         let text = FtsText::new(&mut index, &taken.header);
+        let thread = crate::thread::thread_root(&taken.header);
         Ok(Stored {
+            thread,
             pieces: taken
                 .pieces
                 .into_iter()
@@ -288,6 +290,8 @@ struct Stored {
     keywords: String,
     /// Per-mailbox flags and normalised keywords (`Delivery::mailbox_flags`).
     mailbox_flags: Vec<(u32, String)>,
+    /// The thread its header names (thread.rs); `None`: its own.
+    thread: Option<i64>,
 }
 
 /// The delivery's transaction; returns the receipt once committed.
@@ -318,11 +322,12 @@ async fn commit_delivery(
             .iter()
             .map(|(seq, piece)| insert_piece(&tx, blob, *seq, piece)),
     );
-    let ((), (), entries, (), ()) = tokio::try_join!(
+    let ((), (), entries, (), (), ()) = tokio::try_join!(
         pieces.map_ok(|_| ()),
         insert_parsed(&tx, blob, stored),
         insert_entries(&tx, blob, stored, delivery),
         insert_queued(&tx, blob, delivery),
+        insert_upload(&tx, blob, delivery),
         complete_blob(&tx, blob, stored),
     )?;
     tx.commit().await?;
@@ -371,10 +376,16 @@ async fn insert_entries(
     stored: &Stored,
     delivery: &Delivery,
 ) -> Result<Vec<(MailboxId, Uid)>> {
+    let take_modseq = c
+        .prepare_cached(
+            "UPDATE accounts SET modseq = modseq + 1
+             WHERE id = (SELECT account_id FROM mailboxes WHERE id = $1) RETURNING modseq",
+        )
+        .await?;
     let allocate = c
         .prepare_cached(
-            "UPDATE mailboxes SET uid_next = uid_next + 1, highest_modseq = highest_modseq + 1
-             WHERE id = $1 RETURNING uid_next - 1, highest_modseq",
+            "UPDATE mailboxes SET uid_next = uid_next + 1, highest_modseq = $2
+             WHERE id = $1 RETURNING uid_next - 1",
         )
         .await?;
     let insert = c
@@ -387,16 +398,33 @@ async fn insert_entries(
     // two deliveries to the same mailboxes never wait on each other in a
     // cycle (PostgreSQL would abort one as a deadlock; SQLite has one
     // writer). Each mailbox's numbers are the same in either order.
+    // The accounts' rows come first, in id order (account_view.rs), then
+    // each mailbox takes its account's next modseq.
+    if delivery.mailboxes.is_empty() {
+        return Ok(Vec::new());
+    }
+    c.query(
+        "SELECT id FROM accounts WHERE id IN (SELECT account_id FROM mailboxes WHERE id = ANY($1))
+         ORDER BY id FOR NO KEY UPDATE",
+        &[&delivery.mailboxes],
+    )
+    .await?;
     let mut order: Vec<usize> = (0..delivery.mailboxes.len()).collect();
     order.sort_by_key(|&n| delivery.mailboxes[n]);
     let mut numbers = vec![(0, 0); order.len()];
     for n in order {
         let mailbox = delivery.mailboxes[n];
-        let row = c
-            .query_opt(&allocate, &[&mailbox])
+        let not_found = || StoreError::NotFound(format!("mailbox {mailbox}"));
+        let modseq: i64 = c
+            .query_opt(&take_modseq, &[&mailbox])
             .await?
-            .ok_or_else(|| StoreError::NotFound(format!("mailbox {mailbox}")))?;
-        numbers[n] = (row.get::<_, i64>(0), row.get::<_, i64>(1));
+            .ok_or_else(not_found)?
+            .get(0);
+        let row = c
+            .query_opt(&allocate, &[&mailbox, &modseq])
+            .await?
+            .ok_or_else(not_found)?;
+        numbers[n] = (row.get::<_, i64>(0), modseq);
     }
     let date = delivery.internal_date.unwrap_or_else(crate::sqlite::now);
     let size = stored.size as i64;
@@ -425,6 +453,10 @@ async fn insert_entries(
             }),
     )
     .await?;
+    let thread = stored.thread.unwrap_or(blob);
+    for (mailbox, _, _, _, modseq) in &rows {
+        super::account_view::email_arrived(c, *mailbox, blob, thread, *modseq).await?;
+    }
     Ok(entries)
 }
 
@@ -472,6 +504,30 @@ async fn insert_queued(c: &impl GenericClient, blob: BlobId, delivery: &Delivery
     Ok(())
 }
 
+/// The upload row of a blob kept as an account's upload, after the
+/// expired ones are deleted (their blobs then go to the sweeper).
+async fn insert_upload(c: &impl GenericClient, blob: BlobId, delivery: &Delivery) -> Result<()> {
+    let Some(upload) = &delivery.upload else {
+        return Ok(());
+    };
+    c.execute(
+        "DELETE FROM uploads WHERE expires <= $1",
+        &[&crate::clock::now()],
+    )
+    .await?;
+    c.execute(
+        "INSERT INTO uploads (blob_id, account_id, content_type, expires) VALUES ($1, $2, $3, $4)",
+        &[
+            &blob,
+            &upload.account,
+            &upload.content_type,
+            &upload.expires,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Marks the blob complete, with its size and indexed header fields.
 async fn complete_blob(c: &impl GenericClient, blob: BlobId, stored: &Stored) -> Result<()> {
     let update = c
@@ -515,7 +571,8 @@ impl crate::MessageWriter for PgMessageWriter {
     }
 
     async fn deliver(mut self: Box<Self>, delivery: Delivery) -> Result<DeliveryReceipt> {
-        if delivery.mailboxes.is_empty() && delivery.remote.is_empty() {
+        if delivery.mailboxes.is_empty() && delivery.remote.is_empty() && delivery.upload.is_none()
+        {
             return Err(StoreError::Invalid(
                 "a delivery needs at least one recipient".into(),
             ));

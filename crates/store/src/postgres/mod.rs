@@ -9,6 +9,7 @@
 //! The schema mirrors the SQLite back end's (schema.rs); so do the answers.
 //! Where they differ, the module that differs says so.
 
+mod account_view;
 mod directory;
 mod dkim;
 mod entries;
@@ -28,6 +29,7 @@ mod sieve;
 mod spam;
 mod sweep;
 mod tls;
+mod uploads;
 mod web;
 
 use std::path::PathBuf;
@@ -533,6 +535,43 @@ impl Store for PgStore {
     }
     async fn claim_recent(&self, mailbox: MailboxId) -> Result<(Uid, Uid)> {
         PgStore::claim_recent(self, mailbox).await
+    }
+    async fn account_blob(
+        &self,
+        account: AccountId,
+        blob: BlobId,
+    ) -> Result<Option<crate::AccountBlob>> {
+        PgStore::account_blob(self, account, blob).await
+    }
+    async fn account_modseq(&self, account: AccountId) -> Result<u64> {
+        PgStore::account_modseq(self, account).await
+    }
+    async fn account_changes(
+        &self,
+        account: AccountId,
+        modseq: u64,
+    ) -> Result<crate::AccountChanges> {
+        PgStore::account_changes(self, account, modseq).await
+    }
+    async fn account_emails(
+        &self,
+        account: AccountId,
+        blobs: Option<&[BlobId]>,
+    ) -> Result<Vec<crate::AccountEmail>> {
+        PgStore::account_emails(self, account, blobs).await
+    }
+    async fn blob_structure(
+        &self,
+        blob: BlobId,
+    ) -> Result<Option<(mime_tree::MessageStructure, Vec<u8>)>> {
+        PgStore::blob_structure(self, blob).await
+    }
+    async fn thread_emails(
+        &self,
+        account: AccountId,
+        threads: &[i64],
+    ) -> Result<Vec<(i64, Vec<BlobId>)>> {
+        PgStore::thread_emails(self, account, threads).await
     }
     async fn create_web_session(&self, session: &WebSession) -> Result<()> {
         PgStore::create_web_session(self, session).await

@@ -327,6 +327,59 @@ const STEPS: &[&str] = &[
     UPDATE meta SET value = 3
     WHERE key = 'text_version' AND NOT EXISTS (SELECT 1 FROM blob_text);
     "#,
+    // 5: JMAP uploads (RFC 8620 §6.1), as in the SQLite back end: a blob an
+    // account uploaded, holding a reference of its own until it expires.
+    r#"
+    CREATE TABLE uploads (
+        blob_id bigint PRIMARY KEY REFERENCES blobs(id),
+        account_id bigint NOT NULL,
+        content_type text NOT NULL,
+        expires bigint NOT NULL
+    );
+    CREATE INDEX uploads_account ON uploads(account_id);
+    CREATE INDEX uploads_expires ON uploads(expires);
+    CREATE TRIGGER uploads_ref AFTER INSERT OR DELETE ON uploads
+        FOR EACH ROW EXECUTE FUNCTION blob_ref();
+    "#,
+    // 6: one modification sequence per account, the account's emails with
+    // their threads, and what left (JMAP's state, as in the SQLite back
+    // end's schema). Existing mail counts as there from the start, each
+    // message in a thread of its own.
+    r#"
+    ALTER TABLE accounts ADD COLUMN modseq bigint NOT NULL DEFAULT 0;
+    UPDATE accounts SET modseq =
+        coalesce((SELECT max(highest_modseq) FROM mailboxes WHERE account_id = accounts.id), 0);
+    ALTER TABLE mailboxes ADD COLUMN created_modseq bigint NOT NULL DEFAULT 0;
+    ALTER TABLE mailboxes ADD COLUMN meta_modseq bigint NOT NULL DEFAULT 0;
+    CREATE TABLE mailboxes_gone (
+        account_id bigint NOT NULL,
+        mailbox_id bigint NOT NULL,
+        created bigint NOT NULL,
+        modseq bigint NOT NULL,
+        PRIMARY KEY (account_id, mailbox_id)
+    );
+    CREATE TABLE emails (
+        account_id bigint NOT NULL,
+        blob_id bigint NOT NULL,
+        thread_id bigint NOT NULL,
+        created bigint NOT NULL,
+        changed bigint NOT NULL,
+        PRIMARY KEY (account_id, blob_id)
+    );
+    CREATE INDEX emails_thread ON emails(account_id, thread_id);
+    CREATE TABLE emails_gone (
+        account_id bigint NOT NULL,
+        modseq bigint NOT NULL,
+        blob_id bigint NOT NULL,
+        thread_id bigint NOT NULL,
+        created bigint NOT NULL,
+        PRIMARY KEY (account_id, modseq, blob_id)
+    );
+    INSERT INTO emails (account_id, blob_id, thread_id, created, changed)
+        SELECT DISTINCT x.account_id, m.blob_id, m.blob_id, 0::bigint, 0::bigint
+        FROM messages m JOIN mailboxes x ON x.id = m.mailbox_id
+        ON CONFLICT DO NOTHING;
+    "#,
 ];
 
 /// The newest version this build knows.

@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use mime_tree::{MessageStructure, StructureBuilder};
 use rusqlite::types::{ToSql, Value};
-use rusqlite::{params, params_from_iter, Connection};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 use crate::chunk_codec;
 use crate::error::{Result, StoreError};
@@ -54,13 +54,10 @@ fn not_found(mailbox: MailboxId) -> impl FnOnce(rusqlite::Error) -> StoreError {
     }
 }
 
-/// Takes the mailbox's next modseq.
+/// Takes the mailbox's next modseq: its account's next
+/// (account_view.rs).
 fn bump_modseq(c: &Connection, mailbox: MailboxId) -> Result<i64> {
-    c.prepare_cached(
-        "UPDATE mailboxes SET highest_modseq = highest_modseq + 1 WHERE id = ?1 RETURNING highest_modseq",
-    )?
-    .query_row([mailbox], |r| r.get(0))
-    .map_err(not_found(mailbox))
+    super::account_view::next_modseq(c, mailbox)
 }
 
 /// Changes flags and keywords; see [`crate::Store::update_flags`].
@@ -74,13 +71,7 @@ pub(crate) fn update_flags(
     keywords: &[String],
     unchanged_since: Option<u64>,
 ) -> Result<Vec<MessageEntry>> {
-    let modseq: i64 = c
-        .query_row(
-            "SELECT highest_modseq + 1 FROM mailboxes WHERE id = ?1",
-            [mailbox],
-            |r| r.get(0),
-        )
-        .map_err(not_found(mailbox))?;
+    let modseq = super::account_view::peek_modseq(c, mailbox)?;
     let expr = match change {
         FlagChange::Add => "flags | ?2",
         FlagChange::Remove => "flags & ~?2",
@@ -110,11 +101,9 @@ pub(crate) fn update_flags(
         )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     if !changed.is_empty() {
-        // HIGHESTMODSEQ moves only when a message changed.
-        c.execute(
-            "UPDATE mailboxes SET highest_modseq = ?2 WHERE id = ?1",
-            params![mailbox, modseq],
-        )?;
+        // HIGHESTMODSEQ (and the account's) moves only when a message
+        // changed.
+        super::account_view::take_modseq(c, mailbox, modseq)?;
     }
     changed.sort_by_key(|m| m.uid);
     Ok(changed)
@@ -138,12 +127,12 @@ pub(crate) fn copy_rows(
         return Ok(Vec::new());
     }
     let n = sources.len() as i64;
-    let (first, modseq): (u32, i64) = c
+    let modseq = bump_modseq(c, to)?;
+    let first: u32 = c
         .prepare_cached(
-            "UPDATE mailboxes SET uid_next = uid_next + ?2, highest_modseq = highest_modseq + 1
-             WHERE id = ?1 RETURNING uid_next - ?2, highest_modseq",
+            "UPDATE mailboxes SET uid_next = uid_next + ?2 WHERE id = ?1 RETURNING uid_next - ?2",
         )?
-        .query_row(params![to, n], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(params![to, n], |r| r.get(0))
         .map_err(not_found(to))?;
     // One statement for the whole set; the new UIDs follow the source UID
     // order. The reference-count trigger does the rest.
@@ -153,6 +142,7 @@ pub(crate) fn copy_rows(
          FROM messages WHERE mailbox_id = ?4 AND uid IN rarray(?5)",
     )?
     .execute(params![to, first, modseq, from, list])?;
+    super::account_view::emails_copied(c, from, &sources, to, modseq)?;
     Ok(sources.into_iter().zip(first..).collect())
 }
 
@@ -235,6 +225,12 @@ pub(crate) fn expunge_where(
             e.internal_date,
             e.keywords.join(" ")
         ])?;
+    }
+    if let Some(account) = super::account_view::account_of(c, mailbox)? {
+        let mut blobs: Vec<i64> = gone.iter().map(|e| e.blob).collect();
+        blobs.sort_unstable();
+        blobs.dedup();
+        super::account_view::emails_left(c, account, &blobs, modseq)?;
     }
     Ok(gone.into_iter().map(|e| e.uid).collect())
 }
@@ -349,6 +345,37 @@ pub(crate) fn message_data(
             })
         })
         .collect()
+}
+
+/// Structure and header block of a complete blob: its parsed row, or
+/// from its chunks when it has none.
+pub(crate) fn blob_structure(
+    c: &Connection,
+    blob: i64,
+) -> Result<Option<(MessageStructure, Vec<u8>)>> {
+    /// The parsed row's structure, header codec and header, if any.
+    type Parsed = (Option<Vec<u8>>, Option<i64>, Option<Vec<u8>>);
+    let row: Option<Parsed> = c
+        .prepare_cached(
+            "SELECT p.structure, p.header_codec, p.header FROM blobs b
+             LEFT JOIN blob_parsed p ON p.blob_id = b.id WHERE b.id = ?1 AND b.complete = 1",
+        )?
+        .query_row([blob], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    match row {
+        None => Ok(None),
+        Some((Some(bytes), Some(codec), Some(header))) => {
+            let structure = MessageStructure::from_bytes(&bytes).map_err(|_| {
+                StoreError::Corrupt(format!("stored MIME structure of blob {blob}"))
+            })?;
+            let header = match codec {
+                chunk_codec::RAW => header,
+                _ => chunk_codec::unpack_header(codec, &header, blob)?.into_owned(),
+            };
+            Ok(Some((structure, header)))
+        }
+        Some(_) => Ok(Some(from_chunks(c, blob)?)),
+    }
 }
 
 /// Structure and header block of a stored blob, from its chunks, one

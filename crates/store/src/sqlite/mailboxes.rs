@@ -90,12 +90,22 @@ fn insert(
         "DELETE FROM lost_subscriptions WHERE account_id = ?1 AND name = ?2",
         params![account, name],
     )? > 0;
+    let modseq = super::account_view::next_account_modseq(c, account)?;
     Ok(c.query_row(
         &format!(
-            "INSERT INTO mailboxes (id, account_id, name, special_use, uid_validity, subscribed)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING {INFO_COLUMNS}"
+            "INSERT INTO mailboxes (id, account_id, name, special_use, uid_validity, subscribed,
+                                    highest_modseq, created_modseq, meta_modseq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?7) RETURNING {INFO_COLUMNS}"
         ),
-        params![id, account, name, special_use, validity, resubscribed],
+        params![
+            id,
+            account,
+            name,
+            special_use,
+            validity,
+            resubscribed,
+            modseq
+        ],
         info_from_row,
     )?)
 }
@@ -151,8 +161,19 @@ pub(crate) fn delete(c: &Connection, account: AccountId, name: &str) -> Result<M
     // Messages first, so the reference-count triggers see them go; the
     // tombstones go with the mailbox row (ON DELETE CASCADE): nobody can
     // select a mailbox that no longer exists.
+    let blobs: Vec<i64> = c
+        .prepare("SELECT DISTINCT blob_id FROM messages WHERE mailbox_id = ?1")?
+        .query_map([mailbox.id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let modseq = super::account_view::next_account_modseq(c, account)?;
     c.execute("DELETE FROM messages WHERE mailbox_id = ?1", [mailbox.id])?;
+    c.execute(
+        "INSERT OR REPLACE INTO mailboxes_gone (account_id, mailbox_id, created, modseq)
+         SELECT account_id, id, created_modseq, ?2 FROM mailboxes WHERE id = ?1",
+        params![mailbox.id, modseq],
+    )?;
     c.execute("DELETE FROM mailboxes WHERE id = ?1", [mailbox.id])?;
+    super::account_view::emails_left(c, account, &blobs, modseq)?;
     if mailbox.subscribed {
         c.execute(
             "INSERT OR IGNORE INTO lost_subscriptions (account_id, name) VALUES (?1, ?2)",
@@ -197,13 +218,14 @@ pub(crate) fn rename(
     // One statement for the mailbox and its subtree. Names keep their
     // suffix after `from`; substr counts characters, hence chars().
     let keep_from = from.chars().count() as i64 + 1;
+    let modseq = super::account_view::next_account_modseq(c, account)?;
     let ids = c
         .prepare(
-            "UPDATE mailboxes SET name = ?3 || substr(name, ?4)
+            "UPDATE mailboxes SET name = ?3 || substr(name, ?4), meta_modseq = ?5
              WHERE account_id = ?1 AND (name = ?2 OR (name >= ?2 || '/' AND name < ?2 || '0'))
              RETURNING id",
         )?
-        .query_map(params![account, from, to, keep_from], |r| r.get(0))?
+        .query_map(params![account, from, to, keep_from, modseq], |r| r.get(0))?
         .collect::<rusqlite::Result<Vec<MailboxId>>>()?;
     Ok(ids)
 }

@@ -112,7 +112,8 @@ impl MessageWriter for SqliteMessageWriter {
     }
 
     async fn deliver(mut self: Box<Self>, delivery: Delivery) -> Result<DeliveryReceipt> {
-        if delivery.mailboxes.is_empty() && delivery.remote.is_empty() {
+        if delivery.mailboxes.is_empty() && delivery.remote.is_empty() && delivery.upload.is_none()
+        {
             return Err(StoreError::Invalid(
                 "a delivery needs at least one recipient".into(),
             ));
@@ -125,6 +126,7 @@ impl MessageWriter for SqliteMessageWriter {
             .collect::<Result<Vec<_>>>()?;
         let expected = self.expected.take();
         let has_remote = !delivery.remote.is_empty();
+        let delivery_is_upload = delivery.upload.is_some();
         let remote_count = delivery.remote.len() as u64;
         let taken = self.intake.take(&delivery.lead).await?;
         let blob = self.blob;
@@ -139,7 +141,9 @@ impl MessageWriter for SqliteMessageWriter {
         let mut index = taken.index;
         let text = FtsText::new(&mut index, &taken.header);
         self.finished = true;
+        let thread = crate::thread::thread_root(&taken.header);
         let stored = Stored {
+            thread,
             chunks,
             size: taken.size,
             index,
@@ -158,7 +162,10 @@ impl MessageWriter for SqliteMessageWriter {
         match &result {
             // Durable now: IDLE sessions on the target mailboxes may look.
             Ok(receipt) => {
-                self.inner.fts.push(receipt.blob, text);
+                // An upload is not mail: nothing searches it.
+                if !(receipt.entries.is_empty() && delivery_is_upload) {
+                    self.inner.fts.push(receipt.blob, text);
+                }
                 self.inner.dictionaries.delivered(receipt.blob, &self.inner);
                 let m = metrics::get();
                 m.deliveries
@@ -172,6 +179,10 @@ impl MessageWriter for SqliteMessageWriter {
                     .notify(receipt.entries.iter().map(|&(mailbox, _)| mailbox));
                 if has_remote {
                     self.inner.queue_signal.notify_one();
+                }
+                if delivery_is_upload {
+                    // Expired uploads went in the same transaction.
+                    self.inner.sweeper.wake();
                 }
             }
             Err(_) => {
@@ -235,6 +246,8 @@ struct Stored {
     keywords: String,
     /// Per-mailbox flags and normalised keywords (`Delivery::mailbox_flags`).
     mailbox_flags: Vec<(u32, String)>,
+    /// The thread its header names (thread.rs); `None`: its own.
+    thread: Option<i64>,
 }
 
 fn commit_delivery(
@@ -251,6 +264,7 @@ fn commit_delivery(
         header,
         keywords,
         mailbox_flags,
+        ..
     } = stored;
     let size = *size;
     let blob = match blob {
@@ -272,12 +286,12 @@ fn commit_delivery(
             Some((flags, words)) => (*flags, words.as_str()),
             None => (delivery.flags, keywords.as_str()),
         };
-        let (uid, modseq): (u32, i64) = c
+        let modseq = super::account_view::next_modseq(c, mailbox)?;
+        let uid: u32 = c
             .prepare_cached(
-                "UPDATE mailboxes SET uid_next = uid_next + 1, highest_modseq = highest_modseq + 1
-                 WHERE id = ?1 RETURNING uid_next - 1, highest_modseq",
+                "UPDATE mailboxes SET uid_next = uid_next + 1 WHERE id = ?1 RETURNING uid_next - 1",
             )?
-            .query_row([mailbox], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row([mailbox], |r| r.get(0))
             .map_err(|e| match e {
                 rusqlite::Error::QueryReturnedNoRows => {
                     StoreError::NotFound(format!("mailbox {mailbox}"))
@@ -298,6 +312,8 @@ fn commit_delivery(
             date,
             modseq
         ])?;
+        let thread = stored.thread.unwrap_or(blob);
+        super::account_view::email_arrived(c, mailbox, blob, thread, modseq)?;
         entries.push((mailbox, uid));
     }
     for (n, recipient) in delivery.remote.iter().enumerate() {
@@ -318,6 +334,15 @@ fn commit_delivery(
             delivery.ret_full,
             delivery.eight_bit
         ])?;
+    }
+    if let Some(upload) = &delivery.upload {
+        let now = now();
+        c.prepare_cached("DELETE FROM uploads WHERE expires <= ?1")?
+            .execute([now])?;
+        c.prepare_cached(
+            "INSERT INTO uploads (blob_id, account_id, content_type, expires) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![blob, upload.account, upload.content_type, upload.expires])?;
     }
     // Complete only now, with its references counted: a complete blob
     // without any is in the `blobs_released` index for the sweeper, and

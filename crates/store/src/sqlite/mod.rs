@@ -5,6 +5,7 @@
 //! full-text index is a second file, derived from the first, with a writer
 //! and checkpoints of its own ([`fts_file`]).
 
+mod account_view;
 mod backup;
 mod checkpoint;
 mod dictionaries;
@@ -506,6 +507,8 @@ impl Store for SqliteStore {
             c.execute("DELETE FROM lost_subscriptions WHERE account_id = ?1", [id])?;
             c.execute("DELETE FROM sieve_scripts WHERE account_id = ?1", [id])?;
             c.execute("DELETE FROM sieve_memory WHERE account_id = ?1", [id])?;
+            c.execute("DELETE FROM uploads WHERE account_id = ?1", [id])?;
+            account_view::forget_account(c, id)?;
             // What the classifier learnt of this account goes too: an
             // account added later may be given the same id.
             for table in ["spam_tokens", "spam_totals", "spam_trained", "spam_training"] {
@@ -1062,6 +1065,14 @@ impl Store for SqliteStore {
                 "UPDATE mailboxes SET subscribed = ?3 WHERE account_id = ?1 AND name = ?2",
                 params![account, name, subscribed],
             )?;
+            if n > 0 {
+                // JMAP's isSubscribed changed (RFC 8621 §2).
+                let modseq = account_view::next_account_modseq(c, account)?;
+                c.execute(
+                    "UPDATE mailboxes SET meta_modseq = ?3 WHERE account_id = ?1 AND name = ?2",
+                    params![account, name, modseq],
+                )?;
+            }
             // A subscription whose mailbox is gone can still be dropped.
             let lost = if subscribed {
                 0
@@ -1307,6 +1318,83 @@ impl Store for SqliteStore {
 
     fn pin_view(&self, mailbox: MailboxId, modseq: u64) -> crate::ViewPin {
         self.inner.pins.pin(mailbox, modseq)
+    }
+
+    async fn account_blob(
+        &self,
+        account: AccountId,
+        blob: BlobId,
+    ) -> Result<Option<crate::AccountBlob>> {
+        self.read(move |c| {
+            let upload = c
+                .prepare_cached(
+                    "SELECT b.size, u.content_type FROM uploads u JOIN blobs b ON b.id = u.blob_id
+                     WHERE u.blob_id = ?1 AND u.account_id = ?2 AND u.expires > ?3 AND b.complete = 1",
+                )?
+                .query_row(params![blob, account, now()], |r| {
+                    Ok(crate::AccountBlob {
+                        size: r.get::<_, i64>(0)? as u64,
+                        content_type: Some(r.get(1)?),
+                    })
+                })
+                .optional()?;
+            if upload.is_some() {
+                return Ok(upload);
+            }
+            Ok(c.prepare_cached(
+                "SELECT m.size FROM messages m JOIN mailboxes x ON x.id = m.mailbox_id
+                 WHERE m.blob_id = ?1 AND x.account_id = ?2 LIMIT 1",
+            )?
+            .query_row(params![blob, account], |r| {
+                Ok(crate::AccountBlob {
+                    size: r.get::<_, i64>(0)? as u64,
+                    content_type: None,
+                })
+            })
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn account_modseq(&self, account: AccountId) -> Result<u64> {
+        self.read(move |c| account_view::account_modseq(c, account))
+            .await
+    }
+
+    async fn account_changes(
+        &self,
+        account: AccountId,
+        modseq: u64,
+    ) -> Result<crate::AccountChanges> {
+        self.read(move |c| account_view::account_changes(c, account, modseq))
+            .await
+    }
+
+    async fn account_emails(
+        &self,
+        account: AccountId,
+        blobs: Option<&[BlobId]>,
+    ) -> Result<Vec<crate::AccountEmail>> {
+        let blobs = blobs.map(<[BlobId]>::to_vec);
+        self.read(move |c| account_view::account_emails(c, account, blobs.as_deref()))
+            .await
+    }
+
+    async fn blob_structure(
+        &self,
+        blob: BlobId,
+    ) -> Result<Option<(mime_tree::MessageStructure, Vec<u8>)>> {
+        self.read(move |c| entries::blob_structure(c, blob)).await
+    }
+
+    async fn thread_emails(
+        &self,
+        account: AccountId,
+        threads: &[i64],
+    ) -> Result<Vec<(i64, Vec<BlobId>)>> {
+        let threads = threads.to_vec();
+        self.read(move |c| account_view::thread_emails(c, account, &threads))
+            .await
     }
 
     async fn create_web_session(&self, session: &crate::WebSession) -> Result<()> {

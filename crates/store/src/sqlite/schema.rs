@@ -505,6 +505,69 @@ const MIGRATIONS: &[&str] = &[
         UPDATE meta SET value = OLD.id WHERE key = 'blob_id_last' AND value < OLD.id;
     END;
     "#,
+    // JMAP uploads (RFC 8620 §6.1): a blob an account uploaded, holding a
+    // reference of its own until it expires; expired ones are deleted by
+    // the next upload, and their blobs swept like any released blob.
+    r#"
+    CREATE TABLE uploads (
+        blob_id INTEGER PRIMARY KEY,
+        account_id INTEGER NOT NULL,
+        content_type TEXT NOT NULL,
+        expires INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX uploads_account ON uploads(account_id);
+    CREATE INDEX uploads_expires ON uploads(expires);
+    CREATE TRIGGER uploads_ref AFTER INSERT ON uploads BEGIN
+        UPDATE blobs SET refcount = refcount + 1 WHERE id = NEW.blob_id;
+    END;
+    CREATE TRIGGER uploads_unref AFTER DELETE ON uploads BEGIN
+        UPDATE blobs SET refcount = refcount - 1 WHERE id = OLD.blob_id;
+    END;
+    "#,
+    // One modification sequence per account (JMAP's state, RFC 8620 §5.1):
+    // every change to an account's mailboxes and messages takes the
+    // account's next modseq, which becomes the mailbox's HIGHESTMODSEQ
+    // (still growing in each mailbox, as RFC 7162 asks). Mailboxes note
+    // when they were created and last renamed or (un)subscribed, and
+    // leave a row when deleted; `emails` is the account's view of its
+    // messages (one row per blob it holds, with its thread and when it
+    // came and last changed mailboxes), `emails_gone` the ones whose last
+    // entry went. Existing mail counts as there from the start, each
+    // message in a thread of its own.
+    r#"
+    ALTER TABLE accounts ADD COLUMN modseq INTEGER NOT NULL DEFAULT 0;
+    UPDATE accounts SET modseq =
+        coalesce((SELECT max(highest_modseq) FROM mailboxes WHERE account_id = accounts.id), 0);
+    ALTER TABLE mailboxes ADD COLUMN created_modseq INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE mailboxes ADD COLUMN meta_modseq INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE mailboxes_gone (
+        account_id INTEGER NOT NULL,
+        mailbox_id INTEGER NOT NULL,
+        created INTEGER NOT NULL,
+        modseq INTEGER NOT NULL,
+        PRIMARY KEY (account_id, mailbox_id)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE emails (
+        account_id INTEGER NOT NULL,
+        blob_id INTEGER NOT NULL,
+        thread_id INTEGER NOT NULL,
+        created INTEGER NOT NULL,
+        changed INTEGER NOT NULL,
+        PRIMARY KEY (account_id, blob_id)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX emails_thread ON emails(account_id, thread_id);
+    CREATE TABLE emails_gone (
+        account_id INTEGER NOT NULL,
+        modseq INTEGER NOT NULL,
+        blob_id INTEGER NOT NULL,
+        thread_id INTEGER NOT NULL,
+        created INTEGER NOT NULL,
+        PRIMARY KEY (account_id, modseq, blob_id)
+    ) STRICT, WITHOUT ROWID;
+    INSERT OR IGNORE INTO emails (account_id, blob_id, thread_id, created, changed)
+        SELECT x.account_id, m.blob_id, m.blob_id, 0, 0
+        FROM messages m JOIN mailboxes x ON x.id = m.mailbox_id;
+    "#,
 ];
 
 // The count triggers spell the flag bits out in SQL.

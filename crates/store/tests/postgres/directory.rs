@@ -99,8 +99,9 @@ async fn a_new_account_gets_subscribed_mailboxes_with_fresh_uidvalidities() {
                                || ':' || uid_next || ':' || highest_modseq, ' ' ORDER BY id)
              FROM mailboxes WHERE account_id = {a}"
         )),
-        "INBOX:-:true:1:1 Sent:\\Sent:true:1:1 Drafts:\\Drafts:true:1:1 \
-         Trash:\\Trash:true:1:1 Junk:\\Junk:true:1:1 Archive:\\Archive:true:1:1"
+        // Each took the account's next modseq.
+        "INBOX:-:true:1:1 Sent:\\Sent:true:1:2 Drafts:\\Drafts:true:1:3 \
+         Trash:\\Trash:true:1:4 Junk:\\Junk:true:1:5 Archive:\\Archive:true:1:6"
     );
     // One UIDVALIDITY after another from the clock on, the last one kept
     // on the account for the mailboxes created later.

@@ -101,9 +101,9 @@ impl Mail {
         }
         self.f
             .sql(&format!(
-                "WITH m AS (
+                "WITH a AS (UPDATE accounts SET modseq = modseq + 1 WHERE id = (SELECT account_id FROM mailboxes WHERE id = {mailbox}) RETURNING modseq), m AS (
                      UPDATE mailboxes SET uid_next = uid_next + 1,
-                         highest_modseq = highest_modseq + 1
+                         highest_modseq = (SELECT modseq FROM a)
                      WHERE id = {mailbox} RETURNING uid_next - 1 AS uid, highest_modseq)
                  INSERT INTO messages (mailbox_id, uid, blob_id, size, internal_date, modseq)
                  SELECT {mailbox}, uid, {blob}, {}, {}, highest_modseq FROM m RETURNING uid",
@@ -676,7 +676,8 @@ async fn copies_share_blobs_and_take_new_uids_in_source_order() {
         inbox_modseq,
         "the source is untouched"
     );
-    assert_eq!(m.highest_modseq(m.archive), archive_modseq + 1);
+    assert!(m.highest_modseq(m.archive) > archive_modseq);
+    let archive_after = m.highest_modseq(m.archive);
     let target = store.list_messages(m.archive).await.unwrap();
     assert_eq!(uids(&target), [1, 2, 3, 4]);
     for (copy, original) in target[2..]
@@ -687,7 +688,7 @@ async fn copies_share_blobs_and_take_new_uids_in_source_order() {
             copy,
             &MessageEntry {
                 uid: copy.uid,
-                modseq: archive_modseq + 1,
+                modseq: archive_after,
                 ..original.clone()
             }
         );
@@ -715,7 +716,7 @@ async fn copies_share_blobs_and_take_new_uids_in_source_order() {
         .unwrap()
         .is_empty());
     assert!(!watch.has_changed().unwrap());
-    assert_eq!(m.highest_modseq(m.archive), archive_modseq + 1);
+    assert_eq!(m.highest_modseq(m.archive), archive_after);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -762,7 +763,9 @@ async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
     );
     let changes = store.changes_since(m.inbox, before).await.unwrap();
     assert_eq!(changes.expunged, [3, 4]);
-    assert_eq!(changes.highest_modseq, before + 1);
+    // The copy's modseq, then the expunge's: later numbers of the account.
+    assert!(changes.highest_modseq > before + 1);
+    let after_move = changes.highest_modseq;
     // The tombstones in the source keep what the messages were.
     assert_eq!(
         m.f.sql(&format!(
@@ -784,7 +787,7 @@ async fn move_copies_entries_and_expunges_the_originals_in_one_go() {
         .unwrap()
         .is_empty());
     assert!(!inbox_watch.has_changed().unwrap() && !archive_watch.has_changed().unwrap());
-    assert_eq!(m.highest_modseq(m.inbox), before + 1);
+    assert_eq!(m.highest_modseq(m.inbox), after_move);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,8 +39,8 @@ async fn open_with_mailboxes(n: usize) -> (Fixture, Vec<MailboxId>) {
 fn add_mailboxes(f: &Fixture, n: usize) -> Vec<MailboxId> {
     f.sql(
         "INSERT INTO domains (name) VALUES ('example.org');
-         INSERT INTO accounts (address, domain_id, password_hash, created)
-         SELECT 'a@example.org', id, 'x', 0 FROM domains",
+         INSERT INTO accounts (address, domain_id, password_hash, created, modseq)
+         SELECT 'a@example.org', id, 'x', 0, 1 FROM domains",
     );
     let ids = f.sql(&format!(
         "INSERT INTO mailboxes (account_id, name, uid_validity)
@@ -107,7 +107,7 @@ fn numbered(len: usize) -> Vec<u8> {
 /// a tombstone at the mailbox's next modseq remembers it.
 fn expunge(f: &Fixture, mailbox: MailboxId, uid: u32) {
     f.sql(&format!(
-        "WITH m AS (UPDATE mailboxes SET highest_modseq = highest_modseq + 1
+        "WITH a AS (UPDATE accounts SET modseq = modseq + 1 WHERE id = (SELECT account_id FROM mailboxes WHERE id = {mailbox}) RETURNING modseq), m AS (UPDATE mailboxes SET highest_modseq = (SELECT modseq FROM a)
                     WHERE id = {mailbox} RETURNING highest_modseq),
               e AS (DELETE FROM messages WHERE mailbox_id = {mailbox} AND uid = {uid} RETURNING *)
          INSERT INTO expunged (mailbox_id, uid, modseq, blob_id, size, flags, internal_date, keywords)
@@ -137,8 +137,16 @@ async fn one_blob_for_many_recipients_freed_with_the_last_reference() {
     assert_eq!(count(&f, "SELECT refcount FROM blobs"), 15);
     assert_eq!(f.sql("SELECT complete FROM blobs"), "t");
     assert_eq!(
-        f.sql("SELECT DISTINCT uid_next || ' ' || highest_modseq || ' ' || n_messages || ' ' || n_unseen || ' ' || n_bytes FROM mailboxes"),
-        format!("2 2 1 1 {}", MAIL.len())
+        f.sql("SELECT DISTINCT uid_next || ' ' || n_messages || ' ' || n_unseen || ' ' || n_bytes FROM mailboxes"),
+        format!("2 1 1 {}", MAIL.len())
+    );
+    // Each entry takes the account's next modseq, in mailbox id order.
+    assert_eq!(
+        f.sql("SELECT string_agg(highest_modseq::text, ' ' ORDER BY id) FROM mailboxes"),
+        (2..=16)
+            .map(|m| m.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     // Written once: one parsed row, one full-text row.
     assert_eq!(count(&f, "SELECT count(*) FROM blob_parsed"), 1);
@@ -563,6 +571,7 @@ async fn entries_get_their_flags_keywords_date_and_queue_rows_their_envelope() {
             ret_full: true,
             eight_bit: true,
             lead: Vec::new(),
+            upload: None,
         })
         .await
         .unwrap();
@@ -570,7 +579,7 @@ async fn entries_get_their_flags_keywords_date_and_queue_rows_their_envelope() {
     assert_eq!(
         f.sql("SELECT mailbox_id || '|' || uid || '|' || flags || '|' || keywords || '|' || internal_date || '|' || modseq || '|' || size FROM messages ORDER BY mailbox_id"),
         format!(
-            "{}|1|{}|Sieve|1700000000|2|{len}\n{}|1|{}|$Label1 Work|1700000000|2|{len}\n{}|1|{}|$Label1 Work|1700000000|2|{len}",
+            "{}|1|{}|Sieve|1700000000|2|{len}\n{}|1|{}|$Label1 Work|1700000000|3|{len}\n{}|1|{}|$Label1 Work|1700000000|4|{len}",
             boxes[0],
             store::FLAG_FLAGGED,
             boxes[1],
@@ -612,7 +621,9 @@ async fn entries_get_their_flags_keywords_date_and_queue_rows_their_envelope() {
             "SELECT uid_next || ' ' || highest_modseq FROM mailboxes WHERE id = {}",
             boxes[0]
         )),
-        "3 3"
+        // The account's modseq: 1, then 2 to 4 for the first delivery's
+        // three entries, 5 for this one.
+        "3 5"
     );
     assert_eq!(
         count(&f, "SELECT count(*) FROM blobs"),
@@ -631,7 +642,7 @@ async fn a_mailbox_named_twice_gets_two_entries_and_a_remote_only_message_none()
     );
     assert_eq!(
         f.sql("SELECT uid_next || ' ' || highest_modseq || ' ' || n_messages FROM mailboxes ORDER BY id"),
-        "2 2 1\n3 3 2"
+        "2 2 1\n3 4 2"
     );
     assert_eq!(count(&f, "SELECT refcount FROM blobs"), 3);
 
@@ -827,12 +838,13 @@ async fn concurrent_deliveries_all_land_with_distinct_uids() {
     uids.sort_unstable();
     assert_eq!(uids, (1..=20).collect::<Vec<u32>>());
     assert_eq!(
-        f.sql(
-            "SELECT DISTINCT uid_next || ' ' || highest_modseq || ' ' || n_messages FROM mailboxes"
-        ),
-        "21 21 20"
+        f.sql("SELECT DISTINCT uid_next || ' ' || n_messages FROM mailboxes"),
+        "21 20"
     );
-    assert_eq!(count(&f, "SELECT count(DISTINCT modseq) FROM messages"), 20);
+    // Every entry took the account's next modseq: 40 of them after the
+    // account's 1.
+    assert_eq!(count(&f, "SELECT max(highest_modseq) FROM mailboxes"), 41);
+    assert_eq!(count(&f, "SELECT count(DISTINCT modseq) FROM messages"), 40);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,163 @@
+//! Sluice's JMAP server: RFC 8620 (Core) and RFC 8621 (Mail) over the
+//! store, mounted on the web listener's HTTP stack beside the webmail,
+//! as IMAP is a server over the same [`store::Store`].
+//!
+//! **The model.** An Email is a stored message of the account: the blob
+//! its mailbox entries share (single-copy storage), so one Email is in
+//! several mailboxes when IMAP COPY, a Sieve `fileinto :copy` or JMAP's
+//! `mailboxIds` put it there, and its id (`E<blob id>`) never changes
+//! while it moves: moving it is a copy (a new entry of the same blob)
+//! and an expunge. Per-entry IMAP flags become the Email's keywords
+//! (their union; setting keywords sets them on every entry). A Thread is
+//! the store's filing of the message when it first came to the account,
+//! by the root message id of its header. One state for Mailbox, Email
+//! and Thread: the account's modification sequence, which every change
+//! takes whatever protocol made it (the mailboxes' HIGHESTMODSEQs are
+//! its numbers), so a flag set over IMAP is in Email/changes and a
+//! keyword set over JMAP is a FETCH FLAGS change for IMAP sessions.
+//!
+//! - [`request`] reads request objects and [`reference`] resolves result
+//!   references; neither does I/O.
+//! - [`http`] is the URL space, [`auth`] the Basic login through the
+//!   store's [`store::Authenticator`] (the throttle every protocol
+//!   shares), [`session`] the session resource, [`api`] the method-call
+//!   loop, [`blob`] uploads and downloads (streamed through the store in
+//!   pieces), [`push`] the event source, [`ws`] JMAP over WebSocket.
+//! - `methods` holds the methods, one module per data type; `message`
+//!   reads an Email's header forms and body parts from the stored
+//!   structure and byte ranges of the blob.
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod auth;
+mod blob;
+mod config;
+pub mod error;
+mod http;
+pub mod ids;
+mod limiter;
+mod message;
+mod methods;
+pub mod push;
+pub mod reference;
+pub mod request;
+pub mod session;
+pub mod ws;
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+pub use config::JmapConfig;
+pub use error::JmapError;
+
+/// RFC 8620's capability.
+pub const CORE: &str = "urn:ietf:params:jmap:core";
+/// RFC 8621's capability.
+pub const MAIL: &str = "urn:ietf:params:jmap:mail";
+/// RFC 9425's capability.
+pub const QUOTA: &str = "urn:ietf:params:jmap:quota";
+
+/// A capability: its URI, its object in the session's `capabilities`,
+/// and its object in each account's `accountCapabilities`.
+type Capability = (&'static str, fn() -> Value, fn(&Jmap) -> Value);
+
+/// The capabilities served, Core first. Only what is served in full is
+/// here: a method of a capability not listed is `unknownMethod`.
+pub(crate) const CAPABILITIES: &[Capability] = &[
+    (CORE, || Value::Null, |_| json!({})),
+    (MAIL, || json!({}), mail_account_capability),
+    (QUOTA, || json!({}), |_| json!({})),
+];
+
+/// RFC 8621 §1.3.1: what an account of this server allows.
+fn mail_account_capability(jmap: &Jmap) -> Value {
+    json!({
+        "maxMailboxesPerEmail": null,
+        "maxMailboxDepth": null,
+        "maxSizeMailboxName": 1000,
+        "maxSizeAttachmentsPerEmail": jmap.ctx.config.max_size_upload,
+        "emailQuerySortOptions": [
+            "receivedAt", "size", "from", "to", "subject", "sentAt",
+            "hasKeyword", "allInThreadHaveKeyword", "someInThreadHaveKeyword"
+        ],
+        "mayCreateTopLevelMailbox": true,
+    })
+}
+
+/// What JMAP needs from the rest of the server.
+pub struct Context {
+    /// The mail store, shared with IMAP, POP3 and the webmail.
+    pub store: Arc<dyn store::Store>,
+    /// The one place passwords are checked.
+    pub auth: Arc<store::Authenticator>,
+    /// Settings from `[jmap]`.
+    pub config: JmapConfig,
+    /// The server's name, for URLs when a client sends no `Host`.
+    pub hostname: String,
+    /// Ends event streams when the server stops.
+    pub shutdown: net::CancellationToken,
+}
+
+/// The server: its context and what it keeps between requests.
+pub(crate) struct Jmap {
+    pub ctx: Arc<Context>,
+    /// Served over TLS (else only loopback clients are let in).
+    pub secure: bool,
+    /// `maxConcurrentRequests`, per account.
+    pub requests: limiter::Limiter,
+    /// `maxConcurrentUpload`, per account.
+    pub uploads: limiter::Limiter,
+}
+
+/// The JMAP routes for one listener, ready to merge beside the
+/// webmail's; `secure` when the listener speaks TLS. Handlers extract
+/// the client's address as `ConnectInfo<SocketAddr>`.
+pub fn router(ctx: Arc<Context>, secure: bool) -> axum::Router {
+    let jmap = Jmap {
+        requests: limiter::Limiter::new(ctx.config.max_concurrent_requests),
+        uploads: limiter::Limiter::new(ctx.config.max_concurrent_upload),
+        ctx,
+        secure,
+    };
+    http::router(Arc::new(jmap))
+}
+
+impl Jmap {
+    /// The state of each data type the account has (§7.1 TypeState),
+    /// for push.
+    pub(crate) async fn type_states(
+        &self,
+        user: &auth::User,
+    ) -> Result<Map<String, Value>, JmapError> {
+        // One state for every type (methods/state.rs).
+        let state = methods::state::state(self.ctx.store.account_modseq(user.account).await?);
+        Ok(["Mailbox", "Email", "Thread"]
+            .iter()
+            .map(|t| (t.to_string(), Value::from(state.clone())))
+            .collect())
+    }
+
+    /// Receivers that change when something in the account may have:
+    /// the change notices of each of its mailboxes.
+    pub(crate) async fn change_watches(
+        &self,
+        user: &auth::User,
+    ) -> Result<Vec<tokio::sync::watch::Receiver<u64>>, JmapError> {
+        Ok(self
+            .ctx
+            .store
+            .list_mailboxes(user.account)
+            .await?
+            .iter()
+            .map(|m| self.ctx.store.watch_mailbox(m.id))
+            .collect())
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
