@@ -48,6 +48,9 @@
       case "r": if (!clickFirst("a.reply")) return; break;
       case "a": if (!clickFirst("a.reply-all")) return; break;
       case "f": if (!clickFirst("a.forward")) return; break;
+      case "x": { const r = rows()[cursor]; const b = r && r.querySelector("input[type=checkbox]"); if (b) { b.checked = !b.checked; syncAll(); } else return; break; }
+      case "?": toggleHelp(); break;
+      case "Escape": if (!closeHelp()) return; break;
       case "g": pendingG = true; return;
       case "i": if (pendingG) clickFirst("nav.folders a[data-use=inbox]"); else return; break;
       default: pendingG = false; return;
@@ -56,6 +59,90 @@
     e.preventDefault();
   });
   let pendingG = false;
+
+  // The key sheet `?` opens (Gmail's keys).
+  const KEYS = [
+    ["j / k", "next / previous message"], ["o, Enter", "open"], ["u", "back to the list"],
+    ["x", "select the message"], ["e", "archive"], ["#", "delete"], ["s", "flag"],
+    ["r", "reply"], ["a", "reply all"], ["f", "forward"], ["c", "compose"],
+    ["/", "search"], ["g i", "go to the inbox"], ["?", "this help"], ["Esc", "close"],
+  ];
+  function closeHelp() {
+    const d = document.getElementById("key-help");
+    if (!d) return false;
+    d.remove();
+    return true;
+  }
+  function toggleHelp() {
+    if (closeHelp()) return;
+    const d = document.createElement("div");
+    d.id = "key-help";
+    d.setAttribute("role", "dialog");
+    d.setAttribute("aria-modal", "true");
+    d.setAttribute("aria-labelledby", "key-help-title");
+    const h = document.createElement("h2");
+    h.id = "key-help-title";
+    h.textContent = "Keyboard shortcuts";
+    const dl = document.createElement("dl");
+    for (const [k, what] of KEYS) {
+      const dt = document.createElement("dt"), dd = document.createElement("dd");
+      const kbd = document.createElement("kbd");
+      kbd.textContent = k;
+      dt.appendChild(kbd);
+      dd.textContent = what;
+      dl.append(dt, dd);
+    }
+    const close = document.createElement("button");
+    close.type = "button";
+    close.textContent = "Close";
+    close.addEventListener("click", closeHelp);
+    d.append(h, dl, close);
+    document.body.appendChild(d);
+    close.focus();
+  }
+
+  // Selection: "select all", and shift-click ticks the range between the
+  // last box clicked and this one.
+  const boxes = () => Array.from(document.querySelectorAll("table.list tbody input[name=uid]"));
+  const selectAll = document.querySelector("input.select-all");
+  if (selectAll) {
+    selectAll.closest("[hidden]") && selectAll.closest("[hidden]").removeAttribute("hidden");
+    selectAll.addEventListener("change", function () {
+      for (const b of boxes()) b.checked = selectAll.checked;
+    });
+  }
+  function syncAll() {
+    if (!selectAll) return;
+    const b = boxes();
+    selectAll.checked = b.length > 0 && b.every((x) => x.checked);
+  }
+  let lastBox = null;
+  document.addEventListener("click", function (e) {
+    const t = e.target;
+    if (!(t instanceof HTMLInputElement) || t.name !== "uid" || !t.closest("table.list")) return;
+    const all = boxes();
+    const at = all.indexOf(t);
+    if (e.shiftKey && lastBox !== null && all[lastBox]) {
+      const [a, b] = at < lastBox ? [at, lastBox] : [lastBox, at];
+      for (let i = a; i <= b; i++) all[i].checked = t.checked;
+    }
+    lastBox = at;
+    syncAll();
+  });
+
+  // Buttons that destroy for good ask first; without this script the
+  // server asks with a page of its own.
+  document.addEventListener("submit", function (e) {
+    const b = e.submitter;
+    const question = b && b.dataset.confirm;
+    if (!question || e.target.querySelector("input[name=confirm]")) return;
+    if (!window.confirm(question)) { e.preventDefault(); return; }
+    const c = document.createElement("input");
+    c.type = "hidden";
+    c.name = "confirm";
+    c.value = "1";
+    e.target.appendChild(c);
+  });
 
   // The rule form of the Filters page: only the fields of the chosen
   // action (and the header name for "the header named…") are shown.
@@ -84,12 +171,32 @@
         const res = await fetch(location.href, { credentials: "same-origin" });
         if (!res.ok) return;
         const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+        // What the user is doing survives the swap: ticked boxes, the
+        // cursor row, the focused box and the scroll position.
+        const ticked = new Set(boxes().filter((b) => b.checked).map((b) => b.value));
+        const r = rows();
+        const cursorUid = cursor >= 0 && r[cursor] ? r[cursor].dataset.uid : null;
+        const focused = document.activeElement;
+        const focusUid = focused && focused.name === "uid" && focused.closest("table.list") ? focused.value : null;
+        const scroll = window.scrollY;
+        const list = document.body.dataset.view === "list";
         for (const sel of ["nav.folders", "table.list tbody"]) {
           const now = document.querySelector(sel), next = doc.querySelector(sel);
-          if (now && next && document.body.dataset.view === "list") now.replaceWith(next);
-          else if (sel === "nav.folders" && now && next) now.replaceWith(next);
+          if (now && next && (list || sel === "nav.folders")) now.replaceWith(next);
         }
-        cursor = -1;
+        if (list) {
+          for (const b of boxes()) if (ticked.has(b.value)) b.checked = true;
+          cursor = cursorUid === null ? -1 : rows().findIndex((x) => x.dataset.uid === cursorUid);
+          if (cursor >= 0) rows()[cursor].classList.add("cursor");
+          lastBox = null;
+          if (focusUid !== null) {
+            const f = boxes().find((b) => b.value === focusUid);
+            if (f) f.focus({ preventScroll: true });
+          }
+          if (doc.title) document.title = doc.title;
+          syncAll();
+          window.scrollTo(0, scroll);
+        }
       } catch (_) { /* the next event tries again */ }
     });
   }

@@ -4,6 +4,12 @@
 //! encoded piece by piece: an upload is never held whole in memory, and no
 //! temp file is used. The result is a draft in Drafts; sending hands that
 //! draft to [`crate::outgoing::send`].
+//!
+//! A draft in Drafts opens in this form again, attachments included;
+//! saving or sending it replaces the stored draft. A form that cannot be
+//! sent (an address that is not one, no recipient, an unknown local
+//! user) comes back whole, with the error beside its field; when files
+//! were uploaded with it, they are kept in a draft so nothing is lost.
 
 use std::sync::Arc;
 
@@ -39,6 +45,22 @@ pub(crate) struct Draft {
     pub attach: String,
     /// `mailbox/uid` of the message replied to (flagged `\Answered`).
     pub replied: String,
+}
+
+/// The stored draft a compose form edits.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredDraft {
+    /// Its UID in Drafts.
+    pub uid: Uid,
+    /// Its attachments: leaf number, file name, size.
+    pub attachments: Vec<(usize, String, u64)>,
+}
+
+/// Why a form is shown again instead of sent: the message, and the field
+/// it is about.
+struct FormError {
+    field: Option<&'static str>,
+    message: String,
 }
 
 /// Splits an address field into addresses, refusing anything that is not
@@ -101,8 +123,15 @@ fn encode_words(text: &str) -> String {
         .join("\r\n ")
 }
 
-fn address_header(name: &str, field: &str) -> Result<String, WebError> {
-    let addrs = parse_addresses(field)?;
+/// An address field; in a draft (`as_typed`) a value that is not a list
+/// of addresses is kept as typed (as header text, so it cannot add
+/// fields), for the user to fix later.
+fn address_header(name: &str, field: &str, as_typed: bool) -> Result<String, WebError> {
+    let addrs = match parse_addresses(field) {
+        Ok(a) => a,
+        Err(_) if as_typed => return Ok(format!("{name}: {}\r\n", encode_words(field.trim()))),
+        Err(e) => return Err(e),
+    };
     if addrs.is_empty() {
         return Ok(String::new());
     }
@@ -124,7 +153,8 @@ fn id_list(s: &str) -> String {
 }
 
 /// The header block and the text part; `with_bcc` for drafts only (a sent
-/// message never shows its Bcc, RFC 5322 §3.6.3).
+/// message never shows its Bcc, RFC 5322 §3.6.3), whose address fields
+/// are also kept as typed when they are not addresses yet.
 pub(crate) fn head(
     d: &Draft,
     from_name: &str,
@@ -145,10 +175,10 @@ pub(crate) fn head(
         };
         h.push_str(&format!("From: {name} <{from}>\r\n"));
     }
-    h.push_str(&address_header("To", &d.to)?);
-    h.push_str(&address_header("Cc", &d.cc)?);
+    h.push_str(&address_header("To", &d.to, with_bcc)?);
+    h.push_str(&address_header("Cc", &d.cc, with_bcc)?);
     if with_bcc {
-        h.push_str(&address_header("Bcc", &d.bcc)?);
+        h.push_str(&address_header("Bcc", &d.bcc, true)?);
     }
     h.push_str(&format!("Subject: {}\r\n", encode_words(&d.subject)));
     let date = time::OffsetDateTime::now_utc()
@@ -261,10 +291,15 @@ pub(crate) async fn form(
 ) -> Result<Html<String>, WebError> {
     let settings = app.ctx.store.web_settings(user.account).await?;
     let mut d = Draft::default();
+    let mut stored = None;
     if !settings.signature.is_empty() {
         d.body = format!("\n\n-- \n{}", settings.signature);
     }
-    if let (Some(mode), Some(mailbox), Some(uid)) = (q.mode.as_deref(), q.mailbox, q.uid) {
+    if let (Some("draft"), Some(mailbox), Some(uid)) = (q.mode.as_deref(), q.mailbox, q.uid) {
+        let (draft, s) = reopen(&app, &user, mailbox, uid).await?;
+        d = draft;
+        stored = Some(s);
+    } else if let (Some(mode), Some(mailbox), Some(uid)) = (q.mode.as_deref(), q.mailbox, q.uid) {
         let o = routes::open(&app, &user, mailbox, uid).await?;
         let h = &o.data.headers;
         let msgid = if h.message_id.is_empty() {
@@ -336,9 +371,66 @@ pub(crate) async fn form(
         &ComposeView {
             draft: d,
             error: None,
+            error_field: None,
+            stored,
             suggestions,
         },
     ))
+}
+
+/// The Drafts folder of the account.
+fn drafts_of(boxes: &[store::MailboxInfo]) -> Result<MailboxId, WebError> {
+    crate::actions::special(boxes, "\\Drafts").ok_or(WebError::NotFound)
+}
+
+/// A draft's attachments as the form lists them.
+async fn attachments_of(
+    app: &App,
+    o: &routes::Opened,
+) -> Result<Vec<(usize, String, u64)>, WebError> {
+    let mut out = Vec::new();
+    for l in o.leaves.iter().filter(|l| l.attachment) {
+        let name = crate::read::file_name(&*app.ctx.store, o.data.entry.blob, l)
+            .await?
+            .unwrap_or_else(|| format!("part-{}", l.number));
+        out.push((l.number, name, l.part.body_len));
+    }
+    Ok(out)
+}
+
+/// A stored draft, read back into the form's fields.
+async fn reopen(
+    app: &App,
+    user: &User,
+    mailbox: MailboxId,
+    uid: Uid,
+) -> Result<(Draft, StoredDraft), WebError> {
+    let boxes = routes::mailboxes(app, user).await?;
+    if drafts_of(&boxes)? != mailbox {
+        return Err(WebError::BadRequest("only a draft can be edited".into()));
+    }
+    let o = routes::open(app, user, mailbox, uid).await?;
+    let h = &o.data.headers;
+    let raw = |name: &str| routes::header_field(&o.data.header, name);
+    let or_raw = |indexed: &str, name: &str| {
+        if indexed.is_empty() {
+            raw(name)
+        } else {
+            indexed.to_string()
+        }
+    };
+    let d = Draft {
+        to: or_raw(&h.to, "to"),
+        cc: or_raw(&h.cc, "cc"),
+        bcc: raw("bcc"),
+        subject: h.subject.clone(),
+        body: routes::text_of(app, &o).await?.replace("\r\n", "\n"),
+        in_reply_to: raw("in-reply-to"),
+        references: raw("references"),
+        ..Default::default()
+    };
+    let attachments = attachments_of(app, &o).await?;
+    Ok((d, StoredDraft { uid, attachments }))
 }
 
 /// Reads one text field, refusing one longer than `max`.
@@ -364,6 +456,12 @@ async fn text_field(
 /// Everything decided before the first byte is stored.
 struct Prepared {
     sending: bool,
+    /// The form cannot be sent as it is: it is shown again.
+    error: Option<FormError>,
+    /// The stored draft the form edits (replaced once this one is
+    /// stored), and its attachments kept in the new message.
+    old: Option<routes::Opened>,
+    kept: Vec<crate::read::Leaf>,
     recipients: Vec<String>,
     drafts: MailboxId,
     boxes: Vec<store::MailboxInfo>,
@@ -372,49 +470,83 @@ struct Prepared {
     message_id: String,
 }
 
-/// Checks the form's text fields; `Err(page)` is a form shown again with
-/// what to fix.
+/// The recipients of a form to send, or what to fix first.
+fn recipients_of(app: &App, d: &Draft) -> Result<Vec<String>, FormError> {
+    let mut all = Vec::new();
+    for (field, value) in [("to", &d.to), ("cc", &d.cc), ("bcc", &d.bcc)] {
+        match parse_addresses(value) {
+            Ok(a) => all.extend(a),
+            Err(WebError::BadRequest(why)) => {
+                return Err(FormError {
+                    field: Some(field),
+                    message: format!("{why}; nothing was sent. Fix it and send again."),
+                })
+            }
+            Err(e) => {
+                return Err(FormError {
+                    field: Some(field),
+                    message: e.to_string(),
+                })
+            }
+        }
+    }
+    if all.is_empty() {
+        return Err(FormError {
+            field: Some("to"),
+            message: "Add at least one recipient.".into(),
+        });
+    }
+    crate::outgoing::check_recipients(&app.ctx, &all).map_err(|why| FormError {
+        field: Some("to"),
+        message: why,
+    })?;
+    Ok(all)
+}
+
+/// Checks the form's text fields. A form that cannot be sent is stored
+/// as a draft instead, with the reason in [`Prepared::error`].
 async fn prepare(
     app: &App,
     user: &User,
     d: &Draft,
     action: &str,
-) -> Result<Result<(Prepared, Vec<u8>), Response>, WebError> {
-    let sending = match action {
+    old: Option<Uid>,
+    keep: &[usize],
+) -> Result<(Prepared, Vec<u8>), WebError> {
+    let mut sending = match action {
         "send" => true,
         "draft" => false,
         _ => return Err(WebError::BadRequest("send or save?".into())),
     };
     let boxes = routes::mailboxes(app, user).await?;
-    let drafts = boxes
-        .iter()
-        .find(|b| {
-            b.special_use
-                .as_deref()
-                .is_some_and(|s| s.eq_ignore_ascii_case("\\Drafts"))
-        })
-        .map(|b| b.id)
-        .ok_or(WebError::NotFound)?;
+    let drafts = drafts_of(&boxes)?;
+    let mut error = None;
     let recipients = if sending {
-        let mut all = parse_addresses(&d.to)?;
-        all.extend(parse_addresses(&d.cc)?);
-        all.extend(parse_addresses(&d.bcc)?);
-        if all.is_empty() {
-            return Ok(Err(compose_error(
-                app,
-                user,
-                d.clone(),
-                "Add at least one recipient.",
-            )
-            .await?));
+        match recipients_of(app, d) {
+            Ok(r) => r,
+            Err(e) => {
+                error = Some(e);
+                sending = false;
+                Vec::new()
+            }
         }
-        if let Err(why) = crate::outgoing::check_recipients(&app.ctx, &all) {
-            return Ok(Err(compose_error(app, user, d.clone(), &why).await?));
-        }
-        all
     } else {
         Vec::new()
     };
+    let old = match old {
+        Some(uid) => routes::open(app, user, drafts, uid).await.ok(),
+        None => None,
+    };
+    let kept = old
+        .as_ref()
+        .map(|o| {
+            o.leaves
+                .iter()
+                .filter(|l| l.attachment && keep.contains(&l.number))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
     let attach = match d.attach.split_once('/') {
         Some((m, u)) => {
             let m = m.parse().map_err(|_| WebError::NotFound)?;
@@ -438,9 +570,12 @@ async fn prepare(
         &boundary,
         !sending,
     )?;
-    Ok(Ok((
+    Ok((
         Prepared {
             sending,
+            error,
+            old,
+            kept,
             recipients,
             drafts,
             boxes,
@@ -449,7 +584,7 @@ async fn prepare(
             message_id,
         },
         head,
-    )))
+    ))
 }
 
 /// Streams one uploaded file into the message as a base64 part.
@@ -457,7 +592,7 @@ async fn write_file(
     writer: &mut dyn MessageWriter,
     field: &mut axum::extract::multipart::Field<'_>,
     boundary: &str,
-) -> Result<(), WebError> {
+) -> Result<bool, WebError> {
     let name = field
         .file_name()
         .unwrap_or("")
@@ -470,7 +605,7 @@ async fn write_file(
             .map_err(|e| WebError::BadRequest(e.to_string()))?
             .is_some()
         {}
-        return Ok(());
+        return Ok(false);
     }
     let ctype = upload_type(field.content_type());
     writer
@@ -490,15 +625,39 @@ async fn write_file(
     encoded.clear();
     enc.finish_line(&mut encoded);
     writer.write(&encoded).await?;
-    Ok(())
+    Ok(true)
 }
 
-/// The forwarded original, byte for byte, and the closing boundary.
+/// The attachments kept from the draft this one replaces, the forwarded
+/// original, byte for byte, and the closing boundary.
 async fn write_end(
     app: &App,
     writer: &mut dyn MessageWriter,
     p: &Prepared,
 ) -> Result<(), WebError> {
+    if let Some(old) = &p.old {
+        for leaf in &p.kept {
+            // The part as stored: its header and its still-encoded body.
+            writer
+                .write(format!("\r\n--{}\r\n", p.boundary).as_bytes())
+                .await?;
+            let mut bytes = std::pin::pin!(crate::read::stream_range(
+                Arc::clone(&app.ctx.store),
+                old.data.entry.blob,
+                leaf.part.header_offset,
+                leaf.part.header_len + leaf.part.body_len,
+                crate::read::Decoder::Identity,
+            ));
+            while let Some(piece) = futures_util::StreamExt::next(&mut bytes).await {
+                let piece = piece.map_err(|e| {
+                    WebError::Store(store::StoreError::Invalid(format!(
+                        "reading a draft's attachment: {e}"
+                    )))
+                })?;
+                writer.write(&piece).await?;
+            }
+        }
+    }
     if let Some(o) = &p.attach {
         let subject = if o.data.headers.subject.is_empty() {
             "message".to_string()
@@ -537,8 +696,11 @@ pub(crate) async fn submit(
     let bad = |e: axum::extract::multipart::MultipartError| WebError::BadRequest(e.to_string());
     let mut d = Draft::default();
     let mut action = String::new();
+    let mut old: Option<Uid> = None;
+    let mut keep: Vec<usize> = Vec::new();
     let mut csrf_ok = false;
     let mut files = 0;
+    let mut uploaded = 0;
     let mut open: Option<(Prepared, Box<dyn MessageWriter>)> = None;
     // Text fields come first (the form puts the file input last); the
     // CSRF token must be the very first field, before anything is stored.
@@ -565,17 +727,7 @@ pub(crate) async fn submit(
         }
         if field.file_name().is_some() {
             if open.is_none() {
-                match prepare(&app, &user, &d, &action).await? {
-                    Ok((p, head)) => {
-                        let mut w = app.ctx.store.message_writer();
-                        if let Err(e) = w.write(&head).await {
-                            w.abort().await;
-                            return Err(e.into());
-                        }
-                        open = Some((p, w));
-                    }
-                    Err(page) => return Ok(page),
-                }
+                open = Some(start(&app, &user, &d, &action, old, &keep).await?);
             }
             let Some((p, w)) = open.as_mut() else {
                 continue;
@@ -586,11 +738,14 @@ pub(crate) async fn submit(
             } else {
                 write_file(&mut **w, &mut field, &p.boundary).await
             };
-            if let Err(e) = result {
-                if let Some((_, w)) = open.take() {
-                    w.abort().await;
+            match result {
+                Ok(written) => uploaded += usize::from(written),
+                Err(e) => {
+                    if let Some((_, w)) = open.take() {
+                        w.abort().await;
+                    }
+                    return Err(e);
                 }
-                return Err(e);
             }
             continue;
         }
@@ -617,6 +772,8 @@ pub(crate) async fn submit(
             "attach" => d.attach = value,
             "replied" => d.replied = value,
             "action" => action = value,
+            "draft" => old = value.parse().ok(),
+            "keep" => keep.extend(value.parse::<usize>().ok()),
             _ => {}
         }
     }
@@ -625,18 +782,20 @@ pub(crate) async fn submit(
     }
     let (p, mut writer) = match open.take() {
         Some(o) => o,
-        None => match prepare(&app, &user, &d, &action).await? {
-            Ok((p, head)) => {
-                let mut w = app.ctx.store.message_writer();
-                if let Err(e) = w.write(&head).await {
-                    w.abort().await;
-                    return Err(e.into());
-                }
-                (p, w)
-            }
-            Err(page) => return Ok(page),
-        },
+        None => start(&app, &user, &d, &action, old, &keep).await?,
     };
+    if let Some(error) = &p.error {
+        // Nothing uploaded would be lost: the form alone comes back, and
+        // nothing is stored.
+        if uploaded == 0 && p.kept.is_empty() && p.attach.is_none() {
+            writer.abort().await;
+            let stored = p.old.as_ref().map(|o| StoredDraft {
+                uid: o.data.entry.uid,
+                attachments: Vec::new(),
+            });
+            return compose_error(&app, &user, d, error, stored).await;
+        }
+    }
     if let Err(e) = write_end(&app, &mut *writer, &p).await {
         writer.abort().await;
         return Err(e);
@@ -654,8 +813,31 @@ pub(crate) async fn submit(
         .first()
         .map(|e| e.1)
         .ok_or(WebError::NotFound)?;
+    // The new draft replaces the one this form edited.
+    if let Some(o) = &p.old {
+        app.ctx.store.expunge(p.drafts, &[o.data.entry.uid]).await?;
+    }
+    if let Some(error) = &p.error {
+        // The uploads are kept in the new draft, which the form now edits.
+        let o = routes::open(&app, &user, p.drafts, uid).await?;
+        let attachments = attachments_of(&app, &o).await?;
+        let mut d = d;
+        d.attach.clear();
+        return compose_error(
+            &app,
+            &user,
+            d,
+            error,
+            Some(StoredDraft { uid, attachments }),
+        )
+        .await;
+    }
     if !p.sending {
-        return Ok(Redirect::to(&format!("/mail/{}/{uid}", p.drafts)).into_response());
+        return Ok(Redirect::to(&format!(
+            "/compose?mode=draft&mailbox={}&uid={uid}",
+            p.drafts
+        ))
+        .into_response());
     }
     let sent = crate::outgoing::send(&app.ctx, &user, p.drafts, uid, &p.recipients).await?;
     let replied = d
@@ -681,11 +863,32 @@ pub(crate) async fn submit(
     Ok(Redirect::to(&format!("/mail/{}/{}", sent.0, sent.1)).into_response())
 }
 
+/// Opens the message being written: checks the form and writes its
+/// header and text.
+async fn start(
+    app: &App,
+    user: &User,
+    d: &Draft,
+    action: &str,
+    old: Option<Uid>,
+    keep: &[usize],
+) -> Result<(Prepared, Box<dyn MessageWriter>), WebError> {
+    let (p, head) = prepare(app, user, d, action, old, keep).await?;
+    let mut w = app.ctx.store.message_writer();
+    if let Err(e) = w.write(&head).await {
+        w.abort().await;
+        return Err(e.into());
+    }
+    Ok((p, w))
+}
+
+/// The form again, whole, with what to fix (422).
 async fn compose_error(
     app: &App,
     user: &User,
     draft: Draft,
-    why: &str,
+    error: &FormError,
+    stored: Option<StoredDraft>,
 ) -> Result<Response, WebError> {
     let boxes = routes::mailboxes(app, user).await?;
     let folders = routes::folder_list(&boxes);
@@ -699,14 +902,17 @@ async fn compose_error(
         query: "",
         since: None,
     };
+    let suggestions = crate::settings::correspondents(app, user).await?;
     Ok((
         axum::http::StatusCode::UNPROCESSABLE_ENTITY,
         pages::compose(
             &chrome,
             &ComposeView {
                 draft,
-                error: Some(why.to_string()),
-                suggestions: Vec::new(),
+                error: Some(error.message.clone()),
+                error_field: error.field,
+                stored,
+                suggestions,
             },
         ),
     )
@@ -757,6 +963,22 @@ mod tests {
                 .unwrap()
                 .contains("Bcc: hidden@example.org")
         );
+    }
+
+    #[test]
+    fn a_draft_keeps_an_address_as_typed_but_a_sent_message_does_not() {
+        let d = Draft {
+            to: "bob at example.org\r\nBcc: x@evil.test".into(),
+            ..Default::default()
+        };
+        let h =
+            String::from_utf8(head(&d, "", "a@example.org", "i@x", "B", true).unwrap()).unwrap();
+        assert!(
+            h.contains("To: bob at example.orgBcc: x@evil.test\r\n"),
+            "{h}"
+        );
+        assert!(!h.contains("\r\nBcc: x@"), "{h}");
+        assert!(head(&d, "", "a@example.org", "i@x", "B", false).is_err());
     }
 
     proptest::proptest! {

@@ -9,6 +9,8 @@
 //! served from its own route with its own policy.
 #![forbid(unsafe_code)]
 
+mod action_pages;
+mod actions;
 mod admin;
 mod admin_pages;
 mod assets;
@@ -17,6 +19,7 @@ mod compose;
 mod config;
 mod error;
 mod filters;
+mod folders;
 mod listener;
 mod log_ring;
 mod mta_sts;
@@ -26,6 +29,7 @@ mod read;
 mod routes;
 mod rules;
 mod sanitize;
+mod search;
 mod session;
 mod settings;
 mod thread;

@@ -38,6 +38,11 @@ pub(crate) struct ListView {
     pub pages: usize,
     pub total: usize,
     pub query: String,
+    /// The folder's special use (`trash`, `junk`, `drafts`, ...), which
+    /// changes what its buttons do.
+    pub role: &'static str,
+    /// Unread messages in the folder, for the tab's title.
+    pub unseen: u32,
 }
 
 /// How a message's text is shown.
@@ -72,12 +77,22 @@ pub(crate) struct MessageView {
     pub remote_allowed: bool,
     /// The conversation, oldest first (empty when the message is alone).
     pub thread: Vec<ThreadItem>,
+    /// The folder's special use, as in [`ListView::role`].
+    pub role: &'static str,
+    /// The spam filter's verdict at delivery, when it gave one.
+    pub spam: Option<crate::actions::SpamVerdict>,
 }
 
 /// The compose form, filled in.
 pub(crate) struct ComposeView {
     pub draft: crate::compose::Draft,
     pub error: Option<String>,
+    /// A field the error is about (`to`, `cc`, `bcc`): the message is
+    /// shown beside it.
+    pub error_field: Option<&'static str>,
+    /// The stored draft this form edits, and its attachments, kept unless
+    /// unticked.
+    pub stored: Option<crate::compose::StoredDraft>,
     /// Past correspondents, offered as the address fields are typed.
     pub suggestions: Vec<String>,
 }
@@ -118,7 +133,7 @@ pub(crate) fn head(title: &str) -> Markup {
     }
 }
 
-fn page(chrome: &Chrome<'_>, title: &str, content: Markup) -> Html<String> {
+pub(crate) fn page(chrome: &Chrome<'_>, title: &str, content: Markup) -> Html<String> {
     let mailbox = chrome.current.map(|m| m.to_string());
     Html(
         html! {
@@ -134,7 +149,9 @@ fn page(chrome: &Chrome<'_>, title: &str, content: Markup) -> Html<String> {
                                 button { "Search" }
                             }
                         }
+                        a.search-all href="/search" { "Search all folders" }
                         a.compose href="/compose" { "Compose (c)" }
+                        a href="/folders" { "Folders" }
                         a href="/settings" { "Settings" }
                         @if chrome.admin { a href="/admin" { "Admin" } }
                         span.muted { (chrome.address) }
@@ -167,7 +184,7 @@ fn folders(chrome: &Chrome<'_>) -> Markup {
     }
 }
 
-fn action_buttons(chrome: &Chrome<'_>, current: MailboxId) -> Markup {
+fn action_buttons(chrome: &Chrome<'_>, current: MailboxId, role: &str) -> Markup {
     html! {
         div.actions {
             button name="action" value="read" { "Mark read" }
@@ -175,8 +192,21 @@ fn action_buttons(chrome: &Chrome<'_>, current: MailboxId) -> Markup {
             button name="action" value="flag" { "Flag" }
             button name="action" value="unflag" { "Unflag" }
             button name="action" value="archive" { "Archive" }
-            button name="action" value="trash" { "Delete" }
+            // RFC 6154 §2: \Trash is where deleted mail waits; deleting
+            // there is for good, so it asks first.
+            @if role == "trash" {
+                button name="action" value="trash" data-confirm="Delete the selected messages for good?" { "Delete for good" }
+            } @else {
+                button name="action" value="trash" { "Delete" }
+            }
+            @if role == "junk" {
+                button name="action" value="notspam" { "Not spam" }
+            } @else {
+                button name="action" value="spam" { "Spam" }
+            }
+            // No folder is chosen for the user: moving needs a pick.
             select name="to" aria-label="Move to" {
+                option value="" selected { "Move to…" }
                 @for f in chrome.folders.iter().filter(|f| f.id != current) {
                     option value=(f.id) { (f.name) }
                 }
@@ -232,15 +262,21 @@ pub(crate) fn list(chrome: &Chrome<'_>, v: &ListView) -> Html<String> {
     } else {
         format!("&q={}", urlencode(&v.query))
     };
+    let title = if v.unseen > 0 {
+        format!("({}) {} – Sluice", v.unseen, v.name)
+    } else {
+        format!("{} – Sluice", v.name)
+    };
     page(
         chrome,
-        &format!("{} – Sluice", v.name),
+        &title,
         html! {
             h1 { (v.name) @if !v.query.is_empty() { " – search: " (v.query) } }
             form method="post" action={(base) "/act"} {
                 input type="hidden" name="csrf" value=(chrome.csrf);
                 input type="hidden" name="back" value={(base) "?page=" (v.page) (q)};
-                (action_buttons(chrome, v.mailbox))
+                (action_buttons(chrome, v.mailbox, v.role))
+                (crate::action_pages::list_extras(v))
                 @if v.rows.is_empty() {
                     p.muted { @if v.query.is_empty() { "No messages." } @else { "Nothing found." } }
                 }
@@ -251,7 +287,7 @@ pub(crate) fn list(chrome: &Chrome<'_>, v: &ListView) -> Html<String> {
                                 td { input type="checkbox" name="uid" value=(r.uid) aria-label="Select"; }
                                 td { @if r.flagged { span.flag title="Flagged" { "★" } } }
                                 td.from { (r.from) }
-                                td.subject { a href={(base) "/" (r.uid)} { @if r.subject.is_empty() { "(no subject)" } @else { (r.subject) } } }
+                                td.subject { a href=(crate::action_pages::row_link(v, r.uid)) { @if r.subject.is_empty() { "(no subject)" } @else { (r.subject) } } }
                                 td { @if r.attachment { span title="Attachment" { "📎" } } }
                                 td.date.date-col { (r.date) }
                                 td.size { (human_size(r.size)) }
@@ -299,8 +335,9 @@ pub(crate) fn message(chrome: &Chrome<'_>, m: &MessageView) -> Html<String> {
                 input type="hidden" name="csrf" value=(chrome.csrf);
                 input type="hidden" name="uid" value=(m.uid);
                 input type="hidden" name="back" value=(base);
-                (action_buttons(chrome, m.mailbox))
+                (action_buttons(chrome, m.mailbox, m.role))
             }
+            @if let Some(s) = &m.spam { (crate::action_pages::spam_verdict(s)) }
             @if m.blocked_remote > 0 && !m.remote_allowed {
                 div.notice {
                     (m.blocked_remote) " remote image(s) blocked to protect your privacy. "
@@ -358,13 +395,13 @@ pub(crate) fn compose(chrome: &Chrome<'_>, v: &ComposeView) -> Html<String> {
         chrome,
         "Compose – Sluice",
         html! {
-            h1 { "New message" }
-            @if let Some(e) = &v.error { p.notice role="alert" { (e) } }
+            h1 { @if v.stored.is_some() { "Draft" } @else { "New message" } }
+            @if let (Some(e), None) = (&v.error, v.error_field) { p.notice role="alert" { (e) } }
             form.compose method="post" action="/compose" enctype="multipart/form-data" {
                 input type="hidden" name="csrf" value=(chrome.csrf);
-                label { "To" input name="to" value=(d.to) list="correspondents" autocomplete="off"; }
-                label { "Cc" input name="cc" value=(d.cc) list="correspondents" autocomplete="off"; }
-                label { "Bcc" input name="bcc" value=(d.bcc) list="correspondents" autocomplete="off"; }
+                (crate::action_pages::address_field("to", "To", &d.to, v))
+                (crate::action_pages::address_field("cc", "Cc", &d.cc, v))
+                (crate::action_pages::address_field("bcc", "Bcc", &d.bcc, v))
                 label { "Subject" input name="subject" value=(d.subject); }
                 textarea name="body" rows="16" aria-label="Message" { (d.body) }
                 input type="hidden" name="in_reply_to" value=(d.in_reply_to);
@@ -372,6 +409,7 @@ pub(crate) fn compose(chrome: &Chrome<'_>, v: &ComposeView) -> Html<String> {
                 input type="hidden" name="attach" value=(d.attach);
                 input type="hidden" name="replied" value=(d.replied);
                 @if !d.attach.is_empty() { p.muted { "The original message is attached." } }
+                @if let Some(s) = &v.stored { (crate::action_pages::stored_draft(s)) }
                 div.actions {
                     button name="action" value="send" { "Send" }
                     button name="action" value="draft" { "Save draft" }
@@ -821,6 +859,8 @@ mod tests {
             pages: 1,
             total: 1,
             query: "\"q".into(),
+            role: "",
+            unseen: 2,
         };
         let out = list(&chrome(&folders), &v).0;
         assert!(!out.contains("<script>alert"), "{out}");
@@ -854,6 +894,8 @@ mod tests {
             blocked_remote: 3,
             remote_allowed: false,
             thread: vec![],
+            role: "",
+            spam: None,
         };
         let out = message(&chrome(&folders), &m).0;
         assert!(out.contains("&lt;/pre&gt;&lt;script&gt;"), "{out}");

@@ -4,9 +4,11 @@
 //! search); `/mail/{mailbox}/{uid}` (read; `?remote=1` shows remote
 //! images), `/frame` (the sanitised HTML, for the sandboxed frame),
 //! `/part/{n}` (an attachment), `/cid/{id}` (an inline image), `/source`;
-//! `POST /mail/{mailbox}/act` (flags, move, delete to Trash, on a
-//! selection); `POST .../trust` (always show remote content from the
-//! sender); `/events/{mailbox}` (Server-Sent Events); `/settings`,
+//! `POST /mail/{mailbox}/act` (flags, moves, Spam, delete, on a
+//! selection; see [`crate::actions`]); `POST .../trust` (always show
+//! remote content from the sender); `/events/{mailbox}` (Server-Sent
+//! Events); `/search` (all folders, see [`crate::search`]); `/folders`
+//! (see [`crate::folders`]); `/settings`,
 //! `/settings/filters/...` (the Filters pages, see [`crate::filters`]);
 //! `/admin/...` (for `[web] admins`, see [`crate::admin`]); `/static/...`;
 //! the set-up documents mail clients fetch (see [`crate::autoconfig`]);
@@ -68,7 +70,7 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route("/login", get(login_page).post(login))
         .route("/logout", post(logout))
         .route("/mail/{mailbox}", get(list))
-        .route("/mail/{mailbox}/act", post(act))
+        .route("/mail/{mailbox}/act", post(crate::actions::act))
         .route("/mail/{mailbox}/{uid}", get(read_message))
         .route("/mail/{mailbox}/{uid}/frame", get(frame))
         .route("/mail/{mailbox}/{uid}/part/{n}", get(part))
@@ -76,6 +78,11 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route("/mail/{mailbox}/{uid}/source", get(source))
         .route("/mail/{mailbox}/{uid}/trust", post(trust))
         .route("/events/{mailbox}", get(events))
+        .route("/search", get(crate::search::results))
+        .route(
+            "/folders",
+            get(crate::folders::page).post(crate::folders::act),
+        )
         .route(
             "/settings",
             get(crate::settings::page).post(crate::settings::save),
@@ -451,107 +458,19 @@ async fn list(
         &chrome,
         &ListView {
             mailbox,
-            name: info.name,
+            name: info.name.clone(),
             rows,
             page,
             pages,
             total,
             query: query.clone(),
+            role: role_rank(&info).1,
+            unseen: info.unseen,
         },
     ))
 }
 
-// ---- actions --------------------------------------------------------------
-
-async fn act(
-    State(app): Shared,
-    user: User,
-    headers: HeaderMap,
-    Path(mailbox): Path<MailboxId>,
-    Form(fields): Form<Vec<(String, String)>>,
-) -> Result<Response, WebError> {
-    session::check_same_origin(&headers)?;
-    let field = |name: &str| {
-        fields
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
-    user.check_csrf(field("csrf"))?;
-    let boxes = mailboxes(&app, &user).await?;
-    owned(&boxes, mailbox)?;
-    let mut uids: Vec<Uid> = fields
-        .iter()
-        .filter(|(k, _)| k == "uid")
-        .map(|(_, v)| {
-            v.parse()
-                .map_err(|_| WebError::BadRequest("bad message number".into()))
-        })
-        .collect::<Result<_, _>>()?;
-    uids.sort_unstable();
-    uids.dedup();
-    let action = field("action").unwrap_or("");
-    let store = &app.ctx.store;
-    let special = |use_: &str| {
-        boxes
-            .iter()
-            .find(|b| {
-                b.special_use
-                    .as_deref()
-                    .is_some_and(|s| s.eq_ignore_ascii_case(use_))
-            })
-            .map(|b| b.id)
-    };
-    let mut back = field("back")
-        .filter(|b| b.starts_with(&format!("/mail/{mailbox}")) && !b.contains("//"))
-        .unwrap_or("")
-        .to_string();
-    if back.is_empty() {
-        back = format!("/mail/{mailbox}");
-    }
-    if !uids.is_empty() {
-        match action {
-            "read" => drop(
-                store
-                    .update_flags(mailbox, &uids, FlagChange::Add, FLAG_SEEN, &[], None)
-                    .await?,
-            ),
-            "unread" => drop(
-                store
-                    .update_flags(mailbox, &uids, FlagChange::Remove, FLAG_SEEN, &[], None)
-                    .await?,
-            ),
-            "flag" => drop(
-                store
-                    .update_flags(mailbox, &uids, FlagChange::Add, FLAG_FLAGGED, &[], None)
-                    .await?,
-            ),
-            "unflag" => drop(
-                store
-                    .update_flags(mailbox, &uids, FlagChange::Remove, FLAG_FLAGGED, &[], None)
-                    .await?,
-            ),
-            "trash" | "archive" | "move" => {
-                let to = match action {
-                    "trash" => special("\\Trash"),
-                    "archive" => special("\\Archive"),
-                    _ => field("to").and_then(|t| t.parse().ok()),
-                }
-                .ok_or_else(|| WebError::BadRequest("no such folder".into()))?;
-                owned(&boxes, to)?;
-                if to != mailbox {
-                    store.move_messages(mailbox, &uids, to).await?;
-                    // The message left: go back to the list it was in.
-                    if back.split('?').next() != Some(&format!("/mail/{mailbox}")) {
-                        back = format!("/mail/{mailbox}");
-                    }
-                }
-            }
-            _ => return Err(WebError::BadRequest("unknown action".into())),
-        }
-    }
-    Ok(Redirect::to(&back).into_response())
-}
+// ---- actions: see crate::actions ------------------------------------------
 
 // ---- reading --------------------------------------------------------------
 
@@ -672,7 +591,16 @@ async fn read_message(
     user: User,
     Path((mailbox, uid)): Path<(MailboxId, Uid)>,
     Query(q): Query<ReadQuery>,
-) -> Result<Html<String>, WebError> {
+) -> Result<Response, WebError> {
+    let boxes = mailboxes(&app, &user).await?;
+    let role = role_rank(owned(&boxes, mailbox)?).1;
+    // A draft is opened to be worked on.
+    if role == "drafts" {
+        return Ok(
+            Redirect::to(&format!("/compose?mode=draft&mailbox={mailbox}&uid={uid}"))
+                .into_response(),
+        );
+    }
     let o = open(&app, &user, mailbox, uid).await?;
     let store = &*app.ctx.store;
     let blob = o.data.entry.blob;
@@ -718,7 +646,6 @@ async fn read_message(
             size: l.part.body_len,
         });
     }
-    let boxes = mailboxes(&app, &user).await?;
     let thread = crate::thread::conversation(&app, &boxes, mailbox, &o.data).await?;
     let folders = folder_list(&boxes);
     let chrome = Chrome {
@@ -748,8 +675,14 @@ async fn read_message(
             blocked_remote,
             remote_allowed,
             thread,
+            role,
+            spam: crate::actions::SpamVerdict::parse(&header_field(
+                &o.data.header,
+                "x-spam-status",
+            )),
         },
-    ))
+    )
+    .into_response())
 }
 
 /// The sanitised HTML of a message, for the sandboxed frame. Its policy
