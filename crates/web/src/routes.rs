@@ -809,6 +809,7 @@ async fn frame(
         .leaves
         .iter()
         .filter_map(|l| {
+            let id = l.content_id()?;
             let url = app.signer.url(&InlinePart {
                 account: user.account,
                 mailbox,
@@ -816,7 +817,7 @@ async fn frame(
                 part: l.number,
                 expires,
             });
-            l.content_id().map(|id| (id.to_string(), url))
+            Some((id.to_string(), url))
         })
         .collect();
     let clean = sanitize_html_with(&b.text, allow, move |id| by_cid.get(id).cloned());
