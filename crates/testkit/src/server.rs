@@ -282,6 +282,21 @@ impl Server {
         self.log.text()
     }
 
+    /// Fails the test if the server has logged a panic (a request
+    /// handler that panicked: the client saw a cut or failed answer).
+    pub fn assert_no_panic(&self) {
+        let log = self.log();
+        assert!(
+            !log.contains("panicked"),
+            "the server panicked:\n{}",
+            log.lines()
+                .filter(|l| l.contains("panicked"))
+                .take(5)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+
     /// The running server's process id.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()

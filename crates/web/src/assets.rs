@@ -45,12 +45,3 @@ pub(crate) static JS: LazyLock<Asset> = LazyLock::new(|| {
 /// written for a white page, so it gets one, also in dark mode.
 pub(crate) const FRAME_STYLE: &str =
     "html{color-scheme:light}body{background:#fff;color:#000;margin:8px;font:14px/1.4 sans-serif;overflow-wrap:anywhere}img{max-width:100%;height:auto}";
-
-/// The CSP source expression that allows exactly [`FRAME_STYLE`].
-pub(crate) static FRAME_STYLE_HASH: LazyLock<String> = LazyLock::new(|| {
-    use base64::Engine as _;
-    format!(
-        "'sha256-{}'",
-        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(FRAME_STYLE.as_bytes()))
-    )
-});

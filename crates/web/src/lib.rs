@@ -17,9 +17,11 @@ mod assets;
 mod autoconfig;
 mod compose;
 mod config;
+mod css;
 mod error;
 mod filters;
 mod folders;
+mod inline;
 mod listener;
 mod log_ring;
 mod mta_sts;
@@ -41,7 +43,7 @@ pub use config::WebConfig;
 pub use error::WebError;
 pub use log_ring::{LineWriter, LogRing};
 pub use mta_sts::{policy as mta_sts_policy, policy_id as mta_sts_policy_id, MtaStsMode};
-pub use sanitize::{sanitize_html, Sanitized};
+pub use sanitize::{sanitize_html, sanitize_html_with, Sanitized};
 
 /// What the webmail needs from the rest of the server.
 pub struct Context {

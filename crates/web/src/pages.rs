@@ -224,12 +224,14 @@ pub(crate) fn login(error: Option<&str>, address: &str) -> Html<String> {
             html lang="en" {
                 (head("Log in – Sluice"))
                 body data-view="login" {
+                    main {
                     form.login method="post" action="/login" {
                         h1 { "Sluice webmail" }
                         @if let Some(e) = error { p.notice role="alert" { (e) } }
                         label { "Address" input name="address" type="email" autocomplete="username" required value=(address) autofocus; }
                         label { "Password" input name="password" type="password" autocomplete="current-password" required; }
                         button { "Log in" }
+                    }
                     }
                 }
             }
@@ -284,11 +286,11 @@ pub(crate) fn list(chrome: &Chrome<'_>, v: &ListView) -> Html<String> {
                     tbody {
                         @for r in &v.rows {
                             tr class=[r.unread.then_some("unread")] data-uid=(r.uid) {
-                                td { input type="checkbox" name="uid" value=(r.uid) aria-label="Select"; }
-                                td { @if r.flagged { span.flag title="Flagged" { "★" } } }
+                                td.sel { input type="checkbox" name="uid" value=(r.uid) aria-label="Select"; }
+                                td.mark { @if r.flagged { span.flag title="Flagged" { "★" } } }
                                 td.from { (r.from) }
                                 td.subject { a href=(crate::action_pages::row_link(v, r.uid)) { @if r.subject.is_empty() { "(no subject)" } @else { (r.subject) } } }
-                                td { @if r.attachment { span title="Attachment" { "📎" } } }
+                                td.att { @if r.attachment { span title="Attachment" { "📎" } } }
                                 td.date.date-col { (r.date) }
                                 td.size { (human_size(r.size)) }
                             }

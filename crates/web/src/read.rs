@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use base64::Engine as _;
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use mail_parser::{MessageParser, MimeHeaders};
 use mime_tree::{Part, PartKind};
 use store::{BlobId, Store, StoreError, CHUNK_SIZE};
@@ -248,7 +248,9 @@ fn qp_decode(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A byte range of a blob as a stream of decoded pieces.
+/// A byte range of a blob as a stream of decoded pieces. Fused: a body
+/// wrapper (the gzip encoder) may poll once more after the end, which an
+/// unfused `unfold` answers with a panic.
 pub(crate) fn stream_range(
     store: Arc<dyn Store>,
     blob: BlobId,
@@ -295,6 +297,7 @@ pub(crate) fn stream_range(
         s.done = last;
         Some((Ok(Bytes::from(out)), s))
     })
+    .fuse()
 }
 
 #[cfg(test)]

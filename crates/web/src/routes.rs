@@ -4,6 +4,8 @@
 //! search); `/mail/{mailbox}/{uid}` (read; `?remote=1` shows remote
 //! images), `/frame` (the sanitised HTML, for the sandboxed frame),
 //! `/part/{n}` (an attachment), `/cid/{id}` (an inline image), `/source`;
+//! `/inline/...` (an inline image by signed link, for the frame: see
+//! [`crate::inline`]);
 //! `POST /mail/{mailbox}/act` (flags, moves, Spam, delete, on a
 //! selection; see [`crate::actions`]); `POST .../trust` (always show
 //! remote content from the sender); `/events/{mailbox}` (Server-Sent
@@ -30,12 +32,13 @@ use store::{
     FLAG_FLAGGED, FLAG_SEEN,
 };
 
-use crate::assets::{CSS, FRAME_STYLE_HASH, JS};
+use crate::assets::{CSS, JS};
 use crate::error::WebError;
+use crate::inline::{InlinePart, Signer};
 use crate::listener::PeerAddr;
 use crate::pages::{self, Attachment, BodyView, Chrome, Folder, ListView, MessageView, Row};
 use crate::read::{self, Decoder};
-use crate::sanitize::sanitize_html;
+use crate::sanitize::{sanitize_html, sanitize_html_with};
 use crate::session::{self, User};
 use crate::Context;
 
@@ -51,6 +54,8 @@ pub(crate) struct App {
     pub ctx: Arc<Context>,
     /// Served over TLS: cookies get `Secure` and the `__Host-` prefix.
     pub secure: bool,
+    /// Signs the links of inline parts shown in the message frame.
+    pub signer: Signer,
 }
 
 type Shared = State<Arc<App>>;
@@ -64,7 +69,11 @@ pub(crate) fn now() -> i64 {
 
 pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
     let app_upload_limit = ctx.config.max_upload_bytes;
-    let app = Arc::new(App { ctx, secure });
+    let app = Arc::new(App {
+        ctx,
+        secure,
+        signer: Signer::new(),
+    });
     Router::new()
         .route("/", get(home))
         .route("/login", get(login_page).post(login))
@@ -76,6 +85,10 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route("/mail/{mailbox}/{uid}/part/{n}", get(part))
         .route("/mail/{mailbox}/{uid}/cid/{id}", get(cid))
         .route("/mail/{mailbox}/{uid}/source", get(source))
+        .route(
+            "/inline/{account}/{mailbox}/{uid}/{part}/{expires}/{sig}",
+            get(inline_part),
+        )
         .route("/mail/{mailbox}/{uid}/trust", post(trust))
         .route("/events/{mailbox}", get(events))
         .route("/search", get(crate::search::results))
@@ -132,8 +145,23 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route("/.well-known/mta-sts.txt", get(crate::mta_sts::serve))
         .layer(DefaultBodyLimit::max(MAX_FORM))
         .layer(middleware::from_fn(security_headers))
-        // gzip for clients that ask (not for event streams or images).
-        .layer(tower_http::compression::CompressionLayer::new())
+        // gzip for clients that ask: pages, styles, scripts, the source.
+        // Not event streams or images (the default predicate), nor
+        // downloads: attachments are mostly compressed already, and a
+        // file's bytes go out as stored.
+        .layer(
+            tower_http::compression::CompressionLayer::new().compress_when(
+                tower_http::compression::Predicate::and(
+                    tower_http::compression::predicate::DefaultPredicate::new(),
+                    |_: StatusCode,
+                     _: axum::http::Version,
+                     h: &HeaderMap,
+                     _: &axum::http::Extensions| {
+                        !h.contains_key(header::CONTENT_DISPOSITION)
+                    },
+                ),
+            ),
+        )
         .with_state(app)
 }
 
@@ -708,16 +736,34 @@ async fn frame(
         true,
     )
     .await?;
-    let clean = sanitize_html(&b.text, allow, &format!("/mail/{mailbox}/{uid}/cid/"));
+    // `cid:` pictures by signed link: the sandboxed frame sends no cookie.
+    let expires = now() + crate::inline::LIFETIME_SECS;
+    let by_cid: std::collections::HashMap<String, String> = o
+        .leaves
+        .iter()
+        .filter_map(|l| {
+            let id = l.content_id()?;
+            let url = app.signer.url(&InlinePart {
+                account: user.account,
+                mailbox,
+                uid,
+                part: l.number,
+                expires,
+            });
+            Some((id.to_string(), url))
+        })
+        .collect();
+    let clean = sanitize_html_with(&b.text, allow, move |id| by_cid.get(id).cloned());
     let img = if allow {
         "'self' https: http:"
     } else {
         "'self'"
     };
+    // Inline styles are the mail's own, filtered ([`crate::css`]); the
+    // frame runs no script and fetches only what img-src allows.
     let csp = format!(
-        "default-src 'none'; style-src {}; img-src {img}; font-src 'none'; form-action 'none'; \
-         base-uri 'none'; frame-ancestors 'self'; sandbox allow-popups allow-popups-to-escape-sandbox",
-        *FRAME_STYLE_HASH
+        "default-src 'none'; style-src 'unsafe-inline'; img-src {img}; font-src 'none'; form-action 'none'; \
+         base-uri 'none'; frame-ancestors 'self'; sandbox allow-popups allow-popups-to-escape-sandbox"
     );
     Ok((
         [
@@ -823,6 +869,53 @@ async fn cid(
     res.headers_mut().insert(
         "cross-origin-resource-policy",
         HeaderValue::from_static("same-origin"),
+    );
+    Ok(res)
+}
+
+/// An inline part by signed link (see [`crate::inline`]): no session, the
+/// signature stands for it. Refused when tampered with or expired.
+async fn inline_part(
+    State(app): Shared,
+    Path((account, mailbox, uid, part, expires, sig)): Path<(
+        store::AccountId,
+        MailboxId,
+        Uid,
+        usize,
+        i64,
+        String,
+    )>,
+) -> Result<Response, WebError> {
+    let p = InlinePart {
+        account,
+        mailbox,
+        uid,
+        part,
+        expires,
+    };
+    if !app.signer.verify(&p, &sig, now()) {
+        return Err(WebError::Forbidden("this picture's link is not valid"));
+    }
+    let boxes = app.ctx.store.list_mailboxes(account).await?;
+    owned(&boxes, mailbox)?;
+    let data = app
+        .ctx
+        .store
+        .message_data(mailbox, &[uid])
+        .await?
+        .pop()
+        .ok_or(WebError::NotFound)?;
+    let leaves = read::leaves(&data.structure.root);
+    let leaf = leaves
+        .iter()
+        .find(|l| l.number == part)
+        .ok_or(WebError::NotFound)?;
+    let mut res = serve_leaf(&app, data.entry.blob, leaf, true).await?;
+    // Loaded by a sandboxed (opaque-origin) frame: same-origin would
+    // refuse it; the link itself is the capability.
+    res.headers_mut().insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("cross-origin"),
     );
     Ok(res)
 }

@@ -1,10 +1,12 @@
 //! Message HTML made safe to show: ammonia's allow-list (no script, no
-//! event handlers, no `style`, no forms, no frames), links only to
-//! `http`, `https` and `mailto`, `cid:` references turned into links to the
-//! message's own parts, and remote content (images and other fetched
-//! resources) dropped unless the user allowed it. The result is still only
-//! ever shown in a sandboxed frame with its own CSP: this is the first of
-//! two walls, not the only one.
+//! event handlers, no forms, no frames), links only to `http`, `https` and
+//! `mailto`, `cid:` references turned into links to the message's own
+//! parts, and remote content (images and other fetched resources) dropped
+//! unless the user allowed it. Styling stays: `style` attributes and
+//! `<style>` elements pass through the CSS filter ([`crate::css`]), table
+//! and font attributes are kept. The result is still only ever shown in a
+//! sandboxed frame with its own CSP: this is the first of two walls, not
+//! the only one.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,28 +57,58 @@ fn encode_segment(s: &str) -> String {
 /// `{cid_base}x`); with `allow_remote` false, every `http(s)` resource is
 /// dropped and counted.
 pub fn sanitize_html(html: &str, allow_remote: bool, cid_base: &str) -> Sanitized {
+    let cid_base = cid_base.to_string();
+    sanitize_html_with(html, allow_remote, move |id| {
+        Some(format!("{cid_base}{}", encode_segment(id)))
+    })
+}
+
+/// [`sanitize_html`], with `cid_url` giving the URL of the part with a
+/// Content-ID (`None`: no such part, the reference is dropped).
+pub fn sanitize_html_with(
+    html: &str,
+    allow_remote: bool,
+    cid_url: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+) -> Sanitized {
     let blocked = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&blocked);
-    let cid_base = cid_base.to_string();
     let mut builder = ammonia::Builder::default();
+    const TABLE_CELL: &[&str] = &[
+        "bgcolor", "align", "valign", "width", "height", "nowrap", "colspan", "rowspan",
+    ];
     builder
         .link_rel(Some("noopener noreferrer"))
         .set_tag_attribute_value("a", "target", "_blank")
-        .add_tag_attributes("img", &["src", "alt", "width", "height", "title"])
-        .add_tag_attributes("td", &["bgcolor", "align", "valign", "width"])
+        // `class` and `id` for the mail's own style rules: the frame is a
+        // document of its own, so they name nothing of the app's.
+        .add_generic_attributes(&["style", "class", "id", "align", "dir"])
+        .add_tag_attributes(
+            "img",
+            &[
+                "src", "alt", "width", "height", "title", "border", "hspace", "vspace",
+            ],
+        )
+        .add_tag_attributes("td", TABLE_CELL)
+        .add_tag_attributes("th", TABLE_CELL)
+        .add_tag_attributes("tr", &["bgcolor", "align", "valign", "height"])
         .add_tag_attributes(
             "table",
             &[
                 "bgcolor",
                 "align",
                 "width",
+                "height",
                 "border",
                 "cellpadding",
                 "cellspacing",
+                "role",
             ],
         )
         .add_tag_attributes("font", &["color", "size", "face"])
-        .add_tags(&["font", "center"])
+        .add_tags(&["font", "center", "style"])
+        // ammonia drops `<style>` with its content by default; it is kept
+        // here and its content filtered below.
+        .rm_clean_content_tags(&["style"])
         // `cid` passes the scheme check only to be rewritten by the filter.
         .url_schemes(["http", "https", "mailto", "cid"].into_iter().collect())
         .attribute_filter(move |_element, attribute, value| {
@@ -86,7 +118,7 @@ pub fn sanitize_html(html: &str, allow_remote: bool, cid_base: &str) -> Sanitize
                     Some("cid") => {
                         let id = value.trim_start()[4..].trim();
                         let id = id.trim_start_matches('<').trim_end_matches('>');
-                        Some(Cow::Owned(format!("{cid_base}{}", encode_segment(id))))
+                        cid_url(id).map(Cow::Owned)
                     }
                     Some("http" | "https" | "//") if allow_remote => Some(Cow::Borrowed(value)),
                     Some("http" | "https" | "//") => {
@@ -103,13 +135,71 @@ pub fn sanitize_html(html: &str, allow_remote: bool, cid_base: &str) -> Sanitize
                     _ => None,
                 };
             }
+            if attribute == "style" {
+                let f = crate::css::filter_declarations(value, allow_remote);
+                counter.fetch_add(f.blocked_remote, Ordering::Relaxed);
+                return (!f.css.is_empty()).then_some(Cow::Owned(f.css));
+            }
             Some(Cow::Borrowed(value))
         });
     let html = builder.clean(html).to_string();
+    let mut sheet_blocked = 0;
+    let html = filter_style_elements(&html, |css| {
+        let f = crate::css::filter_stylesheet(css, allow_remote);
+        sheet_blocked += f.blocked_remote;
+        f.css
+    });
     Sanitized {
         html,
-        blocked_remote: blocked.load(Ordering::Relaxed),
+        blocked_remote: blocked.load(Ordering::Relaxed) + sheet_blocked,
     }
+}
+
+/// Rewrites the content of every `<style>` element of ammonia's output
+/// with `filter`. That output is html5ever's serialisation, regular enough
+/// to walk without a parser: in text every `<` is escaped, so a `<` starts
+/// a tag; attribute values are double-quoted with `"` escaped; comments
+/// are gone; a `<style>`'s raw text runs to its `</style>`. Anything else
+/// (which that serialiser never writes) ends the document there.
+fn filter_style_elements(html: &str, mut filter: impl FnMut(&str) -> String) -> String {
+    if !html.contains("<style") {
+        return html.to_string();
+    }
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        rest = &rest[lt..];
+        // The tag, to its `>` outside quotes.
+        let mut quoted = false;
+        let Some(end) = rest.char_indices().find_map(|(i, c)| match c {
+            '"' => {
+                quoted = !quoted;
+                None
+            }
+            '>' if !quoted => Some(i),
+            _ => None,
+        }) else {
+            return out;
+        };
+        let tag = &rest[..=end];
+        out.push_str(tag);
+        rest = &rest[end + 1..];
+        let name: String = tag[1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if name.eq_ignore_ascii_case("style") {
+            let lower = rest.to_ascii_lowercase();
+            let Some(close) = lower.find("</style>") else {
+                return out;
+            };
+            out.push_str(&filter(&rest[..close]));
+            rest = &rest[close..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -149,7 +239,7 @@ mod tests {
                 "<iframe",
                 "<object",
                 "<embed",
-                "<style",
+                "url(",
                 "expression(",
                 "<form",
                 "<meta",
@@ -207,7 +297,64 @@ mod tests {
         assert!(!out.contains("data:") && !out.contains("/logout"), "{out}");
     }
 
+    #[test]
+    fn newsletter_styling_stays() {
+        let out = clean(
+            "<style>td.h{background-color:#0b57d0;color:#fff} @import url(x.css);</style>\
+             <table bgcolor=\"#ffeeaa\" width=\"600\" cellpadding=\"4\" align=\"center\">\
+             <tr><td class=\"h\" style=\"font-family:Georgia; color:#a00; position:fixed\">Hi</td></tr></table>",
+        );
+        assert!(
+            out.contains("<style>td.h{background-color:#0b57d0; color:#fff;}</style>"),
+            "{out}"
+        );
+        assert!(
+            out.contains("bgcolor=\"#ffeeaa\"") && out.contains("cellpadding=\"4\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("style=\"font-family:Georgia; color:#a00;\""),
+            "{out}"
+        );
+        assert!(!out.contains("import") && !out.contains("fixed"), "{out}");
+    }
+
+    #[test]
+    fn css_fetches_count_as_remote_content() {
+        let html = "<div style=\"background:url(http://t.example/a.gif)\">x</div>\
+                    <style>p{background-image:url('https://t.example/b.gif')}</style>";
+        let s = sanitize_html(html, false, "/cid/");
+        assert_eq!(s.blocked_remote, 2, "{}", s.html);
+        assert!(!s.html.contains("t.example"), "{}", s.html);
+        let s = sanitize_html(html, true, "/cid/");
+        assert!(s.html.contains("https://t.example/b.gif"), "{}", s.html);
+    }
+
+    #[test]
+    fn style_text_cannot_end_its_element() {
+        for v in [
+            "<style>p{content:'</style><script>alert(1)</script>'}</style>",
+            "<style><!--</style><img src=x onerror=alert(1)>--></style>",
+            "<img alt=\"<style>\" src=x><p style=\"x\">a</p><style>b{}</style>",
+            "<style>a{}</stylex><script>alert(1)</script></style>",
+        ] {
+            let out = clean(v).to_ascii_lowercase();
+            assert!(
+                !out.contains("<script") && !out.contains("onerror"),
+                "{v:?} gave {out:?}"
+            );
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn no_style_breaks_out(s in ".{0,200}") {
+            let wrapped = format!("<style>{s}</style><p style=\"{s}\">x</p>");
+            let out = clean(&wrapped).to_ascii_lowercase();
+            proptest::prop_assert!(!out.contains("<script"));
+            proptest::prop_assert!(!out.contains("url("));
+        }
+
         #[test]
         fn no_input_yields_script(s in ".{0,200}") {
             let wrapped = format!("<div>{s}<img src=x onerror=1><script>x</script></div>");

@@ -1,0 +1,515 @@
+//! The CSS of HTML mail made safe to show: `style` attributes and `<style>`
+//! elements are tokenized by `cssparser` (CSS Syntax Level 3), rebuilt
+//! from an allow-list and serialised again, never matched with patterns.
+//!
+//! What goes: anything that fetches (`url()`, `image-set()` and every
+//! other function not on the list) unless the user allowed remote content
+//! for the message, and then only `http(s)` URLs; `expression()`,
+//! `behavior` and `-moz-binding` (old script hooks); every at-rule but
+//! `@media` and `@supports` (so no `@import`, `@font-face`, `@namespace`);
+//! `position: fixed` and `sticky` (a mail pinning a fake dialog over the
+//! page). The frame the result is shown in is its own document, so its
+//! selectors cannot reach the app; its CSP still limits what it may load.
+
+use cssparser::{Parser, ToCss, Token};
+
+/// Blocks nested deeper than this are dropped (and stop the recursion).
+const MAX_DEPTH: usize = 16;
+
+/// Functions a value may use: colours, arithmetic, gradients, transforms,
+/// grid helpers. None of them fetches anything.
+const VALUE_FUNCTIONS: &[&str] = &[
+    "rgb",
+    "rgba",
+    "hsl",
+    "hsla",
+    "hwb",
+    "lab",
+    "lch",
+    "oklab",
+    "oklch",
+    "color",
+    "color-mix",
+    "calc",
+    "min",
+    "max",
+    "clamp",
+    "var",
+    "linear-gradient",
+    "radial-gradient",
+    "conic-gradient",
+    "repeating-linear-gradient",
+    "repeating-radial-gradient",
+    "repeating-conic-gradient",
+    "translate",
+    "translatex",
+    "translatey",
+    "scale",
+    "scalex",
+    "scaley",
+    "rotate",
+    "skew",
+    "skewx",
+    "skewy",
+    "matrix",
+    "cubic-bezier",
+    "steps",
+    "minmax",
+    "repeat",
+    "fit-content",
+];
+
+/// Functional pseudo-classes a selector may use.
+const SELECTOR_FUNCTIONS: &[&str] = &[
+    "not",
+    "is",
+    "where",
+    "has",
+    "nth-child",
+    "nth-last-child",
+    "nth-of-type",
+    "nth-last-of-type",
+    "lang",
+    "dir",
+];
+
+/// Properties that ran script in old browsers, or bind behaviour.
+const DENIED_PROPERTIES: &[&str] = &[
+    "behavior",
+    "-ms-behavior",
+    "-moz-binding",
+    "-webkit-binding",
+];
+
+/// What filtering kept, and how many remote fetches it left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Filtered {
+    /// Safe CSS; never contains `<`, so it cannot end a `<style>` element.
+    pub css: String,
+    /// `http(s)` URLs dropped because remote content was not allowed.
+    pub blocked_remote: usize,
+}
+
+/// A token, or a block with what it holds.
+#[derive(Debug, Clone)]
+enum Node {
+    Space,
+    Semicolon,
+    Colon,
+    Ident(String),
+    At(String),
+    Str(String),
+    Url(String),
+    /// Any other well-formed token, serialised.
+    Other(String),
+    /// A bad string or URL, or a closing bracket without its opening one.
+    Bad,
+    Block(Kind, Vec<Node>),
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// Lower-cased name.
+    Function(String),
+    Paren,
+    Square,
+    Curly,
+}
+
+fn tree(p: &mut Parser<'_>, depth: usize) -> Vec<Node> {
+    let mut out = Vec::new();
+    while let Ok(t) = p.next_including_whitespace_and_comments() {
+        let kind = match t {
+            Token::Function(name) => Some(Kind::Function(name.to_ascii_lowercase())),
+            Token::ParenthesisBlock => Some(Kind::Paren),
+            Token::SquareBracketBlock => Some(Kind::Square),
+            Token::CurlyBracketBlock => Some(Kind::Curly),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            let children = if depth >= MAX_DEPTH {
+                vec![Node::Bad]
+            } else {
+                p.parse_nested_block(|p| Ok::<_, cssparser::ParseError<()>>(tree(p, depth + 1)))
+                    .unwrap_or_else(|_| vec![Node::Bad])
+            };
+            out.push(Node::Block(kind, children));
+            continue;
+        }
+        out.push(match t {
+            Token::WhiteSpace(_) | Token::Comment(_) | Token::CDO | Token::CDC => Node::Space,
+            Token::Semicolon => Node::Semicolon,
+            Token::Colon => Node::Colon,
+            // `<` only in strings, where serialising escapes it (see
+            // `no_angle`); anywhere else the token goes.
+            Token::Ident(s) if s.contains('<') => Node::Bad,
+            Token::AtKeyword(s) if s.contains('<') => Node::Bad,
+            Token::Ident(s) => Node::Ident(s.to_string()),
+            Token::AtKeyword(s) => Node::At(s.to_ascii_lowercase()),
+            Token::QuotedString(s) => Node::Str(s.to_string()),
+            Token::UnquotedUrl(s) => Node::Url(s.to_string()),
+            Token::BadUrl(_)
+            | Token::BadString(_)
+            | Token::CloseParenthesis
+            | Token::CloseSquareBracket
+            | Token::CloseCurlyBracket => Node::Bad,
+            other => {
+                let text = other.to_css_string();
+                if text.contains('<') {
+                    Node::Bad
+                } else {
+                    Node::Other(text)
+                }
+            }
+        });
+    }
+    out
+}
+
+fn parse(css: &str) -> Vec<Node> {
+    let mut p = Parser::new(css);
+    tree(&mut p, 0)
+}
+
+fn write(nodes: &[Node], out: &mut String) {
+    for n in nodes {
+        match n {
+            Node::Space => {
+                if !out.ends_with(' ') {
+                    out.push(' ')
+                }
+            }
+            Node::Semicolon => out.push(';'),
+            Node::Colon => out.push(':'),
+            Node::Ident(s) => drop(cssparser::serialize_identifier(s, out)),
+            Node::At(s) => {
+                out.push('@');
+                let _ = cssparser::serialize_identifier(s, out);
+            }
+            Node::Str(s) => drop(cssparser::serialize_string(s, out)),
+            Node::Url(s) => {
+                out.push_str("url(");
+                let _ = cssparser::serialize_string(s, out);
+                out.push(')');
+            }
+            Node::Other(s) => out.push_str(s),
+            // Never kept by the filters; a space, so nothing around it joins.
+            Node::Bad => out.push(' '),
+            Node::Block(kind, children) => {
+                let close = match kind {
+                    Kind::Function(name) => {
+                        let _ = cssparser::serialize_identifier(name, out);
+                        out.push('(');
+                        ')'
+                    }
+                    Kind::Paren => {
+                        out.push('(');
+                        ')'
+                    }
+                    Kind::Square => {
+                        out.push('[');
+                        ']'
+                    }
+                    Kind::Curly => {
+                        out.push('{');
+                        '}'
+                    }
+                };
+                write(children, out);
+                out.push(close);
+            }
+        }
+    }
+}
+
+fn serialize(nodes: &[Node]) -> String {
+    let mut out = String::new();
+    write(nodes, &mut out);
+    out.trim().to_string()
+}
+
+fn is_http(url: &str) -> bool {
+    let u = url.trim_start().to_ascii_lowercase();
+    u.starts_with("http://") || u.starts_with("https://")
+}
+
+/// Whether a URL may stay; counts remote ones left out.
+fn url_ok(url: &str, remote: bool, blocked: &mut usize) -> bool {
+    if is_http(url) {
+        if remote {
+            return true;
+        }
+        *blocked += 1;
+    }
+    false
+}
+
+/// Whether a value (or a part of one) is safe to keep.
+fn value_ok(nodes: &[Node], remote: bool, blocked: &mut usize) -> bool {
+    let mut ok = true;
+    for n in nodes {
+        ok &= match n {
+            Node::Bad | Node::At(_) | Node::Semicolon => false,
+            Node::Url(u) => url_ok(u, remote, blocked),
+            Node::Ident(s) => {
+                let s = s.to_ascii_lowercase();
+                !s.contains("expression") && !s.contains("javascript")
+            }
+            Node::Block(Kind::Function(name), children) if name == "url" => {
+                let args: Vec<&Node> = children
+                    .iter()
+                    .filter(|c| !matches!(c, Node::Space))
+                    .collect();
+                matches!(args.as_slice(), [Node::Str(u)] if url_ok(u, remote, blocked))
+            }
+            Node::Block(Kind::Function(name), children) => {
+                VALUE_FUNCTIONS.contains(&name.as_str()) && value_ok(children, remote, blocked)
+            }
+            Node::Block(Kind::Curly, _) => false,
+            Node::Block(_, children) => value_ok(children, remote, blocked),
+            Node::Str(s) => !s.to_ascii_lowercase().contains("javascript:"),
+            Node::Space | Node::Colon | Node::Other(_) => true,
+        };
+    }
+    ok
+}
+
+/// Whether a selector is made of plain tokens and known pseudo-classes.
+fn selector_ok(nodes: &[Node]) -> bool {
+    nodes.iter().all(|n| match n {
+        Node::Bad | Node::At(_) | Node::Url(_) | Node::Semicolon => false,
+        Node::Block(Kind::Function(name), children) => {
+            SELECTOR_FUNCTIONS.contains(&name.as_str()) && selector_ok(children)
+        }
+        Node::Block(Kind::Curly, _) => false,
+        Node::Block(_, children) => selector_ok(children),
+        _ => true,
+    })
+}
+
+/// Keeps the safe declarations of a list (`a: b; c: d`).
+fn declarations(nodes: &[Node], remote: bool, blocked: &mut usize) -> String {
+    let mut out = String::new();
+    for decl in nodes.split(|n| matches!(n, Node::Semicolon)) {
+        let mut it = decl.iter().skip_while(|n| matches!(n, Node::Space));
+        let Some(Node::Ident(name)) = it.next() else {
+            continue;
+        };
+        let mut it = it.skip_while(|n| matches!(n, Node::Space));
+        if !matches!(it.next(), Some(Node::Colon)) {
+            continue;
+        }
+        let value: Vec<Node> = it.cloned().collect();
+        let name = name.to_ascii_lowercase();
+        if DENIED_PROPERTIES.contains(&name.as_str()) {
+            continue;
+        }
+        if !value_ok(&value, remote, blocked) {
+            continue;
+        }
+        let value = serialize(&value);
+        if value.is_empty() {
+            continue;
+        }
+        if name == "position" {
+            let v = value.to_ascii_lowercase();
+            if v.contains("fixed") || v.contains("sticky") {
+                continue;
+            }
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let _ = cssparser::serialize_identifier(&name, &mut out);
+        out.push(':');
+        out.push_str(&value);
+        out.push(';');
+    }
+    out
+}
+
+/// Keeps the safe rules of a style sheet (or of an `@media` block).
+fn rules(nodes: &[Node], remote: bool, blocked: &mut usize, out: &mut String) {
+    let mut prelude: Vec<Node> = Vec::new();
+    for n in nodes {
+        match n {
+            // The end of a statement at-rule (`@import x;`) or of junk.
+            Node::Semicolon => prelude.clear(),
+            Node::Block(Kind::Curly, body) => {
+                let start = prelude.iter().position(|n| !matches!(n, Node::Space));
+                let head = start.map_or(&prelude[..0], |s| &prelude[s..]);
+                match head.first() {
+                    Some(Node::At(name)) if name == "media" || name == "supports" => {
+                        if value_ok(&head[1..], false, &mut 0) {
+                            out.push('@');
+                            out.push_str(name);
+                            out.push(' ');
+                            out.push_str(&serialize(&head[1..]));
+                            out.push('{');
+                            rules(body, remote, blocked, out);
+                            out.push('}');
+                        }
+                    }
+                    Some(Node::At(_)) | None => {}
+                    Some(_) => {
+                        if selector_ok(head) {
+                            out.push_str(&serialize(head));
+                            out.push('{');
+                            out.push_str(&declarations(body, remote, blocked));
+                            out.push('}');
+                        }
+                    }
+                }
+                prelude.clear();
+            }
+            other => prelude.push(other.clone()),
+        }
+    }
+}
+
+/// `<` is left only in strings (other tokens with one are dropped), where
+/// `\3c ` means the same.
+fn no_angle(css: String) -> String {
+    if css.contains('<') {
+        css.replace('<', "\\3c ")
+    } else {
+        css
+    }
+}
+
+/// Filters the value of a `style` attribute.
+pub(crate) fn filter_declarations(css: &str, remote: bool) -> Filtered {
+    let mut blocked = 0;
+    let css = declarations(&parse(css), remote, &mut blocked);
+    Filtered {
+        css: no_angle(css),
+        blocked_remote: blocked,
+    }
+}
+
+/// Filters the content of a `<style>` element.
+pub(crate) fn filter_stylesheet(css: &str, remote: bool) -> Filtered {
+    let mut blocked = 0;
+    let mut out = String::new();
+    rules(&parse(css), remote, &mut blocked, &mut out);
+    Filtered {
+        css: no_angle(out),
+        blocked_remote: blocked,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decl(s: &str) -> String {
+        filter_declarations(s, false).css
+    }
+    fn sheet(s: &str) -> String {
+        filter_stylesheet(s, false).css
+    }
+
+    #[test]
+    fn colours_fonts_and_boxes_stay() {
+        assert_eq!(
+            decl("color: #c00; background-color:rgb(1, 2, 3) ;font-family: 'Helvetica Neue', Arial; padding: 0 4px"),
+            "color:#c00; background-color:rgb(1, 2, 3); font-family:\"Helvetica Neue\", Arial; padding:0 4px;"
+        );
+        assert_eq!(
+            sheet(
+                "@media (max-width: 600px) { td.x { width: 100% !important } } .a , p>b{color:red}"
+            ),
+            "@media (max-width: 600px){td.x{width:100% !important;}}.a , p>b{color:red;}"
+        );
+    }
+
+    #[test]
+    fn script_hooks_and_fetches_go() {
+        for bad in [
+            "background:expression(alert(1))",
+            "background: url(javascript:alert(1))",
+            "background: url('javascript:alert(1)')",
+            "background: URL(http://tracker.example/p.gif)",
+            "background-image: image-set('http://t.example/a.png' 1x)",
+            "behavior: url(x.htc)",
+            "-moz-binding: url(x.xml#x)",
+            "position: fixed",
+            "position:STICKY",
+            "width: exp\\ression(alert(1))",
+            "background: u\\rl(http://t.example/x)",
+            "color: red; x: \"",
+        ] {
+            let out = decl(bad);
+            let low = out.to_ascii_lowercase();
+            for word in [
+                "expression",
+                "javascript",
+                "url(",
+                "image-set",
+                "behavior",
+                "binding",
+                "fixed",
+                "sticky",
+            ] {
+                assert!(!low.contains(word), "{bad:?} gave {out:?}");
+            }
+        }
+        assert_eq!(
+            decl("position: relative; top: 2px"),
+            "position:relative; top:2px;"
+        );
+    }
+
+    #[test]
+    fn at_rules_other_than_media_go() {
+        let out = sheet(
+            "@import url(http://t.example/a.css); @import 'b.css'; @font-face{font-family:x;src:url(http://t.example/f)} \
+             @namespace svg url(http://www.w3.org/2000/svg); p{color:blue}",
+        );
+        assert_eq!(out, "p{color:blue;}");
+    }
+
+    #[test]
+    fn remote_urls_only_when_allowed_and_only_http() {
+        let f = filter_declarations("background: url(http://t.example/a.png) #fff", false);
+        assert_eq!((f.css.as_str(), f.blocked_remote), ("", 1));
+        let f = filter_declarations("background: url(http://t.example/a.png) #fff", true);
+        assert_eq!(f.css, "background:url(\"http://t.example/a.png\") #fff;");
+        let f = filter_declarations("background: url(data:image/png;base64,AAAA)", true);
+        assert_eq!(f.css, "");
+        let f = filter_declarations("background: url(/logout)", true);
+        assert_eq!(f.css, "");
+    }
+
+    #[test]
+    fn nothing_ends_the_style_element() {
+        let out = sheet("p{content:\"</style><script>alert(1)</script>\"} </style><p>x");
+        assert!(!out.contains('<'), "{out}");
+        assert!(out.starts_with("p{content:\""), "{out}");
+    }
+
+    #[test]
+    fn deep_nesting_is_cut() {
+        let deep = format!("p{{width:{}1{}}}", "calc(".repeat(100), ")".repeat(100));
+        assert_eq!(sheet(&deep), "p{}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn output_is_safe_and_stable(s in ".{0,200}", remote in proptest::bool::ANY) {
+            for out in [filter_stylesheet(&s, remote).css, filter_declarations(&s, remote).css] {
+                proptest::prop_assert!(!out.contains('<'));
+                let low = out.to_ascii_lowercase();
+                proptest::prop_assert!(!low.contains("expression("));
+                proptest::prop_assert!(!low.contains("javascript:"));
+                proptest::prop_assert!(remote || !low.contains("url("));
+            }
+            // What was kept, filtered again, is as safe (a browser parses
+            // it anew: joined tokens must not make a fetch).
+            for out in [filter_stylesheet(&filter_stylesheet(&s, false).css, false).css,
+                        filter_declarations(&filter_declarations(&s, false).css, false).css] {
+                proptest::prop_assert!(!out.to_ascii_lowercase().contains("url("));
+            }
+        }
+    }
+}
