@@ -1686,11 +1686,21 @@ for i, b in enumerate(bodies):
     std::fs::set_permissions(&mda, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&rc, std::fs::Permissions::from_mode(0o600)).unwrap();
     let rc = rc.to_str().unwrap();
+    // A lock file of its own: as root, fetchmail's default lock is one
+    // for the whole machine, and another run of the suite may hold it.
+    let pidfile = home.path().join("fetchmail.pid");
     let out = run_tool(
         &server,
         home.path(),
         "fetchmail",
-        &["-f", rc, "--nodetach", "-v"],
+        &[
+            "-f",
+            rc,
+            "--pidfile",
+            pidfile.to_str().unwrap(),
+            "--nodetach",
+            "-v",
+        ],
     );
     let transcript =
         String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);

@@ -808,7 +808,9 @@ fn pop3_fetchmail_through_the_proxy() {
     std::fs::set_permissions(&rc, perms).unwrap();
     let started = Instant::now();
     let out = Command::new(program)
-        .args(["-f", rc.to_str().unwrap(), "--nosyslog", "-v"])
+        // A lock file of its own (as root the default is machine-wide).
+        .args(["-f", rc.to_str().unwrap(), "--nosyslog", "-v", "--pidfile"])
+        .arg(dir.path().join("fetchmail.pid"))
         .env("HOME", dir.path())
         .output()
         .unwrap();
