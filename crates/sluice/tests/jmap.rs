@@ -53,6 +53,9 @@ def eq(a, b, what):
     assert a == b, "%s: %r != %r" % (what, a, b)
 "##;
 
+#[path = "jmap/submission.rs"]
+mod submission;
+
 fn raw_script(body: &str) -> String {
     format!("{RAW}\n{body}")
 }

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::api::Call;
 use crate::error::MethodError;
-use crate::{CORE, MAIL, QUOTA};
+use crate::{CORE, MAIL, QUOTA, SUBMISSION};
 
 pub(crate) mod args;
 mod core;
@@ -13,11 +13,14 @@ mod email;
 mod email_create;
 mod email_query;
 mod email_set;
+mod identity;
 mod mailbox;
 pub(crate) mod query;
 mod quota;
+mod records;
 mod snippet;
 pub(crate) mod state;
+mod submission;
 mod thread;
 
 /// What a method answers: one response or more (name and arguments).
@@ -45,6 +48,15 @@ pub(crate) fn names(capability: &str) -> &'static [&'static str] {
             "SearchSnippet/get",
         ],
         QUOTA => &["Quota/get", "Quota/changes", "Quota/query"],
+        SUBMISSION => &[
+            "Identity/get",
+            "Identity/changes",
+            "Identity/set",
+            "EmailSubmission/get",
+            "EmailSubmission/changes",
+            "EmailSubmission/query",
+            "EmailSubmission/set",
+        ],
         _ => &[],
     }
 }
@@ -72,6 +84,13 @@ pub(crate) async fn dispatch(name: &str, call: &mut Call<'_>, args: Map<String, 
         "Quota/get" => quota::get(call, args).await,
         "Quota/changes" => quota::changes(call, args).await,
         "Quota/query" => quota::query(call, args).await,
+        "Identity/get" => identity::get(call, args).await,
+        "Identity/changes" => identity::changes(call, args).await,
+        "Identity/set" => identity::set(call, args).await,
+        "EmailSubmission/get" => submission::get(call, args).await,
+        "EmailSubmission/changes" => submission::changes(call, args).await,
+        "EmailSubmission/query" => submission::query(call, args).await,
+        "EmailSubmission/set" => submission::set(call, args).await,
         _ => Err(MethodError::unknown_method(name)),
     }
 }
