@@ -58,6 +58,8 @@ pub const MAIL: &str = "urn:ietf:params:jmap:mail";
 /// RFC 8621's submission capability (§1.3.2): Identity and
 /// EmailSubmission.
 pub const SUBMISSION: &str = "urn:ietf:params:jmap:submission";
+/// RFC 8621's vacation capability (§1.3.3).
+pub const VACATION: &str = "urn:ietf:params:jmap:vacationresponse";
 /// RFC 9425's capability.
 pub const QUOTA: &str = "urn:ietf:params:jmap:quota";
 
@@ -77,6 +79,7 @@ pub(crate) const CAPABILITIES: &[Capability] = &[
         || json!({}),
         |_| json!({"maxDelayedSend": 0, "submissionExtensions": {}}),
     ),
+    (VACATION, || json!({}), |_| json!({})),
 ];
 
 /// RFC 8621 §1.3.1: what an account of this server allows.

@@ -55,6 +55,8 @@ def eq(a, b, what):
 
 #[path = "jmap/submission.rs"]
 mod submission;
+#[path = "jmap/vacation.rs"]
+mod vacation;
 
 fn raw_script(body: &str) -> String {
     format!("{RAW}\n{body}")

@@ -24,7 +24,7 @@ mod outgoing;
 mod pages;
 mod read;
 mod routes;
-mod rules;
+pub mod rules;
 mod sanitize;
 mod session;
 mod settings;

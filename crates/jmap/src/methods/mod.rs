@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::api::Call;
 use crate::error::MethodError;
-use crate::{CORE, MAIL, QUOTA, SUBMISSION};
+use crate::{CORE, MAIL, QUOTA, SUBMISSION, VACATION};
 
 pub(crate) mod args;
 mod core;
@@ -22,6 +22,7 @@ mod snippet;
 pub(crate) mod state;
 mod submission;
 mod thread;
+mod vacation;
 
 /// What a method answers: one response or more (name and arguments).
 pub(crate) type Answer = Result<Vec<(String, Value)>, MethodError>;
@@ -57,6 +58,7 @@ pub(crate) fn names(capability: &str) -> &'static [&'static str] {
             "EmailSubmission/query",
             "EmailSubmission/set",
         ],
+        VACATION => &["VacationResponse/get", "VacationResponse/set"],
         _ => &[],
     }
 }
@@ -91,6 +93,8 @@ pub(crate) async fn dispatch(name: &str, call: &mut Call<'_>, args: Map<String, 
         "EmailSubmission/changes" => submission::changes(call, args).await,
         "EmailSubmission/query" => submission::query(call, args).await,
         "EmailSubmission/set" => submission::set(call, args).await,
+        "VacationResponse/get" => vacation::get(call, args).await,
+        "VacationResponse/set" => vacation::set(call, args).await,
         _ => Err(MethodError::unknown_method(name)),
     }
 }
