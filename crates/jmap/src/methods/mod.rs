@@ -8,6 +8,7 @@ use crate::error::MethodError;
 use crate::{CORE, MAIL, QUOTA, SUBMISSION, VACATION};
 
 pub(crate) mod args;
+mod copy;
 mod core;
 mod email;
 mod email_create;
@@ -30,7 +31,7 @@ pub(crate) type Answer = Result<Vec<(String, Value)>, MethodError>;
 /// The methods of a capability. Only methods served in full are here.
 pub(crate) fn names(capability: &str) -> &'static [&'static str] {
     match capability {
-        CORE => &["Core/echo"],
+        CORE => &["Core/echo", "Blob/copy"],
         MAIL => &[
             "Mailbox/get",
             "Mailbox/changes",
@@ -46,6 +47,7 @@ pub(crate) fn names(capability: &str) -> &'static [&'static str] {
             "Email/set",
             "Email/import",
             "Email/parse",
+            "Email/copy",
             "SearchSnippet/get",
         ],
         QUOTA => &["Quota/get", "Quota/changes", "Quota/query"],
@@ -68,6 +70,8 @@ pub(crate) async fn dispatch(name: &str, call: &mut Call<'_>, args: Map<String, 
     let args = args::Args(args);
     match name {
         "Core/echo" => core::echo(call, args.0),
+        "Blob/copy" => copy::blob_copy(call, args).await,
+        "Email/copy" => copy::email_copy(call, args).await,
         "Mailbox/get" => mailbox::get(call, args).await,
         "Mailbox/changes" => mailbox::changes(call, args).await,
         "Mailbox/query" => mailbox::query(call, args).await,
