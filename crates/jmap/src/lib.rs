@@ -55,6 +55,11 @@ pub use error::JmapError;
 pub const CORE: &str = "urn:ietf:params:jmap:core";
 /// RFC 8621's capability.
 pub const MAIL: &str = "urn:ietf:params:jmap:mail";
+/// RFC 8621's submission capability (§1.3.2): Identity and
+/// EmailSubmission.
+pub const SUBMISSION: &str = "urn:ietf:params:jmap:submission";
+/// RFC 8621's vacation capability (§1.3.3).
+pub const VACATION: &str = "urn:ietf:params:jmap:vacationresponse";
 /// RFC 9425's capability.
 pub const QUOTA: &str = "urn:ietf:params:jmap:quota";
 
@@ -68,6 +73,13 @@ pub(crate) const CAPABILITIES: &[Capability] = &[
     (CORE, || Value::Null, |_| json!({})),
     (MAIL, || json!({}), mail_account_capability),
     (QUOTA, || json!({}), |_| json!({})),
+    // The queue sends at once: no delayed sending, no SMTP extensions.
+    (
+        SUBMISSION,
+        || json!({}),
+        |_| json!({"maxDelayedSend": 0, "submissionExtensions": {}}),
+    ),
+    (VACATION, || json!({}), |_| json!({})),
 ];
 
 /// RFC 8621 §1.3.1: what an account of this server allows.
@@ -97,7 +109,31 @@ pub struct Context {
     pub hostname: String,
     /// Ends event streams when the server stops.
     pub shutdown: net::CancellationToken,
+    /// Local domains, accounts and aliases: who may send as which
+    /// address, and where a recipient's mail goes.
+    pub directory: Arc<store::DirectoryWatch>,
+    /// The content scan submitted mail passes (the one SMTP submission
+    /// and the webmail apply), if scanning is on.
+    pub scan: Option<ScanStored>,
+    /// The hourly sending limits SMTP submission and the webmail count
+    /// against, if any.
+    pub send_limit: Option<SendLimit>,
 }
+
+/// Scans a stored blob: `Ok(None)` clean, `Ok(Some(why))` refused,
+/// `Err` when it could not be scanned.
+pub type ScanStored = Arc<
+    dyn Fn(
+            store::BlobId,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<Option<String>, String>> + Send>,
+        > + Send
+        + Sync,
+>;
+
+/// Takes one message to `n` recipients from the account's hourly
+/// allowance; `false` when it is spent.
+pub type SendLimit = Arc<dyn Fn(store::AccountId, u32) -> bool + Send + Sync>;
 
 /// The server: its context and what it keeps between requests.
 pub(crate) struct Jmap {

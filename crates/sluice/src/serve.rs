@@ -421,7 +421,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         auth: auth_with(config.web.auth_failure_delay_secs),
         config: config.web.clone(),
         shutdown: shutdown.clone(),
-        send_limit: Some(send_limit),
+        send_limit: Some(send_limit.clone()),
         logs,
         services: web::MailServices {
             // The ports listened on (a configured port 0 is the one given).
@@ -459,6 +459,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config: config.jmap.clone(),
         hostname: config.hostname.clone(),
         shutdown: shutdown.token.clone(),
+        directory: Arc::clone(&directory),
+        scan: web_ctx.scan.clone(),
+        send_limit: Some(send_limit),
     });
     let jmap_routes = |secure: bool| {
         if config.jmap.enabled {

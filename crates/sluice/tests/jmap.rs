@@ -53,6 +53,13 @@ def eq(a, b, what):
     assert a == b, "%s: %r != %r" % (what, a, b)
 "##;
 
+#[path = "jmap/copy.rs"]
+mod copy;
+#[path = "jmap/submission.rs"]
+mod submission;
+#[path = "jmap/vacation.rs"]
+mod vacation;
+
 fn raw_script(body: &str) -> String {
     format!("{RAW}\n{body}")
 }

@@ -43,12 +43,12 @@ pub use error::{Result, StoreError};
 pub use index::IndexedHeaders;
 pub use login_gate::{LoginGate, LIMITED_AFTER, LIMITED_CONNECTIONS};
 pub use model::{
-    AccountBlob, AccountChanges, AccountEmail, AccountId, AliasEntry, BlobId, Changes, Delivery,
-    DeliveryNotice, DeliveryReceipt, DkimKey, FlagChange, MailboxId, MailboxInfo, MailboxModseqs,
-    MailboxStatus, MessageData, MessageEntry, QueueOutcome, QueuedRecipient, Quota, RecipientDsn,
-    ScriptOwner, SearchKey, SieveScriptInfo, SpamModel, SpamTraining, Uid, Upload, WebSession,
-    WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT, FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY,
-    NOTIFY_FAILURE, NOTIFY_NEVER, NOTIFY_SUCCESS,
+    AccountBlob, AccountChanges, AccountEmail, AccountId, AccountRecord, AliasEntry, BlobId,
+    Changes, Delivery, DeliveryNotice, DeliveryReceipt, DkimKey, FlagChange, MailboxId,
+    MailboxInfo, MailboxModseqs, MailboxStatus, MessageData, MessageEntry, QueueOutcome,
+    QueuedRecipient, Quota, RecipientDsn, ScriptOwner, SearchKey, SieveScriptInfo, SpamModel,
+    SpamTraining, Uid, Upload, WebSession, WebSettings, FLAG_ANSWERED, FLAG_DELETED, FLAG_DRAFT,
+    FLAG_FLAGGED, FLAG_SEEN, NOTIFY_DELAY, NOTIFY_FAILURE, NOTIFY_NEVER, NOTIFY_SUCCESS,
 };
 pub use password::{hash_password, verify_password};
 pub use penalties::{
@@ -543,6 +543,21 @@ pub trait Store: Send + Sync + 'static {
     /// Saves an account's webmail settings. `Invalid` for a page size of
     /// 0 or above 500; `NotFound` for an unknown account.
     async fn set_web_settings(&self, account: AccountId, settings: &WebSettings) -> Result<()>;
+
+    /// Every record of `kind` the account has, tombstones included, in
+    /// no particular order.
+    async fn account_records(&self, account: AccountId, kind: &str) -> Result<Vec<AccountRecord>>;
+    /// Writes one record of `kind`: `body` `None` destroys it (leaving a
+    /// tombstone). `id` `None` creates a record under a new id (the
+    /// change number it is written at, in decimal). Answers the id and
+    /// the change number. `NotFound` for an unknown account.
+    async fn put_account_record(
+        &self,
+        account: AccountId,
+        kind: &str,
+        id: Option<&str>,
+        body: Option<&str>,
+    ) -> Result<(String, u64)>;
 }
 
 /// A message being written into the store, piece by piece.

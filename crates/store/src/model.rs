@@ -457,6 +457,22 @@ impl Default for WebSettings {
     }
 }
 
+/// One of an account's protocol records: a small JSON document of a kind
+/// (a JMAP Identity, EmailSubmission, ...) that the store keeps for the
+/// protocol which owns it, with the change number that last touched it.
+/// A destroyed record stays as a tombstone (no body) so that `/changes`
+/// can report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountRecord {
+    /// The record's id, unique within its account and kind.
+    pub id: String,
+    /// The kind's change number at its last write; the kind's state is the
+    /// highest of these.
+    pub changed: u64,
+    /// The document, `None` once destroyed.
+    pub body: Option<String>,
+}
+
 /// A stored Sieve script as ManageSieve lists it (RFC 5804 §2.7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SieveScriptInfo {

@@ -1233,13 +1233,14 @@ async fn a_store_with_the_index_inside_its_database_moves_it_out_at_open() {
         ALTER TABLE accounts DROP COLUMN modseq;
         ALTER TABLE mailboxes DROP COLUMN created_modseq;
         ALTER TABLE mailboxes DROP COLUMN meta_modseq;
+        DROP TABLE account_records;
         PRAGMA user_version = {};"#,
-        // The index moved out nine versions before the newest; the ones
+        // The index moved out ten versions before the newest; the ones
         // after it (indexes dropped, header blocks packed, piece sizes
         // named, dictionaries kept, blob ids marked on deletion, JMAP
-        // uploads, the account-wide view) run again as well, from the
-        // state before them.
-        version - 9
+        // uploads, the account-wide view, per-account records) run again
+        // as well, from the state before them.
+        version - 10
     ))
     .unwrap();
     drop(c);

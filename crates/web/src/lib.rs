@@ -29,7 +29,7 @@ mod outgoing;
 mod pages;
 mod read;
 mod routes;
-mod rules;
+pub mod rules;
 mod sanitize;
 mod search;
 mod session;

@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The name of the script the rule editor writes.
-pub(crate) const SCRIPT_NAME: &str = "webmail";
+pub const SCRIPT_NAME: &str = "webmail";
 /// The first line of a script the rule editor wrote.
 const MAGIC: &str = "# sluice-rules v1";
 const RULE_LINE: &str = "# rule ";
@@ -28,12 +28,12 @@ const MAX_SHORT: usize = 1000;
 /// Longest rejection or vacation text, in characters.
 const MAX_TEXT: usize = 10_000;
 /// RFC 5230 §4.1 allows any positive number of days; a year is plenty.
-pub(crate) const MAX_DAYS: u32 = 365;
+pub const MAX_DAYS: u32 = 365;
 
 /// Which part of the message a rule looks at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Field {
+pub enum Field {
     From,
     To,
     Subject,
@@ -44,7 +44,7 @@ pub(crate) enum Field {
 /// How a rule compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Test {
+pub enum Test {
     Contains,
     Is,
     /// Wildcards: `*` any run of characters, `?` one (RFC 5228 §2.7.1).
@@ -55,7 +55,7 @@ pub(crate) enum Test {
 /// What a matching rule does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "do", rename_all = "snake_case")]
-pub(crate) enum Action {
+pub enum Action {
     /// File into a mailbox, creating it if missing when `create`.
     Move {
         folder: String,
@@ -78,7 +78,7 @@ pub(crate) enum Action {
 /// One rule: if `field` `test` `value` then `action`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Rule {
+pub struct Rule {
     pub field: Field,
     pub test: Test,
     pub value: String,
@@ -89,7 +89,7 @@ pub(crate) struct Rule {
 /// brings the text back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Vacation {
+pub struct Vacation {
     pub enabled: bool,
     /// Empty: the interpreter's default ("Auto: " and the subject).
     pub subject: String,
@@ -111,14 +111,14 @@ impl Default for Vacation {
 
 /// Everything the rule editor saves.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct RuleSet {
+pub struct RuleSet {
     pub rules: Vec<Rule>,
     pub vacation: Vacation,
 }
 
 /// What a stored `webmail` script turned out to be.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ReadBack {
+pub enum ReadBack {
     /// Written by the rule editor and unchanged since.
     Rules(RuleSet),
     /// The rule block is there but the Sieve was changed by hand: saving
@@ -131,7 +131,7 @@ pub(crate) enum ReadBack {
 /// A rule or vacation setting that cannot be saved, said for the user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct Invalid(pub String);
+pub struct Invalid(pub String);
 
 fn invalid(s: impl Into<String>) -> Invalid {
     Invalid(s.into())
@@ -171,13 +171,13 @@ fn check_text(what: &str, s: &str, required: bool) -> Result<(), Invalid> {
 }
 
 /// RFC 5322 §3.6.8: a field name is printable ASCII without a colon.
-pub(crate) fn is_field_name(s: &str) -> bool {
+pub fn is_field_name(s: &str) -> bool {
     !s.is_empty() && s.len() <= 100 && s.bytes().all(|b| (33..=126).contains(&b) && b != b':')
 }
 
 /// A bare `local@domain` address, as `redirect` needs (RFC 5228 §4.2):
 /// no display name, no quoting, no comments, a plausible domain.
-pub(crate) fn is_plain_address(s: &str) -> bool {
+pub fn is_plain_address(s: &str) -> bool {
     let Some((local, domain)) = s.rsplit_once('@') else {
         return false;
     };
@@ -203,7 +203,7 @@ pub(crate) fn is_plain_address(s: &str) -> bool {
 
 impl Rule {
     /// Whether the rule can be saved; the error says what is wrong.
-    pub(crate) fn check(&self) -> Result<(), Invalid> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if let Field::Header(name) = &self.field {
             if !is_field_name(name) {
                 return Err(invalid(
@@ -236,7 +236,7 @@ impl Rule {
 
 impl Vacation {
     /// Whether the settings can be saved (the text only matters when on).
-    pub(crate) fn check(&self) -> Result<(), Invalid> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if !(1..=MAX_DAYS).contains(&self.days) {
             return Err(invalid(format!(
                 "the days between answers must be from 1 to {MAX_DAYS}"
@@ -251,7 +251,7 @@ impl Vacation {
 
 impl RuleSet {
     /// Checks every rule and the vacation settings.
-    pub(crate) fn check(&self) -> Result<(), Invalid> {
+    pub fn check(&self) -> Result<(), Invalid> {
         for (i, r) in self.rules.iter().enumerate() {
             r.check()
                 .map_err(|e| invalid(format!("rule {}: {e}", i + 1)))?;
@@ -264,7 +264,7 @@ impl RuleSet {
 /// breaks written as CRLF (the only line break a quoted string may hold).
 /// No extension that reads `${...}` inside strings (variables,
 /// encoded-character) is ever required, so the text is taken literally.
-pub(crate) fn quote(s: &str) -> String {
+pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -361,7 +361,7 @@ fn json_line<T: Serialize>(v: &T) -> String {
 
 /// The script the rule editor stores. Lines end in CRLF, as the grammar
 /// has them (RFC 5228 §8.1).
-pub(crate) fn to_sieve(set: &RuleSet) -> String {
+pub fn to_sieve(set: &RuleSet) -> String {
     let mut lines: Vec<String> = vec![
         MAGIC.into(),
         "# Written by the webmail's Filters page, which reads the lines below back.".into(),
@@ -404,7 +404,7 @@ pub(crate) fn to_sieve(set: &RuleSet) -> String {
 }
 
 /// Reads the rules back from a stored `webmail` script.
-pub(crate) fn from_sieve(source: &str) -> ReadBack {
+pub fn from_sieve(source: &str) -> ReadBack {
     let mut lines = source
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l));

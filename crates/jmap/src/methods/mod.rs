@@ -5,20 +5,25 @@ use serde_json::{Map, Value};
 
 use crate::api::Call;
 use crate::error::MethodError;
-use crate::{CORE, MAIL, QUOTA};
+use crate::{CORE, MAIL, QUOTA, SUBMISSION, VACATION};
 
 pub(crate) mod args;
+mod copy;
 mod core;
 mod email;
 mod email_create;
 mod email_query;
 mod email_set;
+mod identity;
 mod mailbox;
 pub(crate) mod query;
 mod quota;
+mod records;
 mod snippet;
 pub(crate) mod state;
+mod submission;
 mod thread;
+mod vacation;
 
 /// What a method answers: one response or more (name and arguments).
 pub(crate) type Answer = Result<Vec<(String, Value)>, MethodError>;
@@ -26,7 +31,7 @@ pub(crate) type Answer = Result<Vec<(String, Value)>, MethodError>;
 /// The methods of a capability. Only methods served in full are here.
 pub(crate) fn names(capability: &str) -> &'static [&'static str] {
     match capability {
-        CORE => &["Core/echo"],
+        CORE => &["Core/echo", "Blob/copy"],
         MAIL => &[
             "Mailbox/get",
             "Mailbox/changes",
@@ -42,9 +47,20 @@ pub(crate) fn names(capability: &str) -> &'static [&'static str] {
             "Email/set",
             "Email/import",
             "Email/parse",
+            "Email/copy",
             "SearchSnippet/get",
         ],
         QUOTA => &["Quota/get", "Quota/changes", "Quota/query"],
+        SUBMISSION => &[
+            "Identity/get",
+            "Identity/changes",
+            "Identity/set",
+            "EmailSubmission/get",
+            "EmailSubmission/changes",
+            "EmailSubmission/query",
+            "EmailSubmission/set",
+        ],
+        VACATION => &["VacationResponse/get", "VacationResponse/set"],
         _ => &[],
     }
 }
@@ -54,6 +70,8 @@ pub(crate) async fn dispatch(name: &str, call: &mut Call<'_>, args: Map<String, 
     let args = args::Args(args);
     match name {
         "Core/echo" => core::echo(call, args.0),
+        "Blob/copy" => copy::blob_copy(call, args).await,
+        "Email/copy" => copy::email_copy(call, args).await,
         "Mailbox/get" => mailbox::get(call, args).await,
         "Mailbox/changes" => mailbox::changes(call, args).await,
         "Mailbox/query" => mailbox::query(call, args).await,
@@ -72,6 +90,15 @@ pub(crate) async fn dispatch(name: &str, call: &mut Call<'_>, args: Map<String, 
         "Quota/get" => quota::get(call, args).await,
         "Quota/changes" => quota::changes(call, args).await,
         "Quota/query" => quota::query(call, args).await,
+        "Identity/get" => identity::get(call, args).await,
+        "Identity/changes" => identity::changes(call, args).await,
+        "Identity/set" => identity::set(call, args).await,
+        "EmailSubmission/get" => submission::get(call, args).await,
+        "EmailSubmission/changes" => submission::changes(call, args).await,
+        "EmailSubmission/query" => submission::query(call, args).await,
+        "EmailSubmission/set" => submission::set(call, args).await,
+        "VacationResponse/get" => vacation::get(call, args).await,
+        "VacationResponse/set" => vacation::set(call, args).await,
         _ => Err(MethodError::unknown_method(name)),
     }
 }

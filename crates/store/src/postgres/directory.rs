@@ -143,6 +143,7 @@ async fn delete_account_data(tx: &Transaction<'_>, account: AccountId) -> Result
         "mailboxes_gone",
         "web_sessions",
         "web_settings",
+        "account_records",
         // Unlike SQLite's (whose account ids can come back), a removed
         // account's spam model is dropped too: nothing could use it.
         "spam_tokens",

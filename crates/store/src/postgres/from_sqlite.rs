@@ -238,6 +238,17 @@ const TABLES: &[Table] = &[
         filter: "",
     },
     Table {
+        name: "account_records",
+        columns: &[
+            ("account_id", Int),
+            ("kind", Text),
+            ("id", Text),
+            ("changed", Int),
+            ("body", Text),
+        ],
+        filter: "",
+    },
+    Table {
         name: "dkim_keys",
         columns: &[
             ("domain", Text),

@@ -21,6 +21,7 @@ mod message;
 mod penalties;
 mod prepared;
 mod queue;
+mod records;
 mod retext;
 mod schema;
 mod search;
@@ -587,6 +588,22 @@ impl Store for PgStore {
     }
     async fn set_web_settings(&self, account: AccountId, settings: &WebSettings) -> Result<()> {
         PgStore::set_web_settings(self, account, settings).await
+    }
+    async fn account_records(
+        &self,
+        account: AccountId,
+        kind: &str,
+    ) -> Result<Vec<crate::AccountRecord>> {
+        PgStore::account_records(self, account, kind).await
+    }
+    async fn put_account_record(
+        &self,
+        account: AccountId,
+        kind: &str,
+        id: Option<&str>,
+        body: Option<&str>,
+    ) -> Result<(String, u64)> {
+        PgStore::put_account_record(self, account, kind, id, body).await
     }
 
     fn message_writer(&self) -> Box<dyn MessageWriter> {

@@ -380,6 +380,17 @@ const STEPS: &[&str] = &[
         FROM messages m JOIN mailboxes x ON x.id = m.mailbox_id
         ON CONFLICT DO NOTHING;
     "#,
+    // Records protocols keep per account (JMAP Identity, EmailSubmission).
+    r#"
+    CREATE TABLE account_records (
+        account_id bigint NOT NULL,
+        kind text NOT NULL,
+        id text NOT NULL,
+        changed bigint NOT NULL,
+        body text,
+        PRIMARY KEY (account_id, kind, id)
+    );
+    "#,
 ];
 
 /// The newest version this build knows.

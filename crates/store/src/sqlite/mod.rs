@@ -18,6 +18,7 @@ mod mailboxes;
 pub(crate) mod message;
 mod pool;
 mod queue;
+mod records;
 mod schema;
 mod search;
 mod sieve;
@@ -516,6 +517,7 @@ impl Store for SqliteStore {
             }
             c.execute("DELETE FROM accounts WHERE id = ?1", [id])?;
             web::forget_account(c, id)?;
+            records::forget_account(c, id)?;
             bump_serial(c)?;
             Ok(((), gone))
         })
@@ -1423,6 +1425,32 @@ impl Store for SqliteStore {
     ) -> Result<()> {
         let settings = settings.clone();
         self.write(move |c| web::set_settings(c, account, &settings))
+            .await
+    }
+
+    async fn account_records(
+        &self,
+        account: AccountId,
+        kind: &str,
+    ) -> Result<Vec<crate::AccountRecord>> {
+        let kind = kind.to_string();
+        self.read(move |c| records::records(c, account, &kind))
+            .await
+    }
+
+    async fn put_account_record(
+        &self,
+        account: AccountId,
+        kind: &str,
+        id: Option<&str>,
+        body: Option<&str>,
+    ) -> Result<(String, u64)> {
+        let (kind, id, body) = (
+            kind.to_string(),
+            id.map(str::to_string),
+            body.map(str::to_string),
+        );
+        self.write(move |c| records::put(c, account, &kind, id.as_deref(), body.as_deref()))
             .await
     }
 }

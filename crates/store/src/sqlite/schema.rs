@@ -568,6 +568,19 @@ const MIGRATIONS: &[&str] = &[
         SELECT x.account_id, m.blob_id, m.blob_id, 0, 0
         FROM messages m JOIN mailboxes x ON x.id = m.mailbox_id;
     "#,
+    // Records protocols keep per account (JMAP Identity, EmailSubmission):
+    // a JSON body each, a tombstone (NULL body) once destroyed, and the
+    // kind's change number at the last write.
+    r#"
+    CREATE TABLE account_records (
+        account_id INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        id TEXT NOT NULL,
+        changed INTEGER NOT NULL,
+        body TEXT,
+        PRIMARY KEY (account_id, kind, id)
+    ) STRICT, WITHOUT ROWID;
+    "#,
 ];
 
 // The count triggers spell the flag bits out in SQL.

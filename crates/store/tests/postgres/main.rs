@@ -10,6 +10,7 @@ mod mailboxes;
 mod message;
 mod penalties;
 mod queue;
+mod records;
 mod search;
 mod sieve;
 mod spam;
