@@ -44,6 +44,42 @@ impl Records {
     }
 }
 
+/// The `/get` answer (RFC 8620 §5.1) over `records`: the records asked for
+/// (every live one when `wanted` is None), each shown by `object` with
+/// `properties`; ids that `find` does not resolve go into `notFound`.
+pub(crate) fn get_answer(
+    call: &Call<'_>,
+    method: &str,
+    records: &Records,
+    wanted: Option<Vec<String>>,
+    properties: &[String],
+    find: impl for<'a> Fn(&'a Records, &str) -> Option<&'a Record>,
+    object: impl Fn(&Record, &[String]) -> Value,
+) -> super::Answer {
+    let mut list = Vec::new();
+    let mut not_found = Vec::new();
+    match wanted {
+        None => list.extend(records.live.iter().map(|r| object(r, properties))),
+        Some(wanted) => {
+            for id in wanted {
+                match find(records, &id) {
+                    Some(r) => list.push(object(r, properties)),
+                    None => not_found.push(id),
+                }
+            }
+        }
+    }
+    Ok(vec![(
+        method.into(),
+        json!({
+            "accountId": ids::account(call.user.account),
+            "state": state(records.state),
+            "list": list,
+            "notFound": not_found,
+        }),
+    )])
+}
+
 /// Loads the records of `kind`.
 pub(crate) async fn load(call: &Call<'_>, kind: &str) -> Result<Records, MethodError> {
     let all = call

@@ -75,28 +75,15 @@ pub(super) async fn get(call: &mut Call<'_>, args: Args) -> Answer {
         properties.insert(0, "id".into());
     }
     let records = records::load(call, KIND).await?;
-    let mut list = Vec::new();
-    let mut not_found = Vec::new();
-    match wanted {
-        None => list.extend(records.live.iter().map(|r| object(r, &properties))),
-        Some(wanted) => {
-            for id in wanted {
-                match find(&records, &id) {
-                    Some(r) => list.push(object(r, &properties)),
-                    None => not_found.push(id),
-                }
-            }
-        }
-    }
-    Ok(vec![(
-        "EmailSubmission/get".into(),
-        json!({
-            "accountId": ids::account(call.user.account),
-            "state": super::state::state(records.state),
-            "list": list,
-            "notFound": not_found,
-        }),
-    )])
+    records::get_answer(
+        call,
+        "EmailSubmission/get",
+        &records,
+        wanted,
+        &properties,
+        find,
+        object,
+    )
 }
 
 /// EmailSubmission/changes (§7.2).
