@@ -242,31 +242,9 @@ print("ok")
 /// queue, the DKIM record and filtered log lines (tests/browser/admin.mjs).
 #[test]
 fn admin_pages_in_chromium() {
-    sluice_testkit::require_program("chromium", "chromium");
-    let node = sluice_testkit::require_program("node", "nodejs");
     let (server, admin) = start();
     server.cli_ok(&["dkim", "keygen", DOMAIN, "--selector", "s1"]);
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
-    assert!(
-        std::path::Path::new(dir)
-            .join("node_modules/playwright-core")
-            .exists(),
-        "playwright-core is not installed: run `npm ci` in {dir} (.ci/run does)"
-    );
-    let out = std::process::Command::new(node)
-        .arg("admin.mjs")
-        .current_dir(dir)
-        .env("BASE", format!("http://{}", server.addr("http")))
-        .env("USER", &admin)
-        .env("PASSWORD", PASSWORD)
-        .output()
-        .expect("node runs");
-    assert!(
-        out.status.success(),
-        "browser check failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sluice_testkit::browser("admin.mjs", "pages", &server, &admin, &[]);
     assert!(server.cli_ok(&["domain", "list"]).contains("browser.test"));
     assert!(server
         .cli_ok(&["user", "list"])

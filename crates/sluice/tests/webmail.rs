@@ -230,33 +230,13 @@ print("ok")
 
 /// Runs the Chromium driver (tests/browser/webmail.mjs) in `mode`.
 fn browser(mode: &str, server: &Server, user: &str, friend: &str) -> String {
-    kit::require_program("chromium", "chromium");
-    let node = kit::require_program("node", "nodejs");
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
-    assert!(
-        std::path::Path::new(dir)
-            .join("node_modules/playwright-core")
-            .exists(),
-        "playwright-core is not installed: run `npm ci` in {dir} (.ci/run does)"
-    );
-    let out = std::process::Command::new(node)
-        .arg("webmail.mjs")
-        .arg(mode)
-        .current_dir(dir)
-        .env("BASE", format!("http://{}", server.addr("http")))
-        .env("USER", user)
-        .env("PASSWORD", PASSWORD)
-        .env("SMTP", server.smtp.to_string())
-        .env("FRIEND", friend)
-        .output()
-        .expect("node runs");
-    assert!(
-        out.status.success(),
-        "browser check failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    kit::browser(
+        "webmail.mjs",
+        mode,
+        server,
+        user,
+        &[("FRIEND", friend.as_ref())],
+    )
 }
 
 /// More than 100 XSS vectors (tests/browser/xss-vectors.txt), each placed

@@ -8,39 +8,15 @@ use sluice_testkit as kit;
 use kit::{python, Server, PASSWORD};
 
 /// Runs the Chromium driver (tests/browser/reading.mjs) in `mode`, with
-/// `out` for its downloads and screenshots; its JSON report.
+/// `out` as the directory it writes downloads and screenshots to.
 fn browser(mode: &str, server: &Server, user: &str, out: &std::path::Path) -> String {
-    kit::require_program("chromium", "chromium");
-    let node = kit::require_program("node", "nodejs");
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
-    for module in ["playwright-core", "axe-core"] {
-        assert!(
-            std::path::Path::new(dir)
-                .join("node_modules")
-                .join(module)
-                .exists(),
-            "{module} is not installed: run `npm ci` in {dir} (./test.sh does)"
-        );
-    }
-    let run = std::process::Command::new(node)
-        .arg("reading.mjs")
-        .arg(mode)
-        .current_dir(dir)
-        .env("BASE", format!("http://{}", server.addr("http")))
-        .env("USER", user)
-        .env("PASSWORD", PASSWORD)
-        .env("SMTP", server.smtp.to_string())
-        .env("OUT", out)
-        .output()
-        .expect("node runs");
-    assert!(
-        run.status.success(),
-        "browser check failed:\n{}\n{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
-    server.assert_no_panic();
-    String::from_utf8(run.stdout).unwrap()
+    kit::browser(
+        "reading.mjs",
+        mode,
+        server,
+        user,
+        &[("OUT", out.as_os_str())],
+    )
 }
 
 /// Chromium (which always asks for gzip) downloads a PDF, a CSV with an

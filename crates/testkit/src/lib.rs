@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 mod bin;
+mod browser;
 mod certs;
 mod clamd;
 mod dns;
@@ -32,6 +33,7 @@ mod store;
 mod tools;
 
 pub use bin::sluice_bin;
+pub use browser::browser;
 pub use certs::{make_server_certificate, spki_sha256_hex};
 pub use clamd::{Clamd, CLAMD_EICAR_NAME};
 pub use dns::{Dns, Zone};

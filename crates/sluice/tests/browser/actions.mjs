@@ -5,74 +5,20 @@
 // with BASE (http://host:port), USER, PASSWORD, SMTP (host:port) and
 // FRIEND (a second local address) in the environment. Exits non-zero with
 // a message on the first failed check.
-import { chromium } from "playwright-core";
-import net from "node:net";
+import { check, launch, login, smtpSend, until } from "./driver.mjs";
 
 const { BASE, USER, PASSWORD, SMTP, FRIEND } = process.env;
 const mode = process.argv[2];
 
-function check(ok, what) {
-  if (!ok) throw new Error("check failed: " + what);
-}
-
-// Waits on a condition with a deadline (a bound on a failure, not a
-// measure of speed).
-async function until(what, f, ms = 30000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await f()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("timed out waiting for " + what);
-}
-
-// A minimal SMTP client: one message, waiting for each reply.
-function smtpSend(to, data) {
-  const [host, port] = SMTP.split(":");
-  return new Promise((resolve, reject) => {
-    const s = net.connect(Number(port), host);
-    const steps = [null, "EHLO browser.test", "MAIL FROM:<x@remote.test>", `RCPT TO:<${to}>`, "DATA", data.replace(/\n/g, "\r\n") + "\r\n.", "QUIT"];
-    let buf = "";
-    s.setEncoding("utf8");
-    s.on("data", (d) => {
-      buf += d;
-      const lines = buf.split("\r\n");
-      buf = lines.pop();
-      for (const l of lines) {
-        if (l[3] === "-") continue;
-        if (!/^[23]/.test(l)) { s.destroy(); reject(new Error("SMTP: " + l)); return; }
-        steps.shift();
-        if (steps.length) s.write(steps[0] + "\r\n"); else { s.end(); resolve(); }
-      }
-    });
-    s.on("error", reject);
-  });
-}
-
 const mail = (subject, text = "hello") => smtpSend(USER, `From: Bob <bob@remote.test>\nTo: ${USER}\nSubject: ${subject}\n\n${text}`);
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: [
-    "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
-  ],
-});
+const browser = await launch();
 
 async function newPage(javaScriptEnabled = true) {
   const context = await browser.newContext({ javaScriptEnabled });
   const page = await context.newPage();
   page.setDefaultTimeout(30000);
   return page;
-}
-
-async function login(page) {
-  await page.goto(BASE + "/login");
-  await page.fill("input[name=address]", USER);
-  await page.fill("input[name=password]", PASSWORD);
-  await Promise.all([page.waitForURL(/\/mail\/\d+$/), page.click("form.login button")]);
-  return page.url();
 }
 
 const subjects = (page) => page.$$eval("table.list tbody td.subject a", (as) => as.map((a) => a.textContent));

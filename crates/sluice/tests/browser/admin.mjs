@@ -5,22 +5,11 @@
 //   node admin.mjs
 // with BASE (http://host:port), USER (an admin) and PASSWORD in the
 // environment. Exits non-zero with a message on the first failed check.
-import { chromium } from "playwright-core";
+import { check, launch } from "./driver.mjs";
 
 const { BASE, USER, PASSWORD } = process.env;
 
-function check(ok, what) {
-  if (!ok) throw new Error("check failed: " + what);
-}
-
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: [
-    "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
-  ],
-});
+const browser = await launch();
 try {
   const context = await browser.newContext({ javaScriptEnabled: false });
   const page = await context.newPage();

@@ -5,43 +5,14 @@
 // with BASE (http://host:port), USER, PASSWORD, SMTP (host:port) and OUT
 // (a directory for downloads and screenshots) in the environment. Prints
 // one JSON line of findings; exits non-zero on the first failed check.
-import { chromium } from "playwright-core";
+import { check, launch, login, smtpSend } from "./driver.mjs";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { createRequire } from "node:module";
 
 const { BASE, USER, PASSWORD, SMTP, OUT } = process.env;
 const mode = process.argv[2];
-
-function check(ok, what) {
-  if (!ok) throw new Error("check failed: " + what);
-}
-
-// A minimal SMTP client: one message, waiting for each reply. `data` has
-// CRLF line ends already; no line of it starts with a dot.
-function smtpSend(to, data) {
-  const [host, port] = SMTP.split(":");
-  return new Promise((resolve, reject) => {
-    const s = net.connect(Number(port), host);
-    const steps = [null, "EHLO browser.test", "MAIL FROM:<x@remote.test>", `RCPT TO:<${to}>`, "DATA", data + "\r\n.", "QUIT"];
-    let buf = "";
-    s.setEncoding("utf8");
-    s.on("data", (d) => {
-      buf += d;
-      const lines = buf.split("\r\n");
-      buf = lines.pop();
-      for (const l of lines) {
-        if (l[3] === "-") continue;
-        if (!/^[23]/.test(l)) { s.destroy(); reject(new Error("SMTP: " + l)); return; }
-        steps.shift();
-        if (steps.length) s.write(steps[0] + "\r\n"); else { s.end(); resolve(); }
-      }
-    });
-    s.on("error", reject);
-  });
-}
 
 const crlf = (s) => s.replace(/\r?\n/g, "\r\n");
 const b64 = (buf) => buf.toString("base64").replace(/.{76}/g, "$&\r\n");
@@ -58,28 +29,13 @@ trailer<</Root 1 0 R>>
 // A 2x2 red PNG, for the inline picture.
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==", "base64");
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: [
-    "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
-  ],
-});
+const browser = await launch();
 
 async function newPage(options = {}) {
   const context = await browser.newContext({ acceptDownloads: true, ...options });
   const page = await context.newPage();
   page.setDefaultTimeout(30000);
   return page;
-}
-
-async function login(page) {
-  await page.goto(BASE + "/login");
-  await page.fill("input[name=address]", USER);
-  await page.fill("input[name=password]", PASSWORD);
-  await Promise.all([page.waitForURL(/\/mail\/\d+$/), page.click("form.login button")]);
-  return page.url();
 }
 
 async function open(page, inbox, subject) {

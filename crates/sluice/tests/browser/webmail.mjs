@@ -3,9 +3,8 @@
 //   node webmail.mjs xss|ui
 // with BASE (http://host:port), USER, PASSWORD, SMTP (host:port) in the
 // environment. Exits non-zero with a message on the first failed check.
-import { chromium } from "playwright-core";
+import { check, launch, login, smtpSend, until } from "./driver.mjs";
 import http from "node:http";
-import net from "node:net";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -13,50 +12,7 @@ import path from "node:path";
 const { BASE, USER, PASSWORD, SMTP } = process.env;
 const mode = process.argv[2];
 
-function check(ok, what) {
-  if (!ok) throw new Error("check failed: " + what);
-}
-
-async function until(what, f, ms = 15000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await f()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("timed out waiting for " + what);
-}
-
-// A minimal SMTP client: one message, waiting for each reply.
-function smtpSend(to, data) {
-  const [host, port] = SMTP.split(":");
-  return new Promise((resolve, reject) => {
-    const s = net.connect(Number(port), host);
-    const steps = [null, "EHLO browser.test", "MAIL FROM:<x@remote.test>", `RCPT TO:<${to}>`, "DATA", data.replace(/\n/g, "\r\n") + "\r\n.", "QUIT"];
-    let buf = "";
-    s.setEncoding("utf8");
-    s.on("data", (d) => {
-      buf += d;
-      const lines = buf.split("\r\n");
-      buf = lines.pop();
-      for (const l of lines) {
-        if (l[3] === "-") continue;
-        if (!/^[23]/.test(l)) { s.destroy(); reject(new Error("SMTP: " + l)); return; }
-        steps.shift();
-        if (steps.length) s.write(steps[0] + "\r\n"); else { s.end(); resolve(); }
-      }
-    });
-    s.on("error", reject);
-  });
-}
-
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: [
-    "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
-  ],
-});
+const browser = await launch();
 const context = await browser.newContext();
 const page = await context.newPage();
 page.setDefaultTimeout(15000);
@@ -67,13 +23,6 @@ const executions = [];
 const violations = [];
 page.on("console", (m) => { if (m.text().includes("XSS-EXEC")) executions.push(m.text()); if (m.text().includes("Content Security Policy")) violations.push(m.text()); });
 page.on("dialog", (d) => { executions.push("dialog " + d.message()); d.dismiss().catch(() => {}); });
-
-async function login() {
-  await page.goto(BASE + "/login");
-  await page.fill("input[name=address]", USER);
-  await page.fill("input[name=password]", PASSWORD);
-  await Promise.all([page.waitForURL(/\/mail\/\d+$/), page.click("form.login button")]);
-}
 
 async function messageLinks() {
   const links = [];
@@ -96,7 +45,7 @@ try {
     await until("the control scripts to be seen", () => executions.length === 2);
     executions.length = 0;
 
-    await login();
+    await login(page);
     const links = await messageLinks();
     check(links.length >= 100, "at least 100 corpus messages listed, got " + links.length);
     let frames = 0;
@@ -131,7 +80,7 @@ try {
     await smtpSend(USER, `From: Tracker <news@remote.test>\nTo: ${USER}\nSubject: remote image test\nMIME-Version: 1.0\nContent-Type: text/html\n\n<p>Look</p><img src="${pixel}">`);
     await smtpSend(USER, `From: Bob <bob@remote.test>\nTo: ${USER}\nSubject: zebra crossing\n\nplain words`);
 
-    await login();
+    await login(page);
     const inbox = page.url();
     check((await page.$$("table.list tbody tr")).length === 2, "two messages listed");
     // Keyboard: j moves the cursor, o opens, u goes back, / searches, g i goes to the inbox.
