@@ -205,6 +205,16 @@ for r in servers:
     eq(esearch("SEARCH RETURN (MIN COUNT) 1:4 MODSEQ 1"),
        "* ESEARCH MIN 1 COUNT 4 MODSEQ %d" % max(modseq[n] for n in range(1, 5)), "MIN COUNT")
     eq(esearch("UID SEARCH RETURN (MIN) MODSEQ 1")[:len("* ESEARCH UID MIN")], "* ESEARCH UID MIN", "UID form")
+    eq(esearch("SORT RETURN (MIN) (DATE) UTF-8 MODSEQ 1"),
+       "* ESEARCH MIN 6 MODSEQ %d" % modseq[6], "ESORT MIN alone")
+    eq(esearch("SORT RETURN (MAX COUNT) (DATE) UTF-8 1:4 MODSEQ 1"),
+       "* ESEARCH MAX 4 COUNT 4 MODSEQ %d" % max(modseq[n] for n in range(1, 5)), "ESORT MAX COUNT")
+    # RFC 5182: `$` in SORT and THREAD.
+    u, t = r.cmd("SEARCH RETURN (SAVE) FROM amy")
+    eq(t, "OK", "SAVE")
+    eq(esearch("SORT (REVERSE DATE) UTF-8 $"), "* SORT 7 8 6", "SORT of $")
+    u, t = r.cmd("UID THREAD REFERENCES UTF-8 $")
+    eq((t, [l.rstrip() for l in u if l.startswith("* THREAD")]), ("OK", ["* THREAD (6 7)(8)"]), "THREAD of $")
     eq(esearch("SORT (DATE) UTF-8 MODSEQ 1"),
        "* SORT 6 3 1 5 2 4 8 7 (MODSEQ %d)" % ok_top, "SORT with MODSEQ")
 print("ok")
