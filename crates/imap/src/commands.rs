@@ -43,8 +43,11 @@ impl Session<'_> {
     ) -> store::Result<Next> {
         let logged_in = self.account.is_some();
         let selected = self.selected.is_some();
-        if esearch.is_some() && !matches!(body, CommandBody::Search { .. }) {
-            self.out.bad(Some(tag), None, "RETURN is only for SEARCH");
+        if esearch.is_some()
+            && !matches!(body, CommandBody::Search { .. } | CommandBody::Sort { .. })
+        {
+            self.out
+                .bad(Some(tag), None, "RETURN is only for SEARCH and SORT");
             return Ok(Next::Continue);
         }
         let reply = match body {
@@ -301,6 +304,36 @@ impl Session<'_> {
             } => {
                 let name = self.stored_name(&mailbox).await?;
                 self.copy(&sequence_set, &name, uid, true).await?
+            }
+            CommandBody::Sort {
+                sort_criteria,
+                charset,
+                search_criteria,
+                uid,
+            } => {
+                self.sort(
+                    tag,
+                    sort_criteria.as_ref(),
+                    &charset,
+                    search_criteria.as_ref(),
+                    uid,
+                    esearch,
+                )
+                .await?
+            }
+            CommandBody::Thread {
+                algorithm,
+                charset,
+                search_criteria,
+                uid,
+            } => {
+                self.thread(
+                    &algorithm.to_string(),
+                    &charset,
+                    search_criteria.as_ref(),
+                    uid,
+                )
+                .await?
             }
             other => Reply::bad(format!("{} is not supported", other.name())),
         };

@@ -2,7 +2,8 @@
 //! extensions mail clients use (IDLE, UIDPLUS, MOVE, SPECIAL-USE,
 //! NAMESPACE, ID, ENABLE, UNSELECT, CHILDREN, LITERAL+, SASL-IR,
 //! AUTH=PLAIN, CONDSTORE, QUOTA, STATUS=SIZE, ESEARCH, SEARCHRES, BINARY,
-//! LIST-EXTENDED, LIST-STATUS), and IMAP4rev2 (RFC 9051) for clients
+//! LIST-EXTENDED, LIST-STATUS, SORT, SORT=DISPLAY, ESORT, THREAD=ORDEREDSUBJECT,
+//! THREAD=REFERENCES, THREAD=REFS), and IMAP4rev2 (RFC 9051) for clients
 //! that `ENABLE IMAP4rev2`.
 //!
 //! Commands are parsed and responses written with `imap-codec`. Where it
@@ -18,6 +19,9 @@
 //! - [`fetch`] streams large body sections as literals after the part of
 //!   the FETCH response imap-codec encoded, and writes `BINARY[...]`
 //!   data (with its `<origin>`, as literal8 when it has NUL) by hand;
+//! - [`sort`] and [`thread`] answer SORT (RFC 5256, RFC 5957, ESORT of
+//!   RFC 5267) and THREAD (RFC 5256) from the stored header data, and
+//!   write their responses;
 //! - [`list`] writes the CHILDINFO extended data of LIST responses.
 //!
 //! IMAP4rev2 mode (RFC 9051 Appendix E) changes, for that session only:
@@ -45,6 +49,7 @@
 
 mod append;
 mod auth;
+mod base_subject;
 mod commands;
 mod config;
 mod convert;
@@ -63,6 +68,8 @@ mod section;
 mod selected;
 mod server;
 mod session;
+mod sort;
+mod thread;
 mod uidmap;
 mod utf7;
 
@@ -77,6 +84,13 @@ pub mod fuzzing {
     /// the APPEND probe) and imap-codec's decoder.
     pub fn pre_decode(data: &[u8]) {
         crate::session::pre_decode(data);
+    }
+
+    /// The RFC 5256 §2.1 base subject of any decoded subject: never
+    /// panics, and the base subject of a base subject is itself.
+    pub fn base_subject(text: &str) {
+        let (once, _) = crate::base_subject::base_subject(text);
+        assert_eq!(crate::base_subject::base_subject(&once).0, once);
     }
 
     /// Modified UTF-7 (RFC 3501 §5.1.3): decoding any text never panics,

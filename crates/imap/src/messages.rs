@@ -294,13 +294,21 @@ impl Session<'_> {
         let mut numbers = numbers;
         numbers.sort_unstable();
         // RFC 7162 §3.1.5: the highest mod-sequence of the messages
-        // returned, none when nothing is.
+        // returned, none when nothing is; with MIN or MAX alone only those
+        // are returned (RFC 7162 §3.1.10, RFC 4731 §3.2).
         let modseq = if self.condstore && criteria.iter().any(uses_modseq) && !numbers.is_empty() {
-            let returned: std::collections::HashSet<Uid> = found
-                .iter()
-                .copied()
-                .filter(|u| sel.seq_of(*u).is_some())
-                .collect();
+            let shown = match esearch.as_ref() {
+                Some(opts) if opts.answers() => opts.saved(&numbers),
+                _ => numbers.clone(),
+            };
+            let returned: std::collections::HashSet<Uid> = if uid {
+                shown.into_iter().collect()
+            } else {
+                shown
+                    .into_iter()
+                    .filter_map(|n| sel.uid_at_seq(n))
+                    .collect()
+            };
             let entries = self.ctx.store.list_messages(sel.info.id).await?;
             NonZeroU64::new(
                 entries

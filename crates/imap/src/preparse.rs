@@ -375,7 +375,7 @@ fn key_arguments(key: &[u8]) -> usize {
 
 /// Replaces `$` (RFC 5182) where it is a sequence set: the set of FETCH,
 /// STORE, COPY, MOVE and UID EXPUNGE (and their UID forms), and search
-/// keys of SEARCH. `saved(uid)` gives the saved result as UIDs or as
+/// keys of SEARCH, SORT and THREAD (RFC 5182 §2.1). `saved(uid)` gives the saved result as UIDs or as
 /// message sequence numbers (`None` when it is empty).
 pub(crate) fn substitute_saved(cmd: &[u8], saved: impl Fn(bool) -> Option<String>) -> Saved {
     if !cmd.contains(&b'$') {
@@ -405,9 +405,20 @@ pub(crate) fn substitute_saved(cmd: &[u8], saved: impl Fn(bool) -> Option<String
                 None => return Saved::Empty,
             }
         }
-        Some(b"SEARCH") => {
+        Some(name @ (b"SEARCH" | b"SORT" | b"THREAD")) => {
             let mut i = at + 1;
-            if is_atom(cmd, toks.get(i), "CHARSET") {
+            if name == b"SEARCH" {
+                if is_atom(cmd, toks.get(i), "CHARSET") {
+                    i += 2;
+                }
+            } else if name == b"SORT" {
+                // RFC 5256 §3: the sort criteria list, then the charset.
+                while toks.get(i).is_some_and(|t| t.kind != Kind::Close) {
+                    i += 1;
+                }
+                i += 2;
+            } else {
+                // The algorithm, then the charset.
                 i += 2;
             }
             while let Some(t) = toks.get(i) {
@@ -560,6 +571,15 @@ mod tests {
             subst("a UID SEARCH CHARSET UTF-8 FROM {1}\r\n$ $\r\n"),
             rewritten("a UID SEARCH CHARSET UTF-8 FROM {1}\r\n$ 1:3,5\r\n")
         );
+        assert_eq!(
+            subst("a UID SORT (REVERSE DATE) UTF-8 $ SUBJECT $\r\n"),
+            rewritten("a UID SORT (REVERSE DATE) UTF-8 1:3,5 SUBJECT $\r\n")
+        );
+        assert_eq!(
+            subst("a THREAD REFERENCES UTF-8 OR $ UID $\r\n"),
+            rewritten("a THREAD REFERENCES UTF-8 OR 1:3,5 UID 10:12,20\r\n")
+        );
+        assert_eq!(subst("a SORT ($) UTF-8 ALL\r\n"), Saved::Unused);
         assert_eq!(subst("a SEARCH SUBJECT \"$ x\"\r\n"), Saved::Unused);
         assert_eq!(subst("a COPY 1 $\r\n"), Saved::Unused);
         assert_eq!(subst("a CREATE $\r\n"), Saved::Unused);

@@ -120,21 +120,25 @@ impl ReturnOptions {
     }
 }
 
-/// Takes `RETURN (...)` off a SEARCH command, returning the command
+/// Takes `RETURN (...)` off a SEARCH or SORT command, returning the command
 /// without it. `None` when the command has no RETURN clause; `Some(Err)`
 /// for an option Sluice does not know.
 pub(crate) fn take_return(cmd: &[u8]) -> Option<Result<(Vec<u8>, ReturnOptions), String>> {
-    // tag SP ["UID" SP] "SEARCH" SP "RETURN" SP "(" options ")" SP ...
+    // tag SP ["UID" SP] ("SEARCH" / "SORT") SP "RETURN" SP "(" options ")"
+    // SP ... (RFC 4731 §3.1, RFC 5267 §3.2)
     let text = std::str::from_utf8(cmd).ok()?;
     let lower = text.to_ascii_lowercase();
     let mut pos = text.find(' ')? + 1;
     if lower[pos..].starts_with("uid ") {
         pos += 4;
     }
-    if !lower[pos..].starts_with("search ") {
+    if lower[pos..].starts_with("search ") {
+        pos += 7;
+    } else if lower[pos..].starts_with("sort ") {
+        pos += 5;
+    } else {
         return None;
     }
-    pos += 7;
     if !lower[pos..].starts_with("return ") {
         return None;
     }
@@ -242,6 +246,12 @@ mod tests {
             .unwrap();
         assert_eq!(cmd, b"a SEARCH ALL\r\n");
         assert!(opts.save && !opts.answers());
+        let (cmd, opts) = take_return(b"a UID SORT RETURN (MIN MAX) (DATE) UTF-8 ALL\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(cmd, b"a UID SORT (DATE) UTF-8 ALL\r\n");
+        assert!(opts.min && opts.max && !opts.all);
+        assert!(take_return(b"a SORT (DATE) UTF-8 ALL\r\n").is_none());
         assert!(take_return(b"a SEARCH RETURN (FROB) ALL\r\n")
             .unwrap()
             .is_err());

@@ -271,6 +271,12 @@ impl<'a> Session<'a> {
                 "SEARCHRES",
                 "LIST-EXTENDED",
                 "LIST-STATUS",
+                "SORT",
+                "SORT=DISPLAY",
+                "ESORT",
+                "THREAD=ORDEREDSUBJECT",
+                "THREAD=REFERENCES",
+                "THREAD=REFS",
             ]
             .into_iter()
             .filter_map(other),
@@ -558,6 +564,10 @@ mod tests {
             text in proptest::collection::vec(
                 proptest::prop_oneof![
                     proptest::strategy::Just(b"SEARCH ".to_vec()),
+                    proptest::strategy::Just(b"SORT ".to_vec()),
+                    proptest::strategy::Just(b"THREAD ".to_vec()),
+                    proptest::strategy::Just(b"(REVERSE SUBJECT DISPLAYFROM ".to_vec()),
+                    proptest::strategy::Just(b"REFERENCES UTF-8 ".to_vec()),
                     proptest::strategy::Just(b"RETURN (".to_vec()),
                     proptest::strategy::Just(b"LIST (".to_vec()),
                     proptest::strategy::Just(b"UID ".to_vec()),
