@@ -15,6 +15,7 @@ mod clock;
 mod dictionary;
 mod directory;
 mod error;
+mod identity;
 mod index;
 mod intake;
 mod keyword;
@@ -40,6 +41,7 @@ mod web_settings;
 pub use auth::{decode_plain, AuthFailure, Authenticator, PlainError, ACCOUNT_ALERT};
 pub use directory::{normalize_address, AccountEntry, Directory, Resolution, SieveSource};
 pub use error::{Result, StoreError};
+pub use identity::{identity_record_id, IDENTITY_KIND};
 pub use index::IndexedHeaders;
 pub use login_gate::{LoginGate, LIMITED_AFTER, LIMITED_CONNECTIONS};
 pub use model::{

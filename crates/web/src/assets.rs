@@ -41,6 +41,17 @@ pub(crate) static JS: LazyLock<Asset> = LazyLock::new(|| {
     )
 });
 
+/// The compose form's script (dropped attachments uploaded with progress,
+/// address suggestions), loaded by that page only; the form works without.
+pub(crate) static COMPOSE_JS: LazyLock<Asset> = LazyLock::new(|| {
+    asset(
+        "compose",
+        "js",
+        "text/javascript; charset=utf-8",
+        include_str!("../assets/compose.js"),
+    )
+});
+
 /// The style of the sandboxed frame a message's HTML is shown in: mail is
 /// written for a white page, so it gets one, also in dark mode.
 pub(crate) const FRAME_STYLE: &str =

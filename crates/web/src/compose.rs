@@ -34,6 +34,8 @@ const MAX_FILES: usize = 50;
 /// The header and text of a message being written.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Draft {
+    /// The identity's address it is sent from ("" for the account's own).
+    pub from: String,
     pub to: String,
     pub cc: String,
     pub bcc: String,
@@ -289,11 +291,12 @@ pub(crate) async fn form(
     user: User,
     Query(q): Query<ComposeQuery>,
 ) -> Result<Html<String>, WebError> {
-    let settings = app.ctx.store.web_settings(user.account).await?;
+    let identities = crate::identities::load(&app, &user).await?;
     let mut d = Draft::default();
     let mut stored = None;
-    if !settings.signature.is_empty() {
-        d.body = format!("\n\n-- \n{}", settings.signature);
+    if let Some(i) = identities.first() {
+        d.from = i.email.clone();
+        d.body = crate::identities::signature_block(&i.text_signature);
     }
     if let (Some("draft"), Some(mailbox), Some(uid)) = (q.mode.as_deref(), q.mailbox, q.uid) {
         let (draft, s) = reopen(&app, &user, mailbox, uid).await?;
@@ -374,8 +377,23 @@ pub(crate) async fn form(
             error_field: None,
             stored,
             suggestions,
+            identities: senders(&identities),
         },
     ))
+}
+
+/// The From choices of the form: each identity's address and the text
+/// its signature adds.
+fn senders(identities: &[crate::identities::Identity]) -> Vec<(String, String)> {
+    identities
+        .iter()
+        .map(|i| {
+            (
+                i.email.clone(),
+                crate::identities::signature_block(&i.text_signature),
+            )
+        })
+        .collect()
 }
 
 /// The Drafts folder of the account.
@@ -419,7 +437,13 @@ async fn reopen(
             indexed.to_string()
         }
     };
-    let d = Draft {
+    let from = routes::header_field(&o.data.header, "from");
+    let from = match (from.rfind('<'), from.rfind('>')) {
+        (Some(a), Some(b)) if a < b => from[a + 1..b].to_string(),
+        _ => from,
+    };
+    let mut d = Draft {
+        from,
         to: or_raw(&h.to, "to"),
         cc: or_raw(&h.cc, "cc"),
         bcc: raw("bcc"),
@@ -429,8 +453,34 @@ async fn reopen(
         references: raw("references"),
         ..Default::default()
     };
+    d.replied = answered(app, &boxes, mailbox, &d.in_reply_to)
+        .await?
+        .unwrap_or_default();
     let attachments = attachments_of(app, &o).await?;
     Ok((d, StoredDraft { uid, attachments }))
+}
+
+/// The message a reopened draft answers, as `mailbox/uid`: found by the
+/// Message-ID its In-Reply-To names (RFC 5322 §3.6.4), in any of the
+/// account's mailboxes but Drafts, so that sending the draft marks that
+/// message `\Answered` as sending the reply at once would have.
+async fn answered(
+    app: &App,
+    boxes: &[store::MailboxInfo],
+    drafts: MailboxId,
+    in_reply_to: &str,
+) -> Result<Option<String>, WebError> {
+    let ids = id_list(in_reply_to);
+    let Some(id) = ids.split_whitespace().next() else {
+        return Ok(None);
+    };
+    for b in boxes.iter().filter(|b| b.id != drafts) {
+        let key = store::SearchKey::Header("Message-ID".into(), id.to_string());
+        if let Some(uid) = app.ctx.store.search(b.id, &key).await?.first() {
+            return Ok(Some(format!("{}/{uid}", b.id)));
+        }
+    }
+    Ok(None)
 }
 
 /// Reads one text field, refusing one longer than `max`.
@@ -556,20 +606,32 @@ async fn prepare(
         None => None,
     };
     let settings = app.ctx.store.web_settings(user.account).await?;
+    let identities = crate::identities::load(app, user).await?;
+    let identity = if d.from.trim().is_empty() {
+        identities.first()
+    } else {
+        identities
+            .iter()
+            .find(|i| i.email.eq_ignore_ascii_case(d.from.trim()))
+    };
+    let (from_name, from) = match identity {
+        Some(i) if !i.name.trim().is_empty() => (i.name.clone(), i.email.clone()),
+        Some(i) => (settings.display_name.clone(), i.email.clone()),
+        None if d.from.trim().is_empty() => (settings.display_name.clone(), user.address.clone()),
+        None => {
+            return Err(WebError::BadRequest(format!(
+                "{:?} is not an address this account sends from",
+                d.from
+            )))
+        }
+    };
     let domain = user
         .address
         .rsplit_once('@')
         .map_or("localhost", |(_, d)| d);
     let message_id = format!("{}@{domain}", session::new_token());
     let boundary = format!("=_{}", &session::new_token()[..24]);
-    let head = head(
-        d,
-        &settings.display_name,
-        &user.address,
-        &message_id,
-        &boundary,
-        !sending,
-    )?;
+    let head = head(d, &from_name, &from, &message_id, &boundary, !sending)?;
     Ok((
         Prepared {
             sending,
@@ -762,6 +824,7 @@ pub(crate) async fn submit(
         };
         let value = text_field(field, max).await?;
         match name.as_str() {
+            "from" => d.from = value,
             "to" => d.to = value,
             "cc" => d.cc = value,
             "bcc" => d.bcc = value,
@@ -903,6 +966,7 @@ async fn compose_error(
         since: None,
     };
     let suggestions = crate::settings::correspondents(app, user).await?;
+    let identities = senders(&crate::identities::load(app, user).await?);
     Ok((
         axum::http::StatusCode::UNPROCESSABLE_ENTITY,
         pages::compose(
@@ -913,6 +977,7 @@ async fn compose_error(
                 error_field: error.field,
                 stored,
                 suggestions,
+                identities,
             },
         ),
     )

@@ -95,6 +95,8 @@ pub(crate) struct ComposeView {
     pub stored: Option<crate::compose::StoredDraft>,
     /// Past correspondents, offered as the address fields are typed.
     pub suggestions: Vec<String>,
+    /// The addresses it may be sent from, each with its signature block.
+    pub identities: Vec<(String, String)>,
 }
 
 /// What every logged-in page shows around its content.
@@ -401,11 +403,12 @@ pub(crate) fn compose(chrome: &Chrome<'_>, v: &ComposeView) -> Html<String> {
             @if let (Some(e), None) = (&v.error, v.error_field) { p.notice role="alert" { (e) } }
             form.compose method="post" action="/compose" enctype="multipart/form-data" {
                 input type="hidden" name="csrf" value=(chrome.csrf);
+                (crate::identities::from_field(&d.from, &v.identities))
                 (crate::action_pages::address_field("to", "To", &d.to, v))
                 (crate::action_pages::address_field("cc", "Cc", &d.cc, v))
                 (crate::action_pages::address_field("bcc", "Bcc", &d.bcc, v))
                 label { "Subject" input name="subject" value=(d.subject); }
-                textarea name="body" rows="16" aria-label="Message" { (d.body) }
+                textarea name="body" rows="16" aria-label="Message" { "\n" (d.body) }
                 input type="hidden" name="in_reply_to" value=(d.in_reply_to);
                 input type="hidden" name="references" value=(d.references);
                 input type="hidden" name="attach" value=(d.attach);
@@ -421,6 +424,7 @@ pub(crate) fn compose(chrome: &Chrome<'_>, v: &ComposeView) -> Html<String> {
             datalist #correspondents {
                 @for a in &v.suggestions { option value=(a) {} }
             }
+            script src=(crate::assets::COMPOSE_JS.path) defer {}
         },
     )
 }
@@ -435,7 +439,7 @@ pub(crate) fn settings(chrome: &Chrome<'_>, s: &store::WebSettings) -> Html<Stri
             form.compose method="post" action="/settings" {
                 input type="hidden" name="csrf" value=(chrome.csrf);
                 label { "Display name" input name="display_name" value=(s.display_name); }
-                label { "Signature" textarea name="signature" rows="4" { (s.signature) } }
+                p { a href="/settings/signatures" { "Signatures for each address you send from" } }
                 label { "Messages per page" input name="page_size" type="number" min="1" max="500" value=(s.page_size); }
                 @if !s.remote_ok.is_empty() {
                     fieldset {

@@ -104,6 +104,10 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
             "/settings/filters",
             get(crate::filters::rules_page).post(crate::filters::rules_save),
         )
+        .route(
+            "/settings/signatures",
+            get(crate::identities::page).post(crate::identities::save),
+        )
         .route("/settings/filters/spam", post(crate::filters::spam_save))
         .route(
             "/settings/filters/scripts",
@@ -121,6 +125,7 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
                 .post(crate::compose::submit)
                 .layer(DefaultBodyLimit::max(app_upload_limit)),
         )
+        .route("/compose/addresses", get(crate::correspondents::suggest))
         .route("/admin", get(crate::admin::overview))
         .route(
             "/admin/domains",
@@ -189,7 +194,7 @@ async fn security_headers(req: axum::extract::Request, next: Next) -> Response {
 
 async fn asset(Path(file): Path<String>) -> Response {
     let path = format!("/static/{file}");
-    for a in [&*CSS, &*JS] {
+    for a in [&*CSS, &*JS, &*crate::assets::COMPOSE_JS] {
         if a.path == path {
             return (
                 [

@@ -63,11 +63,13 @@ pub(crate) async fn save(
         .filter(|c| !c.is_control())
         .take(200)
         .collect();
-    settings.signature = field("signature")
-        .unwrap_or("")
-        .chars()
-        .take(4000)
-        .collect();
+    // Signatures are set per identity (/settings/signatures); one posted
+    // here is the own address's, and seeds identities made later.
+    if let Some(signature) = field("signature") {
+        settings.signature = signature.chars().take(4000).collect();
+        crate::identities::set_signature_of(&app, &user, &user.address, &settings.signature)
+            .await?;
+    }
     settings.page_size = field("page_size")
         .and_then(|p| p.trim().parse().ok())
         .filter(|n| (1..=500).contains(n))

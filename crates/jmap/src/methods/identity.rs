@@ -18,7 +18,7 @@ use crate::error::{MethodError, SetError};
 use crate::ids;
 
 /// The kind the store keeps identities under.
-pub(crate) const KIND: &str = "Identity";
+pub(crate) const KIND: &str = store::IDENTITY_KIND;
 /// What an identity's JMAP id starts with.
 const PREFIX: &str = "I";
 
@@ -43,16 +43,10 @@ pub(crate) fn may_send_as(call: &Call<'_>, address: &str) -> bool {
     }
 }
 
-/// The store id of the identity made for one of the account's addresses:
-/// a 64-bit FNV-1a hash of it, so that two requests making it at once
-/// write the same record.
+/// The store id of the identity made for one of the account's addresses
+/// (shared with the webmail, which sets signatures on the same records).
 fn seeded_id(address: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in address.to_ascii_lowercase().bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("d{h:016x}")
+    store::identity_record_id(address)
 }
 
 /// The identities, after making those of addresses that never had one.
