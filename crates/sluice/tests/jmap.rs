@@ -57,6 +57,8 @@ def eq(a, b, what):
 mod copy;
 #[path = "jmap/submission.rs"]
 mod submission;
+#[path = "jmap/tokens.rs"]
+mod tokens;
 #[path = "jmap/vacation.rs"]
 mod vacation;
 
