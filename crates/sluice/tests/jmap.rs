@@ -53,6 +53,8 @@ def eq(a, b, what):
     assert a == b, "%s: %r != %r" % (what, a, b)
 "##;
 
+#[path = "jmap/changes.rs"]
+mod changes;
 #[path = "jmap/copy.rs"]
 mod copy;
 #[path = "jmap/submission.rs"]
