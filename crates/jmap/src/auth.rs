@@ -1,7 +1,8 @@
-//! Who is asking: HTTP Basic credentials (RFC 7617) checked by the
-//! store's [`store::Authenticator`], the throttle every protocol shares,
-//! and only over TLS or from a loopback client, so that a password never
-//! crosses a network in clear text.
+//! Who is asking: HTTP Basic credentials (RFC 7617), or a bearer token
+//! (RFC 6750 §2.1) the account created in the webmail's Settings, checked
+//! by the store's [`store::Authenticator`], the throttle every protocol
+//! shares, and only over TLS or from a loopback client, so that a secret
+//! never crosses a network in clear text.
 
 use std::net::SocketAddr;
 
@@ -57,9 +58,13 @@ impl IntoResponse for Refusal {
         };
         let mut res = problem(code, json!({"type": "about:blank", "detail": detail}));
         if code == StatusCode::UNAUTHORIZED {
+            // RFC 7235 §4.1: a challenge per scheme accepted, in one
+            // field (clients that keep one field see both).
             res.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Basic realm=\"JMAP\", charset=\"UTF-8\""),
+                header::HeaderValue::from_static(
+                    "Basic realm=\"JMAP\", charset=\"UTF-8\", Bearer realm=\"JMAP\"",
+                ),
             );
         }
         res
@@ -81,6 +86,17 @@ pub fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
     Some((user.to_string(), password.to_string()))
 }
 
+/// The token of an `Authorization: Bearer` header (RFC 6750 §2.1).
+pub fn bearer_token(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = token.trim();
+    (!token.is_empty()).then(|| token.to_string())
+}
+
 /// Whether a password may be taken from this client: over TLS, or from
 /// loopback, where plain HTTP crosses no network.
 fn password_may_travel(secure: bool, peer: SocketAddr) -> bool {
@@ -96,6 +112,27 @@ impl Jmap {
     ) -> Result<User, Refusal> {
         if !password_may_travel(self.secure, peer) {
             return Err(Refusal::NeedsTls);
+        }
+        if let Some(token) = bearer_token(headers) {
+            let store = &self.ctx.store;
+            let checked = self
+                .ctx
+                .auth
+                .token_login(peer.ip(), || store::check_api_token(&**store, &token))
+                .await;
+            return match checked {
+                Ok(account) => Ok(User {
+                    account: account.id,
+                    address: account.address,
+                    inbox: account.inbox,
+                }),
+                Err(AuthFailure::BadCredentials) => {
+                    tracing::info!(%peer, "JMAP bearer token refused");
+                    Err(Refusal::Unauthorized)
+                }
+                Err(AuthFailure::Throttled) => Err(Refusal::Throttled),
+                Err(AuthFailure::Unavailable) => Err(Refusal::Unavailable),
+            };
         }
         let (user, password) = basic_credentials(headers).ok_or(Refusal::Unauthorized)?;
         match self.ctx.auth.login(peer.ip(), &user, &password).await {
@@ -144,6 +181,18 @@ mod tests {
         for bad in ["Bearer abc", "Basic !!!", "Basic", "Basic bm9jb2xvbg=="] {
             h.insert(header::AUTHORIZATION, bad.parse().unwrap());
             assert_eq!(basic_credentials(&h), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn bearer_tokens_are_read_from_the_header() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer_token(&h), None);
+        h.insert(header::AUTHORIZATION, "bearer  abc.def ".parse().unwrap());
+        assert_eq!(bearer_token(&h), Some("abc.def".into()));
+        for bad in ["Basic abc", "Bearer", "Bearer  ", "Tokenabc"] {
+            h.insert(header::AUTHORIZATION, bad.parse().unwrap());
+            assert_eq!(bearer_token(&h), None, "{bad}");
         }
     }
 }

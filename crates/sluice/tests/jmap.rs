@@ -53,10 +53,14 @@ def eq(a, b, what):
     assert a == b, "%s: %r != %r" % (what, a, b)
 "##;
 
+#[path = "jmap/changes.rs"]
+mod changes;
 #[path = "jmap/copy.rs"]
 mod copy;
 #[path = "jmap/submission.rs"]
 mod submission;
+#[path = "jmap/tokens.rs"]
+mod tokens;
 #[path = "jmap/vacation.rs"]
 mod vacation;
 

@@ -36,6 +36,7 @@ use tokio::sync::Semaphore;
 
 use crate::directory::AccountEntry;
 use crate::login_gate::LoginGate;
+use crate::model::AccountId;
 use crate::password::verify_password;
 use crate::penalties::{MemoryPenalties, PenaltyBook, PenaltyKey, Schedule, Turn};
 use crate::watch::DirectoryWatch;
@@ -245,6 +246,51 @@ impl Authenticator {
         }
     }
 
+    /// Checks a bearer token for a client at `ip`, through the same lanes,
+    /// turns and failure counts as a password ([`Authenticator::login`]):
+    /// `check` answers the account the token stands for, `None` when it
+    /// stands for none (unknown, revoked, malformed). A token names no
+    /// account before it is checked, so its failures count against the
+    /// client only.
+    pub async fn token_login<F, Fut>(
+        &self,
+        ip: IpAddr,
+        check: F,
+    ) -> Result<AccountEntry, AuthFailure>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = crate::Result<Option<AccountId>>>,
+    {
+        let client_key = PenaltyKey::client(ip);
+        let gate = &self.shared.gate;
+        let lane = match gate.enter(&client_key).await {
+            Ok(entered) => entered,
+            Err(_) => return Err(self.crowded(ip, "(token)", &client_key).await),
+        };
+        // A token attempt has no account to take a turn for.
+        self.take_turn(ip, "(token)", std::slice::from_ref(&client_key))
+            .await?;
+        let account = match check().await {
+            Ok(found) => found.and_then(|id| self.directory.get().account_by_id(id).cloned()),
+            Err(e) => {
+                tracing::warn!(client = %ip, error = %e, "a bearer token could not be checked");
+                return Err(AuthFailure::Unavailable);
+            }
+        };
+        if let Some(account) = account {
+            return Ok(account);
+        }
+        metrics::inc(&metrics::get().auth_failures, "reason", "token");
+        let behind = gate.waiting(&client_key);
+        gate.failed(&client_key, 1 + behind);
+        let delay = self
+            .record_failure(std::slice::from_ref(&client_key), behind)
+            .await;
+        drop(lane);
+        tokio::time::sleep(delay).await;
+        Err(AuthFailure::BadCredentials)
+    }
+
     /// Whether `account` has [`ACCOUNT_ALERT`] failures or more now (an
     /// unreadable book counts as yes: the count then ages out).
     async fn under_attack(&self, account: &PenaltyKey) -> bool {
@@ -306,7 +352,7 @@ impl Authenticator {
         &self,
         ip: IpAddr,
         address: &str,
-        keys: &[PenaltyKey; 2],
+        keys: &[PenaltyKey],
     ) -> Result<Vec<PenaltyKey>, AuthFailure> {
         let book = &self.shared.book;
         match book.take_turn(keys, book.now(), &self.schedule).await {
@@ -317,13 +363,14 @@ impl Authenticator {
                 Ok(penalised)
             }
             Ok(Turn::Refused) => {
-                let account = &keys[1];
-                if book
-                    .recent_failures(account, book.now())
-                    .await
-                    .is_ok_and(|n| n > 0)
-                {
-                    self.attacked(account, "its next turn is too far off");
+                if let Some(account) = keys.get(1) {
+                    if book
+                        .recent_failures(account, book.now())
+                        .await
+                        .is_ok_and(|n| n > 0)
+                    {
+                        self.attacked(account, "its next turn is too far off");
+                    }
                 }
                 Err(self.throttled(ip, address, &keys[0], "throttled"))
             }

@@ -187,6 +187,11 @@ impl Directory {
         self.accounts.get(&normalize_address(address)?)
     }
 
+    /// The account with this row id, if any.
+    pub fn account_by_id(&self, id: AccountId) -> Option<&AccountEntry> {
+        self.accounts.values().find(|a| a.id == id)
+    }
+
     /// Number of accounts.
     pub fn account_count(&self) -> usize {
         self.accounts.len()

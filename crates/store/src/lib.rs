@@ -8,6 +8,7 @@
 //! in a full-text index, both filled once at delivery.
 #![forbid(unsafe_code)]
 
+mod api_token;
 mod auth;
 mod chunk_codec;
 pub use chunk_codec::decode_chunk;
@@ -38,6 +39,10 @@ mod thread;
 mod watch;
 mod web_settings;
 
+pub use api_token::{
+    api_tokens, check_api_token, create_api_token, revoke_api_token, ApiToken, API_TOKEN_KIND,
+    MAX_NAME as MAX_TOKEN_NAME,
+};
 pub use auth::{decode_plain, AuthFailure, Authenticator, PlainError, ACCOUNT_ALERT};
 pub use directory::{normalize_address, AccountEntry, Directory, Resolution, SieveSource};
 pub use error::{Result, StoreError};

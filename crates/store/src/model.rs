@@ -546,6 +546,17 @@ pub struct AccountChanges {
     pub mailboxes: Vec<MailboxModseqs>,
     /// Mailboxes deleted after it: (id, modseq of their creation).
     pub mailboxes_gone: Vec<(MailboxId, u64)>,
+    /// The modseq of the last change of each email in `emails` or
+    /// `emails_gone`: its last flag, keyword or mailbox change (the
+    /// CONDSTORE modseq of its entries), or when it went. A /changes
+    /// answer cut short by `maxChanges` (RFC 8620 §5.2) stops below one of
+    /// these.
+    pub email_modseqs: Vec<(BlobId, u64)>,
+    /// The modseq of the last change of each thread in `threads`: the
+    /// last time an email joined or left it.
+    pub thread_modseqs: Vec<(i64, u64)>,
+    /// When each of `mailboxes_gone` was deleted.
+    pub mailboxes_gone_at: Vec<(MailboxId, u64)>,
 }
 
 /// The modseqs of a mailbox's life (see [`AccountChanges::mailboxes`]).

@@ -1593,6 +1593,9 @@ async fn the_account_view_follows_every_change(f: Fixture) {
     );
     assert_eq!(emails[0].headers.subject, "first");
     assert_eq!(c.threads, vec![(thread, false, true)]);
+    // The last change of each, where a list cut short ends.
+    assert_eq!(c.email_modseqs, vec![(blob_a, m0 + 1), (blob_b, m0 + 2)]);
+    assert_eq!(c.thread_modseqs, vec![(thread, m0 + 2)]);
     assert_eq!(
         store.thread_emails(f.account, &[thread]).await.unwrap(),
         vec![(thread, vec![blob_a, blob_b])]
@@ -1606,6 +1609,12 @@ async fn the_account_view_follows_every_change(f: Fixture) {
     let c = store.account_changes(f.account, m1).await.unwrap();
     assert_eq!(c.emails, vec![(blob_a, m0 + 1)]);
     assert!(c.threads.is_empty());
+    assert_eq!(
+        c.email_modseqs,
+        vec![(blob_a, c.modseq)],
+        "its flags' modseq"
+    );
+    assert!(c.modseq > m1);
     // A copy into another mailbox: the same email, in two mailboxes.
     let archive = f.id("Archive").await;
     let m2 = store.account_modseq(f.account).await.unwrap();
@@ -1639,6 +1648,8 @@ async fn the_account_view_follows_every_change(f: Fixture) {
     assert_eq!(c.emails_gone, vec![(blob_a, m0 + 1)]);
     assert!(c.emails.is_empty(), "{c:?}");
     assert_eq!(c.threads, vec![(thread, true, true)], "B is left in it");
+    assert_eq!(c.email_modseqs, vec![(blob_a, c.modseq)], "when it went");
+    assert_eq!(c.thread_modseqs, vec![(thread, c.modseq)]);
     assert_eq!(
         store.thread_emails(f.account, &[thread]).await.unwrap(),
         vec![(thread, vec![blob_b])]
@@ -1674,6 +1685,14 @@ async fn the_account_view_follows_every_change(f: Fixture) {
     let c = store.account_changes(f.account, m6).await.unwrap();
     assert_eq!(c.mailboxes_gone, vec![(made.id, row.created)]);
     assert_eq!(c.emails, vec![(blob_b, m0 + 2)], "B left a mailbox");
+    let [(gone, gone_at)] = c.mailboxes_gone_at[..] else {
+        panic!("{:?}", c.mailboxes_gone_at)
+    };
+    assert!(gone == made.id && gone_at > m6 && gone_at <= c.modseq);
+    let [(changed, changed_at)] = c.email_modseqs[..] else {
+        panic!("{:?}", c.email_modseqs)
+    };
+    assert!(changed == blob_b && changed_at > m6 && changed_at <= c.modseq);
     assert!(!c.mailboxes.iter().any(|m| m.id == made.id));
     assert!(c.modseq > m6);
     // The per-mailbox numbers IMAP sees still grow.

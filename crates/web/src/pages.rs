@@ -430,12 +430,23 @@ pub(crate) fn compose(chrome: &Chrome<'_>, v: &ComposeView) -> Html<String> {
 }
 
 /// The settings form.
-pub(crate) fn settings(chrome: &Chrome<'_>, s: &store::WebSettings) -> Html<String> {
+pub(crate) fn settings(
+    chrome: &Chrome<'_>,
+    s: &store::WebSettings,
+    tokens: &[store::ApiToken],
+    created: Option<(&str, &str)>,
+) -> Html<String> {
     page(
         chrome,
         "Settings – Sluice",
         html! {
             h1 { "Settings" }
+            @if let Some((name, token)) = created {
+                section.notice #new-token {
+                    p { "The token " strong { (name) } " was created. Copy it now: it is not shown again." }
+                    p { code #token-value { (token) } }
+                }
+            }
             form.compose method="post" action="/settings" {
                 input type="hidden" name="csrf" value=(chrome.csrf);
                 label { "Display name" input name="display_name" value=(s.display_name); }
@@ -453,6 +464,36 @@ pub(crate) fn settings(chrome: &Chrome<'_>, s: &store::WebSettings) -> Html<Stri
             }
             h2 { "Filters" }
             p { a href="/settings/filters" { "Rules and vacation answer" } " · " a href="/settings/filters/scripts" { "Sieve scripts" } }
+            h2 #tokens { "App tokens" }
+            p { "A token lets a JMAP client log in as you (" code { "Authorization: Bearer" } ") without your password. Revoke one you no longer use." }
+            @if tokens.is_empty() {
+                p { "No tokens." }
+            } @else {
+                table.tokens {
+                    thead { tr { th { "Name" } th { "Created" } th { "Last used" } th {} } }
+                    tbody {
+                        @for t in tokens {
+                            tr {
+                                td.name { (t.name) }
+                                td { (crate::routes::display_date(t.created)) }
+                                td { @match t.last_used { Some(at) => (crate::routes::display_date(at)), None => "never" } }
+                                td {
+                                    form method="post" action="/settings/tokens" {
+                                        input type="hidden" name="csrf" value=(chrome.csrf);
+                                        input type="hidden" name="revoke" value=(t.id);
+                                        button { "Revoke" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            form.compose method="post" action="/settings/tokens" {
+                input type="hidden" name="csrf" value=(chrome.csrf);
+                label { "New token's name" input name="name" maxlength=(store::MAX_TOKEN_NAME) required; }
+                div.actions { button { "Create token" } }
+            }
         },
     )
 }

@@ -100,6 +100,7 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
             "/settings",
             get(crate::settings::page).post(crate::settings::save),
         )
+        .route("/settings/tokens", post(crate::settings::tokens))
         .route(
             "/settings/filters",
             get(crate::filters::rules_page).post(crate::filters::rules_save),

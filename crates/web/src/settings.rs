@@ -1,5 +1,6 @@
 //! The settings page (display name, signature, page size, senders whose
-//! remote content is shown) and the address suggestions of the compose
+//! remote content is shown, the account's JMAP bearer tokens) and the
+//! address suggestions of the compose
 //! form, taken from the user's past correspondents.
 
 use std::collections::BTreeSet;
@@ -25,8 +26,18 @@ pub(crate) async fn page(
     State(app): State<Arc<App>>,
     user: User,
 ) -> Result<Html<String>, WebError> {
+    render(&app, &user, None).await
+}
+
+/// The settings page, with a token just created shown once.
+async fn render(
+    app: &App,
+    user: &User,
+    created: Option<(&str, &str)>,
+) -> Result<Html<String>, WebError> {
     let settings = app.ctx.store.web_settings(user.account).await?;
-    let boxes = routes::mailboxes(&app, &user).await?;
+    let tokens = store::api_tokens(&*app.ctx.store, user.account).await?;
+    let boxes = routes::mailboxes(app, user).await?;
     let folders = routes::folder_list(&boxes);
     let chrome = Chrome {
         address: &user.address,
@@ -38,7 +49,42 @@ pub(crate) async fn page(
         query: "",
         since: None,
     };
-    Ok(pages::settings(&chrome, &settings))
+    Ok(pages::settings(&chrome, &settings, &tokens, created))
+}
+
+/// `POST /settings/tokens`: `name` creates a token, shown in the answer
+/// once (only its hash is kept); `revoke` revokes the token of that id.
+pub(crate) async fn tokens(
+    State(app): State<Arc<App>>,
+    user: User,
+    headers: HeaderMap,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Result<Response, WebError> {
+    session::check_same_origin(&headers)?;
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    user.check_csrf(field("csrf"))?;
+    let store = &*app.ctx.store;
+    if let Some(id) = field("revoke") {
+        if !store::revoke_api_token(store, user.account, id).await? {
+            return Err(WebError::NotFound);
+        }
+        return Ok(Redirect::to("/settings#tokens").into_response());
+    }
+    let name = field("name").unwrap_or("");
+    let (token, _) = match store::create_api_token(store, user.account, name).await {
+        Ok(made) => made,
+        Err(store::StoreError::Invalid(why)) => return Err(WebError::BadRequest(why)),
+        Err(e) => return Err(e.into()),
+    };
+    let name = name.trim();
+    Ok(render(&app, &user, Some((name, &token)))
+        .await?
+        .into_response())
 }
 
 /// `POST /settings`.

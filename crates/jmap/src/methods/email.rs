@@ -13,7 +13,7 @@ use store::{
 };
 
 use super::args::Args;
-use super::state::{changes_args, changes_response, state};
+use super::state::{changes_args, changes_response, state, Change};
 use super::Answer;
 use crate::api::Call;
 use crate::error::MethodError;
@@ -480,32 +480,33 @@ pub(super) async fn changes(call: &mut Call<'_>, args: Args) -> Answer {
     args.only(&["accountId", "sinceState", "maxChanges"])?;
     let store = &call.jmap.ctx.store;
     let now = store.account_modseq(call.user.account).await?;
-    let (since, max) = changes_args(&args, now)?;
+    let (from, max) = changes_args(&args, now)?;
+    let since = from.origin;
     let c = store.account_changes(call.user.account, since).await?;
-    let mut created = Vec::new();
-    let mut updated = Vec::new();
+    let at: std::collections::HashMap<BlobId, u64> = c.email_modseqs.iter().copied().collect();
+    let last = |blob: &BlobId| at.get(blob).copied().unwrap_or(c.modseq);
+    let mut changes = Vec::new();
     for (blob, arrived) in &c.emails {
-        if *arrived > since {
-            created.push(ids::email(*blob));
+        let kind = if *arrived > since {
+            Change::Created
         } else {
-            updated.push(ids::email(*blob));
-        }
+            Change::Updated
+        };
+        changes.push((ids::email(*blob), kind, last(blob)));
     }
     let present: std::collections::HashSet<BlobId> = c.emails.iter().map(|(b, _)| *b).collect();
-    let destroyed = c
-        .emails_gone
-        .iter()
-        // Come and gone since the state: the client never knew it.
-        .filter(|(blob, arrived)| *arrived <= since && !present.contains(blob))
-        .map(|(blob, _)| ids::email(*blob))
-        .collect();
+    changes.extend(
+        c.emails_gone
+            .iter()
+            // Come and gone since the state: the client never knew it.
+            .filter(|(blob, arrived)| *arrived <= since && !present.contains(blob))
+            .map(|(blob, _)| (ids::email(*blob), Change::Destroyed, last(blob))),
+    );
     let response = changes_response(
         &ids::account(call.user.account),
-        since,
+        from,
         c.modseq,
-        created,
-        updated,
-        destroyed,
+        changes,
         max,
     )?;
     Ok(vec![("Email/changes".into(), response)])

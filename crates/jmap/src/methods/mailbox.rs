@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use store::{MailboxId, MailboxInfo, StoreError, FLAG_SEEN};
 
 use super::args::{get_args, Args};
-use super::state::{changes_args, changes_response, parse_state, state};
+use super::state::{changes_args, changes_response, parse_state, state, Change};
 use super::Answer;
 use crate::api::Call;
 use crate::error::{MethodError, SetError};
@@ -229,37 +229,51 @@ pub(super) async fn changes(call: &mut Call<'_>, args: Args) -> Answer {
     args.only(&["accountId", "sinceState", "maxChanges"])?;
     let store = &call.jmap.ctx.store;
     let now = store.account_modseq(call.user.account).await?;
-    let (since, max) = changes_args(&args, now)?;
+    let (from, max) = changes_args(&args, now)?;
+    let since = from.origin;
     let c = store.account_changes(call.user.account, since).await?;
-    let mut created = Vec::new();
-    let mut updated = Vec::new();
-    let mut counts_only = true;
+    let mut changes = Vec::new();
     for m in &c.mailboxes {
+        let last = m.created.max(m.meta).max(m.contents);
         if m.created > since {
-            created.push(ids::mailbox(m.id));
-        } else if m.meta > since {
-            updated.push(ids::mailbox(m.id));
-            counts_only = false;
-        } else if m.contents > since {
-            updated.push(ids::mailbox(m.id));
+            changes.push((ids::mailbox(m.id), Change::Created, last));
+        } else if m.meta > since || m.contents > since {
+            changes.push((ids::mailbox(m.id), Change::Updated, last));
         }
     }
-    let destroyed = c
-        .mailboxes_gone
+    let gone_at: std::collections::HashMap<MailboxId, u64> =
+        c.mailboxes_gone_at.iter().copied().collect();
+    changes.extend(
+        c.mailboxes_gone
+            .iter()
+            .filter(|(_, created)| *created <= since)
+            .map(|(id, _)| {
+                let at = gone_at.get(id).copied().unwrap_or(c.modseq);
+                (ids::mailbox(*id), Change::Destroyed, at)
+            }),
+    );
+    // Only the counts changed when no mailbox in the answer had its name,
+    // role or subscription changed.
+    let meta: std::collections::HashMap<String, bool> = c
+        .mailboxes
         .iter()
-        .filter(|(_, created)| *created <= since)
-        .map(|(id, _)| ids::mailbox(*id))
+        .map(|m| (ids::mailbox(m.id), m.meta > since))
         .collect();
     let mut response = changes_response(
         &ids::account(call.user.account),
-        since,
+        from,
         c.modseq,
-        created,
-        updated.clone(),
-        destroyed,
+        changes,
         max,
     )?;
-    response["updatedProperties"] = if counts_only && !updated.is_empty() {
+    let updated: Vec<&str> = response["updated"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let counts_only = !updated.is_empty() && !updated.iter().any(|id| meta.get(*id) == Some(&true));
+    response["updatedProperties"] = if counts_only {
         json!([
             "totalEmails",
             "unreadEmails",

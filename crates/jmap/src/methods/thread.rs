@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::args::Args;
-use super::state::{changes_args, changes_response, state};
+use super::state::{changes_args, changes_response, state, Change};
 use super::Answer;
 use crate::api::Call;
 use crate::error::MethodError;
@@ -66,24 +66,29 @@ pub(super) async fn changes(call: &mut Call<'_>, args: Args) -> Answer {
     args.only(&["accountId", "sinceState", "maxChanges"])?;
     let store = &call.jmap.ctx.store;
     let now = store.account_modseq(call.user.account).await?;
-    let (since, max) = changes_args(&args, now)?;
+    let (from, max) = changes_args(&args, now)?;
+    let since = from.origin;
     let c = store.account_changes(call.user.account, since).await?;
-    let (mut created, mut updated, mut destroyed) = (Vec::new(), Vec::new(), Vec::new());
+    let at: std::collections::HashMap<i64, u64> = c.thread_modseqs.iter().copied().collect();
+    let mut changes = Vec::new();
     for (t, was, is) in &c.threads {
-        match (was, is) {
-            (false, true) => created.push(ids::thread(*t)),
-            (true, true) => updated.push(ids::thread(*t)),
-            (true, false) => destroyed.push(ids::thread(*t)),
-            (false, false) => {}
-        }
+        let kind = match (was, is) {
+            (false, true) => Change::Created,
+            (true, true) => Change::Updated,
+            (true, false) => Change::Destroyed,
+            (false, false) => continue,
+        };
+        changes.push((
+            ids::thread(*t),
+            kind,
+            at.get(t).copied().unwrap_or(c.modseq),
+        ));
     }
     let response = changes_response(
         &ids::account(call.user.account),
-        since,
+        from,
         c.modseq,
-        created,
-        updated,
-        destroyed,
+        changes,
         max,
     )?;
     Ok(vec![("Thread/changes".into(), response)])

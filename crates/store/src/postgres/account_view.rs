@@ -233,6 +233,42 @@ impl PgStore {
             )
             .await?,
         );
+        // The last change of each: where a list cut short by maxChanges
+        // ends.
+        let email_modseqs = pairs(
+            tx.query(
+                "SELECT blob_id, max(at) FROM (
+             SELECT blob_id, changed AS at FROM emails WHERE account_id = $1 AND changed > $2
+             UNION ALL
+             SELECT m.blob_id, m.modseq FROM mailboxes x
+             JOIN messages m ON m.mailbox_id = x.id AND m.modseq > $2
+             WHERE x.account_id = $1
+             UNION ALL
+             SELECT blob_id, modseq FROM emails_gone WHERE account_id = $1 AND modseq > $2
+         ) c GROUP BY blob_id ORDER BY 1",
+                &[&account, &since],
+            )
+            .await?,
+        );
+        let thread_modseqs = pairs(
+            tx.query(
+                "SELECT t, max(at) FROM (
+             SELECT thread_id AS t, created AS at FROM emails WHERE account_id = $1 AND created > $2
+             UNION ALL
+             SELECT thread_id, modseq FROM emails_gone WHERE account_id = $1 AND modseq > $2
+         ) c GROUP BY t ORDER BY 1",
+                &[&account, &since],
+            )
+            .await?,
+        );
+        let mailboxes_gone_at = pairs(
+            tx.query(
+                "SELECT mailbox_id, max(modseq) FROM mailboxes_gone WHERE account_id = $1 AND modseq > $2
+         GROUP BY mailbox_id ORDER BY 1",
+                &[&account, &since],
+            )
+            .await?,
+        );
         tx.commit().await?;
         Ok(AccountChanges {
             modseq,
@@ -241,6 +277,9 @@ impl PgStore {
             threads,
             mailboxes,
             mailboxes_gone,
+            email_modseqs,
+            thread_modseqs,
+            mailboxes_gone_at,
         })
     }
 

@@ -240,6 +240,29 @@ pub(crate) fn account_changes(
         "SELECT mailbox_id, created FROM mailboxes_gone WHERE account_id = ?1 AND modseq > ?2
          ORDER BY 1",
     )?;
+    // The last change of each: where a list cut short by maxChanges ends.
+    let email_modseqs = pairs(
+        "SELECT blob_id, max(at) FROM (
+             SELECT blob_id, changed AS at FROM emails WHERE account_id = ?1 AND changed > ?2
+             UNION ALL
+             SELECT m.blob_id, m.modseq FROM mailboxes x
+             JOIN messages m ON m.mailbox_id = x.id AND m.modseq > ?2
+             WHERE x.account_id = ?1
+             UNION ALL
+             SELECT blob_id, modseq FROM emails_gone WHERE account_id = ?1 AND modseq > ?2
+         ) c GROUP BY blob_id ORDER BY 1",
+    )?;
+    let thread_modseqs = pairs(
+        "SELECT t, max(at) FROM (
+             SELECT thread_id AS t, created AS at FROM emails WHERE account_id = ?1 AND created > ?2
+             UNION ALL
+             SELECT thread_id, modseq FROM emails_gone WHERE account_id = ?1 AND modseq > ?2
+         ) c GROUP BY t ORDER BY 1",
+    )?;
+    let mailboxes_gone_at = pairs(
+        "SELECT mailbox_id, max(modseq) FROM mailboxes_gone WHERE account_id = ?1 AND modseq > ?2
+         GROUP BY mailbox_id ORDER BY 1",
+    )?;
     Ok(AccountChanges {
         modseq,
         emails,
@@ -247,6 +270,9 @@ pub(crate) fn account_changes(
         threads: thread_rows,
         mailboxes,
         mailboxes_gone,
+        email_modseqs,
+        thread_modseqs,
+        mailboxes_gone_at,
     })
 }
 
