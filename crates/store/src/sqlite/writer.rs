@@ -656,6 +656,51 @@ mod tests {
         sender.join().unwrap();
     }
 
+    /// A database that cannot grow (SQLite's page limit stands in for a
+    /// full disk): the job that needs room fails as full, the writer and
+    /// the rows before it stay, and it takes writes again once there is
+    /// room.
+    #[tokio::test]
+    async fn a_job_that_finds_no_room_fails_as_full_and_the_writer_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("t.db")).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
+        let pages: i64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        conn.pragma_update(None, "max_page_count", pages + 4)
+            .unwrap();
+        let writer = Writer::start(
+            conn,
+            "test-writer",
+            true,
+            (u64::MAX, Arc::new(Progress::default()), false),
+            |_| {},
+        );
+        let insert = |n: usize| {
+            move |c: &Connection| Ok(c.execute("INSERT INTO t VALUES (?1)", [vec![7u8; n]])?)
+        };
+        writer.exec(true, insert(100)).await.unwrap();
+        let failed = writer.exec(true, insert(1 << 20)).await;
+        assert!(failed.as_ref().is_err_and(|e| e.is_full()), "{failed:?}");
+        writer.exec(true, insert(100)).await.unwrap();
+        writer
+            .exec(true, |c: &Connection| {
+                Ok(c.pragma_update(None, "max_page_count", 1_000_000)?)
+            })
+            .await
+            .unwrap();
+        writer.exec(true, insert(1 << 20)).await.unwrap();
+        let rows: i64 = writer
+            .exec(false, |c: &Connection| {
+                Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(rows, 3);
+    }
+
     /// A job that panics fails alone: what it wrote is rolled back, and
     /// the writer goes on with the next jobs.
     #[tokio::test]
