@@ -107,6 +107,11 @@ impl Session<'_> {
             ))
             .code(Code::TooBig)));
         }
+        if self.ctx.store.space().check().is_err() {
+            // Before the literal is taken: a client that waits for the
+            // continuation hears it without sending the message.
+            return Ok(Err(disk_full()));
+        }
         let quota = self.ctx.store.quota(self.account_id()).await?;
         if quota
             .limit_bytes
@@ -187,8 +192,14 @@ impl Session<'_> {
                 ReadError::Closed | ReadError::Timeout => return Next::Close,
             },
             Err(e) => {
-                tracing::warn!(error = %e, "imap append failed");
-                if e.is_unavailable() {
+                if e.is_full() {
+                    tracing::debug!(error = %e, "imap append failed");
+                } else {
+                    tracing::warn!(error = %e, "imap append failed");
+                }
+                if e.is_full() {
+                    disk_full()
+                } else if e.is_unavailable() {
                     Reply::no("The mail store is unavailable; try again later")
                         .code(code("UNAVAILABLE"))
                 } else {
@@ -322,4 +333,15 @@ impl Session<'_> {
         }
         Ok(Ok(self.deliver(target, writer).await?))
     }
+}
+
+/// The answer to a write the server's disk has no room for. A tagged NO
+/// with no response code: RFC 5530 has none for a full disk. `OVERQUOTA`
+/// (§3) would blame the user's own quota, which is not what is wrong and
+/// makes clients tell the user to delete mail; `LIMIT` names a limit the
+/// same command would meet again; `UNAVAILABLE` says a subsystem is down.
+/// The text says what happened and that trying later works (the store
+/// takes writes again as soon as space returns).
+pub(crate) fn disk_full() -> Reply {
+    Reply::no("The server is out of disk space; nothing was stored, try again later")
 }

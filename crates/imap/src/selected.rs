@@ -89,7 +89,14 @@ impl Selected {
         if !self.claims_recent {
             return Ok(false);
         }
-        let (from, to) = store.claim_recent(self.info.id).await?;
+        let (from, to) = match store.claim_recent(self.info.id).await {
+            Ok(range) => range,
+            // \Recent is advisory (RFC 3501 §2.3.2): on a full disk the
+            // mailbox opens without claiming, and the new mail stays
+            // recent for a later session. Reading must go on.
+            Err(e) if e.is_full() => return Ok(false),
+            Err(e) => return Err(e),
+        };
         let before = self.recent.len();
         if from < to {
             self.recent.insert_range(from..to);

@@ -433,6 +433,13 @@ impl<'a> Session<'a> {
     fn outcome(&mut self, tag: &Tag<'static>, result: store::Result<Next>) -> Next {
         match result {
             Ok(next) => next,
+            Err(e) if e.is_full() => {
+                // Said once by the store's free-space watch.
+                tracing::debug!(error = %e, "imap command failed");
+                let reply = crate::append::disk_full();
+                self.out.no(Some(tag), reply.code, &reply.text);
+                Next::Continue
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "imap command failed");
                 let (code, text) = match &e {

@@ -77,6 +77,11 @@ pub struct Metrics {
     /// Bytes the full-text index's commits appended to its own
     /// write-ahead log (the index lives in a file of its own).
     pub store_index_wal_bytes: Counter,
+    /// 1 while the store's disk is full (free space under
+    /// `store.min_free_mb`, or a write failed for lack of space since the
+    /// last one that succeeded), else 0: new mail is refused with
+    /// temporary errors meanwhile.
+    pub store_disk_full: Gauge,
 }
 
 impl Metrics {
@@ -104,6 +109,7 @@ impl Metrics {
             store_commit_batch: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
             store_wal_bytes: Counter::default(),
             store_index_wal_bytes: Counter::default(),
+            store_disk_full: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -195,6 +201,11 @@ impl Metrics {
             "store_wal_bytes",
             "Bytes appended to the store's write-ahead log by commits",
             m.store_wal_bytes.clone(),
+        );
+        registry.register(
+            "store_disk_full",
+            "1 while the store's disk is full and new mail is refused",
+            m.store_disk_full.clone(),
         );
         registry.register(
             "store_index_wal_bytes",

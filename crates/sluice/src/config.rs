@@ -242,6 +242,11 @@ pub struct StoreConfig {
     /// MiB the write-ahead log may grow to before it is checkpointed and
     /// cut back to nothing.
     pub wal_limit_mb: u64,
+    /// MiB that must stay free on the data directory's disk for new mail
+    /// to be taken: under it SMTP answers `452 4.3.1` at RCPT and IMAP
+    /// APPEND a `NO`, before any data is sent; 0 leaves only the write
+    /// errors themselves to say the disk is full.
+    pub min_free_mb: u64,
     /// Where mail is kept: `sqlite` (a database in the data directory, the
     /// default) or `postgres` (a PostgreSQL database several nodes share).
     pub backend: StoreBackend,
@@ -300,6 +305,7 @@ impl Default for StoreConfig {
             group_commit: true,
             readers: 4,
             wal_limit_mb: 64,
+            min_free_mb: 64,
             backend: StoreBackend::Sqlite,
             url: None,
             password_file: None,

@@ -255,6 +255,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         );
     }
     let store = opened.shared();
+    store
+        .space()
+        .set_reserve(config.store.min_free_mb.saturating_mul(1024 * 1024));
     let directory = DirectoryWatch::start(Arc::clone(&store), DIRECTORY_POLL).await?;
     let acceptors = crate::tls::acceptors(&config)?;
     let tls = acceptors.main.clone();

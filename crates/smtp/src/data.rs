@@ -22,6 +22,13 @@ pub(crate) enum DataEnd {
     Timeout,
     /// The connection went away.
     Closed,
+    /// All data arrived, but the store failed to take it (`full`: for
+    /// lack of space); nothing more was written after the failure, so the
+    /// session can still answer in step.
+    StoreFailed {
+        /// The disk was full ([`store::StoreError::is_full`]).
+        full: bool,
+    },
 }
 
 /// How long a transfer may take: each block of data must come within
@@ -111,6 +118,21 @@ impl Taps {
     }
 }
 
+/// The end of a transfer whose write to the store failed with `e`: the
+/// rest of the data is still read (and dropped), so the reply comes in
+/// step instead of a dropped connection.
+fn store_failed(e: &store::StoreError) -> DataEnd {
+    let full = e.is_full();
+    if full {
+        // Said once by the store's free-space watch; here per message at
+        // debug only.
+        tracing::debug!(error = %e, "message write failed: disk full");
+    } else {
+        tracing::error!(error = %e, "message write failed");
+    }
+    DataEnd::StoreFailed { full }
+}
+
 /// Receives a DATA body up to the end-of-data marker into `writer` and
 /// `taps`. Once more than `max` bytes were written the rest
 /// is read and dropped, so the session can still answer `552` in step.
@@ -127,6 +149,7 @@ pub(crate) async fn receive_dot_stuffed(
     let mut out = Vec::with_capacity(input.capacity());
     let mut too_big = false;
     let mut infected = false;
+    let mut failed = None;
     loop {
         if input.buffered().is_empty() {
             if let Err(end) = more(input, stream, clock, received).await {
@@ -136,17 +159,19 @@ pub(crate) async fn receive_dot_stuffed(
         let (used, done) = unstuffer.feed(input.buffered(), &mut out);
         input.consume(used);
         received += used as u64;
-        if !too_big && !infected {
+        if !too_big && !infected && failed.is_none() {
             infected = taps.feed(&out);
             if writer.size() + out.len() as u64 > max {
                 too_big = true;
-            } else if writer.write(&out).await.is_err() {
-                return DataEnd::Closed;
+            } else if let Err(e) = writer.write(&out).await {
+                failed = Some(store_failed(&e));
             }
         }
         out.clear();
         if done {
-            return if too_big {
+            return if let Some(end) = failed {
+                end
+            } else if too_big {
                 DataEnd::TooBig
             } else {
                 DataEnd::Complete
@@ -173,6 +198,7 @@ pub(crate) async fn receive_exact(
     let mut left = count;
     let mut too_big = false;
     let mut infected = false;
+    let mut failed = None;
     let mut out = Vec::with_capacity(input.capacity());
     while left > 0 || last {
         if left > 0 && input.buffered().is_empty() {
@@ -189,19 +215,21 @@ pub(crate) async fn receive_exact(
         if at_end {
             line_ends.finish(&mut out);
         }
-        if !too_big && !infected {
+        if !too_big && !infected && failed.is_none() {
             infected = taps.feed(&out);
             if writer.size() + out.len() as u64 > max {
                 too_big = true;
-            } else if writer.write(&out).await.is_err() {
-                return DataEnd::Closed;
+            } else if let Err(e) = writer.write(&out).await {
+                failed = Some(store_failed(&e));
             }
         }
         if at_end {
             break;
         }
     }
-    if too_big {
+    if let Some(end) = failed {
+        end
+    } else if too_big {
         DataEnd::TooBig
     } else {
         DataEnd::Complete

@@ -122,7 +122,7 @@ impl Envelope {
 
 /// The transaction verdicts the log uses, as static labels for metrics.
 fn verdict_label(verdict: &str) -> &'static str {
-    const KNOWN: [&str; 12] = [
+    const KNOWN: [&str; 13] = [
         "accepted",
         "quarantined",
         "discarded",
@@ -132,6 +132,7 @@ fn verdict_label(verdict: &str) -> &'static str {
         "rejected-sender",
         "scan-error",
         "store-error",
+        "store-full",
         "too-big",
         "timeout",
         "connection-lost",
@@ -141,6 +142,13 @@ fn verdict_label(verdict: &str) -> &'static str {
         .find(|k| **k == verdict)
         .copied()
         .unwrap_or("other")
+}
+
+/// The reply for mail the store has no room for: `452 4.3.1`, a
+/// temporary failure the client retries (RFC 5321 §4.2.2, RFC 3463 §3.4:
+/// "mail system full"), never a `250` for mail that was not stored.
+fn insufficient_storage() -> Reply {
+    Reply::new(452, "4.3.1", "Insufficient system storage, try again later")
 }
 
 /// Counts a reply by its class for `/metrics`.
@@ -611,6 +619,9 @@ impl<'a> Session<'a> {
             // A bounce to an address we rewrote: back to the real sender.
             return match srs.reverse(address, crate::srs::today()) {
                 Ok(original) => {
+                    if let Some(refusal) = self.no_room() {
+                        return self.reply(refusal);
+                    }
                     let env = self.envelope.as_mut().expect("checked above");
                     env.add_remote(original, &dsn);
                     env.recipients.push(address.to_string());
@@ -625,6 +636,9 @@ impl<'a> Session<'a> {
         let resolution = self.ctx.directory.get().resolve(address);
         match resolution {
             Resolution::Deliver { mailboxes, remote } => {
+                if let Some(refusal) = self.no_room() {
+                    return self.reply(refusal);
+                }
                 let env = self.envelope.as_mut().expect("checked above");
                 let mailboxes_empty = mailboxes.is_empty();
                 if !remote.is_empty() && env.forwarder.is_none() {
@@ -667,6 +681,9 @@ impl<'a> Session<'a> {
                 let Some(remote) = store::normalize_address(address) else {
                     return self.reply(Reply::new(553, "5.1.3", "Recipient address is not valid"));
                 };
+                if let Some(refusal) = self.no_room() {
+                    return self.reply(refusal);
+                }
                 let env = self.envelope.as_mut().expect("checked above");
                 env.add_remote(remote, &dsn);
                 env.recipients.push(address.to_string());
@@ -681,6 +698,19 @@ impl<'a> Session<'a> {
                 ))
             }
         }
+    }
+
+    /// `452 4.3.1` while the store's disk has less free than its reserve:
+    /// the client hears it before sending the data, and tries again later
+    /// (RFC 5321 §4.2.2 and §4.5.3.1.10, RFC 3463 §3.4). The store's
+    /// free-space watch logs the state once; each refusal is not logged.
+    fn no_room(&self) -> Option<Reply> {
+        self.ctx
+            .store
+            .space()
+            .check()
+            .err()
+            .map(|_| insufficient_storage())
     }
 
     async fn reset(&mut self) {
@@ -837,6 +867,10 @@ impl<'a> Session<'a> {
             self.envelope = None;
             return self.reply(refusal);
         }
+        if let Some(refusal) = self.no_room() {
+            self.envelope = None;
+            return self.reply(refusal);
+        }
         let id = queue_id();
         let mut writer = match self.open_message(&id).await {
             Ok(w) => w,
@@ -945,8 +979,12 @@ impl<'a> Session<'a> {
     }
 
     fn local_error(&mut self, id: &str, e: store::StoreError) -> Next {
-        tracing::error!(queue_id = %id, error = %e, "store failed");
         self.envelope = None;
+        if e.is_full() {
+            tracing::debug!(queue_id = %id, error = %e, "store full");
+            return self.reply(insufficient_storage());
+        }
+        tracing::error!(queue_id = %id, error = %e, "store failed");
         self.reply(Reply::new(
             451,
             "4.3.0",
@@ -1105,6 +1143,11 @@ impl<'a> Session<'a> {
                                 };
                                 self.reply(Reply::new(250, "2.0.0", format!("OK queued as {id}")))
                             }
+                            Err(e) if e.is_full() => {
+                                verdict = "store-full";
+                                tracing::debug!(queue_id = %id, error = %e, "delivery failed");
+                                self.reply(insufficient_storage())
+                            }
                             Err(e) => {
                                 verdict = "store-error";
                                 tracing::error!(queue_id = %id, error = %e, "delivery failed");
@@ -1141,6 +1184,20 @@ impl<'a> Session<'a> {
                 writer.abort().await;
                 verdict = "connection-lost";
                 Next::Close
+            }
+            DataEnd::StoreFailed { full } => {
+                writer.abort().await;
+                if full {
+                    verdict = "store-full";
+                    self.reply(insufficient_storage())
+                } else {
+                    verdict = "store-error";
+                    self.reply(Reply::new(
+                        451,
+                        "4.3.0",
+                        "Local error in processing, try again later",
+                    ))
+                }
             }
         };
         let m = metrics::get();

@@ -13,6 +13,14 @@ pub enum StoreError {
     /// exhausted); the caller should answer with a temporary failure.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// The disk is full (or the free space is under the reserve kept for
+    /// the store): nothing was stored. The caller answers with a temporary
+    /// "insufficient storage" failure (SMTP `452 4.3.1`, RFC 3463 §3.4 and
+    /// RFC 5321 §4.2.2) and the same request may succeed once space
+    /// returns. Engine errors that mean the same are found by
+    /// [`StoreError::is_full`].
+    #[error("no space left: {0}")]
+    Full(String),
     /// Opening or creating files under the data directory failed.
     #[error("{path}: {source}")]
     Io {
@@ -70,6 +78,33 @@ impl StoreError {
         StoreError::Bug(format!("{what} panicked: {message}"))
     }
 
+    /// Whether nothing was stored for lack of space: [`StoreError::Full`],
+    /// SQLite's `SQLITE_FULL` (and a shared-memory file that cannot grow),
+    /// PostgreSQL's `53100 disk_full`, or `ENOSPC`/`EDQUOT` from a file.
+    pub fn is_full(&self) -> bool {
+        fn no_space(e: &std::io::Error) -> bool {
+            matches!(
+                e.raw_os_error(),
+                Some(libc_codes::ENOSPC | libc_codes::EDQUOT)
+            )
+        }
+        match self {
+            StoreError::Full(_) => true,
+            StoreError::Database(rusqlite::Error::SqliteFailure(e, _)) => {
+                e.code == rusqlite::ErrorCode::DiskFull
+                    || e.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE
+            }
+            StoreError::Postgres(e) => {
+                e.code() == Some(&tokio_postgres::error::SqlState::DISK_FULL)
+                    || std::error::Error::source(e)
+                        .and_then(|s| s.downcast_ref::<std::io::Error>())
+                        .is_some_and(no_space)
+            }
+            StoreError::Io { source, .. } => no_space(source),
+            _ => false,
+        }
+    }
+
     /// Whether the database could not be reached (rather than refusing the
     /// request): the caller answers with a temporary failure and the same
     /// request may succeed once the database is back.
@@ -88,5 +123,37 @@ impl StoreError {
             }
             _ => false,
         }
+    }
+}
+
+/// The `errno` values of a full disk and a full quota, as Linux numbers
+/// them (nix names them, but only as `Errno` values).
+mod libc_codes {
+    pub(super) const ENOSPC: i32 = nix::errno::Errno::ENOSPC as i32;
+    pub(super) const EDQUOT: i32 = nix::errno::Errno::EDQUOT as i32;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_errors_of_a_full_disk_are_full() {
+        let sqlite = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        );
+        assert!(StoreError::from(sqlite).is_full());
+        let io = StoreError::Io {
+            path: "x".into(),
+            source: std::io::Error::from_raw_os_error(libc_codes::ENOSPC),
+        };
+        assert!(io.is_full());
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        assert!(!StoreError::from(busy).is_full());
+        assert!(!StoreError::NotFound("x".into()).is_full());
     }
 }

@@ -32,6 +32,7 @@ mod pins;
 mod postgres;
 mod quota;
 mod segment;
+mod space;
 mod spam_training;
 mod sqlite;
 mod text_sections;
@@ -62,6 +63,7 @@ pub use penalties::{
     MemoryPenalties, PenaltyBook, PenaltyKey, Schedule, Turn, MAX_PENALTY, MAX_WAIT, PENALTY_WINDOW,
 };
 pub use pins::{ViewPin, ViewPins};
+pub use space::{DiskSpace, DEFAULT_MIN_FREE};
 
 /// A maildrop lock from [`Store::lock_maildrop`]: released when dropped.
 #[derive(Default)]
@@ -218,6 +220,11 @@ pub trait Store: Send + Sync + 'static {
     /// [`MessageWriter::deliver`] returns, and it returns only once the
     /// delivery is durable.
     fn message_writer(&self) -> Box<dyn MessageWriter>;
+
+    /// The free-space state of the disk this store writes mail to: the
+    /// servers check it before taking a message, and the store's message
+    /// writers report to it when a write finds no space.
+    fn space(&self) -> &DiskSpace;
 
     /// Looks up a mailbox of an account by name. `INBOX` is
     /// case-insensitive, also as the first level of a name (`inbox/x` is

@@ -123,6 +123,9 @@ struct Inner {
     sweeping: tokio::sync::Mutex<()>,
     /// Wakes this node's writer of long messages' sections (sections.rs).
     sections_wake: Arc<tokio::sync::Notify>,
+    /// Whether the database's disk was found full (no directory here to
+    /// measure: its files are on the database server).
+    space: Arc<crate::DiskSpace>,
 }
 
 /// A pooled connection.
@@ -196,6 +199,7 @@ impl PgStore {
                 release_grace: options.release_grace,
                 sweep_wake: Arc::new(tokio::sync::Notify::new()),
                 sweeping: tokio::sync::Mutex::new(()),
+                space: Arc::new(crate::DiskSpace::new(None)),
             }),
         };
         let mut conn = store.conn().await?;
@@ -607,7 +611,14 @@ impl Store for PgStore {
     }
 
     fn message_writer(&self) -> Box<dyn MessageWriter> {
-        Box::new(message::PgMessageWriter::new(self.clone()))
+        Box::new(crate::space::Watched {
+            inner: Box::new(message::PgMessageWriter::new(self.clone())),
+            space: Arc::clone(&self.inner.space),
+        })
+    }
+
+    fn space(&self) -> &crate::DiskSpace {
+        &self.inner.space
     }
 
     fn queue_signal(&self) -> Arc<tokio::sync::Notify> {

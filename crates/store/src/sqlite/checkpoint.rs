@@ -71,6 +71,9 @@ pub(crate) struct Progress {
     hurry: AtomicBool,
     /// Frames of the log the thread's last round had copied.
     backfilled: AtomicU64,
+    /// The disk's free-space state: a checkpoint that finds no room says
+    /// so there (once), not in a line per round.
+    pub(crate) space: Arc<crate::DiskSpace>,
 }
 
 /// Stops the checkpoint thread when dropped.
@@ -81,15 +84,24 @@ pub(crate) struct Checkpointer {
 
 impl Checkpointer {
     /// Starts copying the log of the database at `path` into it.
-    pub(crate) fn start(path: &Path) -> Result<Checkpointer> {
+    pub(crate) fn start(path: &Path, space: Arc<crate::DiskSpace>) -> Result<Checkpointer> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(TRUNCATE_WAIT)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let progress = Arc::new(Progress::default());
+        let progress = Arc::new(Progress {
+            space,
+            ..Progress::default()
+        });
         let (flag, p) = (Arc::clone(&stop), Arc::clone(&progress));
+        let path = path.to_path_buf();
         std::thread::Builder::new()
             .name("store-checkpoint".into())
             .spawn(move || {
+                // A checkpoint that fails (the database cannot grow on a
+                // full disk) leaves the log as it was, whole: nothing is
+                // lost, the next one copies it. Said once per episode:
+                // `failing` is a failure other than a full disk, logged.
+                let mut failing = false;
                 while !flag.load(Ordering::Relaxed) {
                     let pause = if p.hurry.load(Ordering::Relaxed) {
                         HURRIED
@@ -98,8 +110,25 @@ impl Checkpointer {
                     };
                     std::thread::sleep(pause);
                     match passive(&conn) {
-                        Ok(copied) => p.backfilled.store(copied, Ordering::Relaxed),
-                        Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed"),
+                        Ok(copied) => {
+                            p.backfilled.store(copied, Ordering::Relaxed);
+                            if std::mem::take(&mut failing) {
+                                tracing::info!(path = %path.display(), "WAL checkpoints work again");
+                            }
+                        }
+                        // A full disk: its state says so, once (space.rs).
+                        Err(e) if p.space.note_failure(&e, "a WAL checkpoint") => {
+                            tracing::debug!(error = %e, "WAL checkpoint failed: disk full")
+                        }
+                        Err(e) if !failing => {
+                            failing = true;
+                            tracing::warn!(
+                                path = %path.display(),
+                                error = %e,
+                                "WAL checkpoint failed; the log is kept whole and copied later"
+                            );
+                        }
+                        Err(e) => tracing::debug!(error = %e, "WAL checkpoint failed again"),
                     }
                 }
             })
@@ -134,6 +163,9 @@ pub(crate) struct Truncation {
     progress: Arc<Progress>,
     /// Since when the log is over the limit.
     over_since: Option<Instant>,
+    /// The last try failed (a full disk): the next failures are not
+    /// logged again until one succeeds.
+    failing: bool,
 }
 
 impl Truncation {
@@ -151,6 +183,7 @@ impl Truncation {
             next_try: Instant::now(),
             progress,
             over_since: None,
+            failing: false,
         }
     }
 
@@ -188,6 +221,9 @@ impl Truncation {
         match outcome {
             Ok(true) => {
                 tracing::debug!(frames, behind, ms, "WAL truncated");
+                if std::mem::take(&mut self.failing) {
+                    tracing::info!("WAL truncation works again");
+                }
                 self.over_since = None;
                 self.progress.hurry.store(false, Ordering::Relaxed);
                 self.progress.backfilled.store(0, Ordering::Relaxed);
@@ -199,7 +235,17 @@ impl Truncation {
                 false
             }
             Err(e) => {
-                tracing::warn!(error = %e, frames, "WAL truncation failed");
+                if self.progress.space.note_failure(&e, "a WAL truncation")
+                    || std::mem::replace(&mut self.failing, true)
+                {
+                    tracing::debug!(error = %e, frames, "WAL truncation failed");
+                } else {
+                    tracing::warn!(
+                        error = %e,
+                        frames,
+                        "WAL truncation failed; the log is kept whole and cut later"
+                    );
+                }
                 self.next_try = Instant::now() + RETRY;
                 false
             }

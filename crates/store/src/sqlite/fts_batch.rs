@@ -451,11 +451,20 @@ impl FtsBatch {
                 ready(&w)
             };
             if due {
-                if let Err(e) = self.write_slices_blocking() {
-                    tracing::warn!(error = %e, "writing the full-text index failed");
+                // On a full disk the disk's state says it once (space.rs).
+                match self.write_slices_blocking() {
+                    Err(e) if e.is_full() => {
+                        tracing::debug!(error = %e, "writing the full-text index failed")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "writing the full-text index failed"),
+                    Ok(()) => {}
                 }
-                if let Err(e) = self.merge_blocking() {
-                    tracing::warn!(error = %e, "merging the full-text index failed");
+                match self.merge_blocking() {
+                    Err(e) if e.is_full() => {
+                        tracing::debug!(error = %e, "merging the full-text index failed")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "merging the full-text index failed"),
+                    Ok(()) => {}
                 }
             }
         }

@@ -111,6 +111,8 @@ pub(crate) struct Inner {
     _index_checkpointer: checkpoint::Checkpointer,
     /// The zstd dictionary new chunks are packed with.
     dictionaries: dictionaries::Dictionaries,
+    /// The free space of the data directory's disk.
+    space: Arc<crate::DiskSpace>,
 }
 
 /// Opens a connection to the database with the store's settings. Its pages
@@ -159,11 +161,12 @@ impl SqliteStore {
         // this bounds the file they leave behind.
         conn.pragma_update(None, "journal_size_limit", options.wal_limit as i64)?;
         let dictionaries = dictionaries::Dictionaries::load(&conn, options.train_dictionary)?;
-        let checkpointer = checkpoint::Checkpointer::start(&path)?;
+        let space = Arc::new(crate::DiskSpace::new(Some(dir.to_path_buf())));
+        let checkpointer = checkpoint::Checkpointer::start(&path, Arc::clone(&space))?;
         // The index file, created if needed, before readers attach it.
         let index_conn = fts_file::open_writer(&path, &conn, options.wal_limit)?;
         let index_path = fts_file::index_path(&path);
-        let index_checkpointer = checkpoint::Checkpointer::start(&index_path)?;
+        let index_checkpointer = checkpoint::Checkpointer::start(&index_path, Arc::clone(&space))?;
         let readers = ReadPool::open(&path, options.readers.max(1))?;
         let writer = Writer::start(
             conn,
@@ -205,6 +208,7 @@ impl SqliteStore {
                 _checkpointer: checkpointer,
                 _index_checkpointer: index_checkpointer,
                 dictionaries,
+                space,
             }),
         })
     }
@@ -793,7 +797,14 @@ impl Store for SqliteStore {
     }
 
     fn message_writer(&self) -> Box<dyn MessageWriter> {
-        Box::new(message::SqliteMessageWriter::new(Arc::clone(&self.inner)))
+        Box::new(crate::space::Watched {
+            inner: Box::new(message::SqliteMessageWriter::new(Arc::clone(&self.inner))),
+            space: Arc::clone(&self.inner.space),
+        })
+    }
+
+    fn space(&self) -> &crate::DiskSpace {
+        &self.inner.space
     }
 
     async fn mailbox(&self, account: AccountId, name: &str) -> Result<Option<MailboxInfo>> {

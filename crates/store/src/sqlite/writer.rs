@@ -27,7 +27,14 @@ const MAX_BATCH: usize = 512;
 /// being received): see [`Writer::expect_job`].
 const LINGER: Duration = Duration::from_micros(500);
 
-type Run = Box<dyn FnOnce(&Connection) -> Box<dyn FnOnce(Option<&str>) + Send> + Send>;
+type Run = Box<dyn FnOnce(&Connection) -> Box<dyn FnOnce(Option<&CommitFailure>) + Send> + Send>;
+
+/// Why a transaction's commit failed, told to each of its jobs.
+struct CommitFailure {
+    text: String,
+    /// The disk had no room for it (`SQLITE_FULL`).
+    full: bool,
+}
 
 struct Job {
     /// Needs an fsync before its caller is answered.
@@ -314,14 +321,19 @@ impl Writer {
     {
         let run: Run = Box::new(move |conn: &Connection| {
             let outcome = in_savepoint(conn, f);
-            Box::new(move |commit_error: Option<&str>| {
+            Box::new(move |commit_error: Option<&CommitFailure>| {
                 let answer = match (outcome, commit_error) {
                     (Ok(value), None) => {
                         committed(&value);
                         Ok(value)
                     }
                     (Err(e), _) => Err(e),
-                    (Ok(_), Some(e)) => Err(StoreError::Invalid(format!("commit failed: {e}"))),
+                    (Ok(_), Some(e)) if e.full => {
+                        Err(StoreError::Full(format!("commit failed: {}", e.text)))
+                    }
+                    (Ok(_), Some(e)) => {
+                        Err(StoreError::Invalid(format!("commit failed: {}", e.text)))
+                    }
                 };
                 let _ = reply.send(answer);
             })
@@ -349,13 +361,25 @@ fn in_savepoint<R>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<R>) 
             Ok(value)
         }
         Err(e) => {
-            conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+            // SQLite may have rolled the whole transaction back already
+            // (it does on some SQLITE_FULL errors): then there is no
+            // savepoint left, and the job's own error is the one to tell.
+            if conn.is_autocommit() {
+                ROLLED_BACK_FULL.with(|c| c.set(e.is_full()));
+            } else {
+                conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+            }
             Err(e)
         }
     }
 }
 
 thread_local! {
+    /// Whether the error under which SQLite rolled the writer's open
+    /// transaction back was a full disk: the other jobs of that
+    /// transaction are told the same.
+    static ROLLED_BACK_FULL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+
     /// Frames in the log after the writer's last commit, and frames its
     /// commits have appended in all, kept by [`count_frames`]. Thread-local
     /// because SQLite's WAL hook is a plain function, and only the writer
@@ -441,7 +465,22 @@ fn run(
         + 24;
     let mut truncation = Truncation::new(wal_limit / frame_bytes, progress, background);
     let mut synchronous_full = None;
+    // Jobs of a transaction that SQLite rolled back before they ran: they
+    // make the next transaction.
+    let mut carried: Vec<Job> = Vec::new();
     loop {
+        if !carried.is_empty() {
+            let batch = std::mem::take(&mut carried);
+            carried = commit_batch(
+                &conn,
+                batch,
+                &mut synchronous_full,
+                counters,
+                wal_metric,
+                frame_bytes,
+            );
+            continue;
+        }
         // While the log is over its limit, an idle writer still tries to
         // cut it now and then: no commit may come to trigger it.
         let first = match truncation.retry_in() {
@@ -462,64 +501,97 @@ fn run(
             },
         };
         let batch = gather(first, &rx, coming, max_batch, LINGER);
-        // WAL with synchronous=FULL fsyncs the log at commit; NORMAL does
-        // not. Pieces of a large message being streamed in need no fsync of
-        // their own: the delivery that completes them is durable, and its
-        // fsync covers every earlier frame of the log.
-        let durable = batch.iter().any(|j| j.durable);
-        if synchronous_full != Some(durable) {
-            let mode = if durable { "FULL" } else { "NORMAL" };
-            if let Err(e) = conn.pragma_update(None, "synchronous", mode) {
-                tracing::error!(error = %e, "cannot set synchronous mode");
-            } else {
-                synchronous_full = Some(durable);
-            }
-        }
-        let counted = batch.iter().filter(|j| !j.housekeeping).count() as u64;
-        let mut done = Vec::with_capacity(batch.len());
-        let jobs = batch.len();
-        let started = std::time::Instant::now();
-        let begin = conn.execute_batch("BEGIN IMMEDIATE");
-        if let Err(e) = begin {
-            // Dropping the jobs tells their callers the store failed them.
-            tracing::error!(error = %e, jobs = batch.len(), "store transaction could not start");
-            continue;
-        }
-        for job in batch {
-            done.push((job.run)(&conn));
-        }
-        let frames_before = frames_written();
-        let commit = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
-        let wal_bytes = (frames_written() - frames_before) * frame_bytes;
-        counters.wal_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
-        wal_metric(wal_bytes);
-        if commit.is_err() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
-        let err = commit.as_ref().err().map(String::as_str);
-        if err.is_none() && counted > 0 {
-            let m = metrics::get();
-            m.store_commit_seconds
-                .observe(started.elapsed().as_secs_f64());
-            m.store_commit_batch.observe(jobs as f64);
-            counters.jobs.fetch_add(counted, Ordering::Relaxed);
-            counters.transactions.fetch_add(1, Ordering::Relaxed);
-            if durable {
-                counters.durable_commits.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        if let Some(e) = err {
-            tracing::error!(error = %e, "store commit failed");
-        }
-        for finish in done {
-            finish(err);
-        }
+        carried = commit_batch(
+            &conn,
+            batch,
+            &mut synchronous_full,
+            counters,
+            wal_metric,
+            frame_bytes,
+        );
         // Between transactions, with every caller answered.
         if truncation.after_commit(&conn, frames_in_log()) {
             log_truncated();
         }
         over_limit.store(truncation.retry_in().is_some(), Ordering::Relaxed);
     }
+}
+
+/// Runs `batch` in one transaction and answers its jobs; the jobs that
+/// could not run (the transaction was rolled back under them) come back.
+fn commit_batch(
+    conn: &Connection,
+    batch: Vec<Job>,
+    synchronous_full: &mut Option<bool>,
+    counters: &Counters,
+    wal_metric: fn(u64),
+    frame_bytes: u64,
+) -> Vec<Job> {
+    // WAL with synchronous=FULL fsyncs the log at commit; NORMAL does
+    // not. Pieces of a large message being streamed in need no fsync of
+    // their own: the delivery that completes them is durable, and its
+    // fsync covers every earlier frame of the log.
+    let durable = batch.iter().any(|j| j.durable);
+    if *synchronous_full != Some(durable) {
+        let mode = if durable { "FULL" } else { "NORMAL" };
+        if let Err(e) = conn.pragma_update(None, "synchronous", mode) {
+            tracing::error!(error = %e, "cannot set synchronous mode");
+        } else {
+            *synchronous_full = Some(durable);
+        }
+    }
+    let counted = batch.iter().filter(|j| !j.housekeeping).count() as u64;
+    let mut done = Vec::with_capacity(batch.len());
+    let jobs = batch.len();
+    let started = std::time::Instant::now();
+    let begin = conn.execute_batch("BEGIN IMMEDIATE");
+    if let Err(e) = begin {
+        // Dropping the jobs tells their callers the store failed them.
+        tracing::error!(error = %e, jobs = batch.len(), "store transaction could not start");
+        return Vec::new();
+    }
+    let mut carried = Vec::new();
+    for job in batch {
+        if conn.is_autocommit() {
+            // SQLite rolled the transaction back under an earlier
+            // job's error (SQLITE_FULL can): this one never ran, and
+            // must not run outside a transaction.
+            carried.push(job);
+        } else {
+            done.push((job.run)(conn));
+        }
+    }
+    let frames_before = frames_written();
+    let commit = conn.execute_batch("COMMIT").map_err(|e| CommitFailure {
+        full: matches!(&e, rusqlite::Error::SqliteFailure(f, _)
+                if f.code == rusqlite::ErrorCode::DiskFull),
+        text: e.to_string(),
+    });
+    let wal_bytes = (frames_written() - frames_before) * frame_bytes;
+    counters.wal_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
+    wal_metric(wal_bytes);
+    if commit.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    let err = commit.as_ref().err();
+    if err.is_none() && counted > 0 {
+        let m = metrics::get();
+        m.store_commit_seconds
+            .observe(started.elapsed().as_secs_f64());
+        m.store_commit_batch.observe(jobs as f64);
+        counters.jobs.fetch_add(counted, Ordering::Relaxed);
+        counters.transactions.fetch_add(1, Ordering::Relaxed);
+        if durable {
+            counters.durable_commits.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    if let Some(e) = err {
+        tracing::error!(error = %e.text, "store commit failed");
+    }
+    for finish in done {
+        finish(err);
+    }
+    carried
 }
 
 #[cfg(test)]
@@ -582,6 +654,51 @@ mod tests {
         // Sooner than the linger it would have waited out otherwise.
         assert!(started.elapsed() < long);
         sender.join().unwrap();
+    }
+
+    /// A database that cannot grow (SQLite's page limit stands in for a
+    /// full disk): the job that needs room fails as full, the writer and
+    /// the rows before it stay, and it takes writes again once there is
+    /// room.
+    #[tokio::test]
+    async fn a_job_that_finds_no_room_fails_as_full_and_the_writer_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("t.db")).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
+        let pages: i64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        conn.pragma_update(None, "max_page_count", pages + 4)
+            .unwrap();
+        let writer = Writer::start(
+            conn,
+            "test-writer",
+            true,
+            (u64::MAX, Arc::new(Progress::default()), false),
+            |_| {},
+        );
+        let insert = |n: usize| {
+            move |c: &Connection| Ok(c.execute("INSERT INTO t VALUES (?1)", [vec![7u8; n]])?)
+        };
+        writer.exec(true, insert(100)).await.unwrap();
+        let failed = writer.exec(true, insert(1 << 20)).await;
+        assert!(failed.as_ref().is_err_and(|e| e.is_full()), "{failed:?}");
+        writer.exec(true, insert(100)).await.unwrap();
+        writer
+            .exec(true, |c: &Connection| {
+                Ok(c.pragma_update(None, "max_page_count", 1_000_000)?)
+            })
+            .await
+            .unwrap();
+        writer.exec(true, insert(1 << 20)).await.unwrap();
+        let rows: i64 = writer
+            .exec(false, |c: &Connection| {
+                Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(rows, 3);
     }
 
     /// A job that panics fails alone: what it wrote is rolled back, and
