@@ -55,6 +55,8 @@ def eq(a, b, what):
 
 #[path = "jmap/copy.rs"]
 mod copy;
+#[path = "jmap/push_subscription.rs"]
+mod push_subscription;
 #[path = "jmap/submission.rs"]
 mod submission;
 #[path = "jmap/vacation.rs"]
