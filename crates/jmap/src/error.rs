@@ -95,6 +95,11 @@ impl MethodError {
         }
     }
 
+    /// `forbidden`: the call is not allowed (§3.6.2).
+    pub fn forbidden(why: impl Into<String>) -> MethodError {
+        MethodError::of("forbidden", Some(why.into()))
+    }
+
     /// `unknownMethod`: no such method, or its capability is not in
     /// `using` (§3.6.2).
     pub fn unknown_method(name: &str) -> MethodError {

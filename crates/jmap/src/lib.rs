@@ -22,7 +22,8 @@
 //!   store's [`store::Authenticator`] (the throttle every protocol
 //!   shares), [`session`] the session resource, [`api`] the method-call
 //!   loop, [`blob`] uploads and downloads (streamed through the store in
-//!   pieces), [`push`] the event source, [`ws`] JMAP over WebSocket.
+//!   pieces), [`push`] the event source, [`ws`] JMAP over WebSocket,
+//!   `pusher` the StateChange objects POSTed to push subscriptions.
 //! - `methods` holds the methods, one module per data type; `message`
 //!   reads an Email's header forms and body parts from the stored
 //!   structure and byte ranges of the blob.
@@ -39,6 +40,7 @@ mod limiter;
 mod message;
 mod methods;
 pub mod push;
+mod pusher;
 pub mod reference;
 pub mod request;
 pub mod session;
@@ -50,6 +52,7 @@ use serde_json::{json, Map, Value};
 
 pub use config::JmapConfig;
 pub use error::JmapError;
+pub use pusher::PushHub;
 
 /// RFC 8620's capability.
 pub const CORE: &str = "urn:ietf:params:jmap:core";
@@ -118,6 +121,9 @@ pub struct Context {
     /// The hourly sending limits SMTP submission and the webmail count
     /// against, if any.
     pub send_limit: Option<SendLimit>,
+    /// Push subscriptions' senders and the account notices of changes
+    /// the mailboxes' do not carry, shared by every listener.
+    pub push: PushHub,
 }
 
 /// Scans a stored blob: `Ok(None)` clean, `Ok(Some(why))` refused,
@@ -156,6 +162,7 @@ pub fn router(ctx: Arc<Context>, secure: bool) -> axum::Router {
         ctx,
         secure,
     };
+    pusher::resume(&jmap.ctx);
     http::router(Arc::new(jmap))
 }
 
@@ -166,29 +173,61 @@ impl Jmap {
         &self,
         user: &auth::User,
     ) -> Result<Map<String, Value>, JmapError> {
-        // One state for every type (methods/state.rs).
-        let state = methods::state::state(self.ctx.store.account_modseq(user.account).await?);
-        Ok(["Mailbox", "Email", "Thread"]
-            .iter()
-            .map(|t| (t.to_string(), Value::from(state.clone())))
-            .collect())
+        type_states(&self.ctx, user.account).await
     }
 
-    /// Receivers that change when something in the account may have:
-    /// the change notices of each of its mailboxes.
+    /// Receivers that change when something in the account may have.
     pub(crate) async fn change_watches(
         &self,
         user: &auth::User,
     ) -> Result<Vec<tokio::sync::watch::Receiver<u64>>, JmapError> {
-        Ok(self
-            .ctx
-            .store
-            .list_mailboxes(user.account)
-            .await?
-            .iter()
-            .map(|m| self.ctx.store.watch_mailbox(m.id))
-            .collect())
+        change_watches(&self.ctx, user.account).await
     }
+}
+
+/// The state of each data type the account has (§7.1 TypeState): one for
+/// Mailbox, Email and Thread (methods/state.rs), and those of the types
+/// kept apart from the mailboxes.
+pub(crate) async fn type_states(
+    ctx: &Context,
+    account: store::AccountId,
+) -> Result<Map<String, Value>, JmapError> {
+    let state = methods::state::state(ctx.store.account_modseq(account).await?);
+    let mut states: Map<String, Value> = ["Mailbox", "Email", "Thread"]
+        .iter()
+        .map(|t| (t.to_string(), Value::from(state.clone())))
+        .collect();
+    for kind in ["Identity", "EmailSubmission"] {
+        let records = ctx.store.account_records(account, kind).await?;
+        let state = records.iter().map(|r| r.changed).max().unwrap_or(0);
+        states.insert(kind.into(), methods::state::state(state).into());
+    }
+    states.insert(
+        "VacationResponse".into(),
+        methods::vacation::state_of(ctx.store.as_ref(), account)
+            .await?
+            .into(),
+    );
+    Ok(states)
+}
+
+/// Receivers that change when something in the account may have: the
+/// change notices of each of its mailboxes, and the account's notice of
+/// changes made here to what is not in a mailbox (identities,
+/// submissions, vacation).
+pub(crate) async fn change_watches(
+    ctx: &Context,
+    account: store::AccountId,
+) -> Result<Vec<tokio::sync::watch::Receiver<u64>>, JmapError> {
+    let mut watches: Vec<_> = ctx
+        .store
+        .list_mailboxes(account)
+        .await?
+        .iter()
+        .map(|m| ctx.store.watch_mailbox(m.id))
+        .collect();
+    watches.push(ctx.push.watch(account));
+    Ok(watches)
 }
 
 /// Seconds since the Unix epoch.

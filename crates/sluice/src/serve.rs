@@ -465,6 +465,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         directory: Arc::clone(&directory),
         scan: web_ctx.scan.clone(),
         send_limit: Some(send_limit),
+        push: jmap::PushHub::default(),
     });
     let jmap_routes = |secure: bool| {
         if config.jmap.enabled {

@@ -57,6 +57,8 @@ def eq(a, b, what):
 mod changes;
 #[path = "jmap/copy.rs"]
 mod copy;
+#[path = "jmap/push_subscription.rs"]
+mod push_subscription;
 #[path = "jmap/submission.rs"]
 mod submission;
 #[path = "jmap/tokens.rs"]

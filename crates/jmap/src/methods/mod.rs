@@ -16,14 +16,15 @@ mod email_query;
 mod email_set;
 mod identity;
 mod mailbox;
+mod push_subscription;
 pub(crate) mod query;
 mod quota;
-mod records;
+pub(crate) mod records;
 mod snippet;
 pub(crate) mod state;
 mod submission;
 mod thread;
-mod vacation;
+pub(crate) mod vacation;
 
 /// What a method answers: one response or more (name and arguments).
 pub(crate) type Answer = Result<Vec<(String, Value)>, MethodError>;
@@ -31,7 +32,12 @@ pub(crate) type Answer = Result<Vec<(String, Value)>, MethodError>;
 /// The methods of a capability. Only methods served in full are here.
 pub(crate) fn names(capability: &str) -> &'static [&'static str] {
     match capability {
-        CORE => &["Core/echo", "Blob/copy"],
+        CORE => &[
+            "Core/echo",
+            "Blob/copy",
+            "PushSubscription/get",
+            "PushSubscription/set",
+        ],
         MAIL => &[
             "Mailbox/get",
             "Mailbox/changes",
@@ -58,6 +64,7 @@ pub(crate) fn names(capability: &str) -> &'static [&'static str] {
             "EmailSubmission/get",
             "EmailSubmission/changes",
             "EmailSubmission/query",
+            "EmailSubmission/queryChanges",
             "EmailSubmission/set",
         ],
         VACATION => &["VacationResponse/get", "VacationResponse/set"],
@@ -71,6 +78,8 @@ pub(crate) async fn dispatch(name: &str, call: &mut Call<'_>, args: Map<String, 
     match name {
         "Core/echo" => core::echo(call, args.0),
         "Blob/copy" => copy::blob_copy(call, args).await,
+        "PushSubscription/get" => push_subscription::get(call, args).await,
+        "PushSubscription/set" => push_subscription::set(call, args).await,
         "Email/copy" => copy::email_copy(call, args).await,
         "Mailbox/get" => mailbox::get(call, args).await,
         "Mailbox/changes" => mailbox::changes(call, args).await,
@@ -96,6 +105,7 @@ pub(crate) async fn dispatch(name: &str, call: &mut Call<'_>, args: Map<String, 
         "EmailSubmission/get" => submission::get(call, args).await,
         "EmailSubmission/changes" => submission::changes(call, args).await,
         "EmailSubmission/query" => submission::query(call, args).await,
+        "EmailSubmission/queryChanges" => submission::query_changes(call, args).await,
         "EmailSubmission/set" => submission::set(call, args).await,
         "VacationResponse/get" => vacation::get(call, args).await,
         "VacationResponse/set" => vacation::set(call, args).await,

@@ -132,6 +132,7 @@ pub(crate) async fn put(
         .store
         .put_account_record(call.user.account, kind, id, Some(&body))
         .await?;
+    call.jmap.ctx.push.notify(call.user.account);
     Ok(id)
 }
 
@@ -142,6 +143,7 @@ pub(crate) async fn destroy(call: &Call<'_>, kind: &str, id: &str) -> Result<(),
         .store
         .put_account_record(call.user.account, kind, Some(id), None)
         .await?;
+    call.jmap.ctx.push.notify(call.user.account);
     Ok(())
 }
 

@@ -167,6 +167,94 @@ pub(super) async fn query(call: &mut Call<'_>, args: Args) -> Answer {
         "calculateTotal",
     ])?;
     let records = records::load(call, KIND).await?;
+    let all = results(&args, &records)?;
+    let window = super::query::window(&args, &all)?;
+    let mut response = json!({
+        "accountId": ids::account(call.user.account),
+        "queryState": super::state::state(records.state),
+        "canCalculateChanges": true,
+        "position": window.position,
+        "ids": all[window.start..window.end],
+    });
+    if let Some(limit) = window.limit {
+        response["limit"] = limit.into();
+    }
+    if args.bool("calculateTotal", false)? {
+        response["total"] = all.len().into();
+    }
+    Ok(vec![("EmailSubmission/query".into(), response)])
+}
+
+/// EmailSubmission/queryChanges (RFC 8620 §5.6). The query state is the
+/// kind's state, and every property a filter or sort reads is the
+/// record's own, so whatever moved a submission in or out of the results
+/// or along them changed its record: the records changed since the state
+/// are `removed` (tombstones included; §5.6 lets `removed` name ids that
+/// were not in the old results) and, where the query finds them now,
+/// `added` at their index.
+pub(super) async fn query_changes(call: &mut Call<'_>, args: Args) -> Answer {
+    call.account(&args.0)?;
+    args.only(&[
+        "accountId",
+        "filter",
+        "sort",
+        "sinceQueryState",
+        "maxChanges",
+        "upToId",
+        "calculateTotal",
+    ])?;
+    let records = records::load(call, KIND).await?;
+    let since = args
+        .str("sinceQueryState")?
+        .ok_or_else(|| MethodError::invalid_arguments("sinceQueryState is required"))?;
+    let since = super::state::parse_state(since)
+        .filter(|s| *s <= records.state)
+        .ok_or_else(MethodError::cannot_calculate_changes)?;
+    let max = match args.uint("maxChanges")? {
+        Some(0) => {
+            return Err(MethodError::invalid_arguments(
+                "maxChanges must be positive",
+            ))
+        }
+        m => m.map(|m| m as usize),
+    };
+    let up_to = args.str("upToId")?;
+    let all = results(&args, &records)?;
+    let mut changed: Vec<&store::AccountRecord> =
+        records.all.iter().filter(|r| r.changed > since).collect();
+    changed.sort_by_key(|r| r.changed);
+    let removed: Vec<String> = changed
+        .iter()
+        .map(|r| format!("{PREFIX}{}", r.id))
+        .collect();
+    let mut added = Vec::new();
+    for (index, id) in all.iter().enumerate() {
+        if removed.contains(id) {
+            added.push(json!({"id": id, "index": index}));
+        }
+        // §5.6: nothing after upToId need be told.
+        if up_to == Some(id.as_str()) {
+            break;
+        }
+    }
+    if max.is_some_and(|m| removed.len() + added.len() > m) {
+        return Err(MethodError::too_many_changes());
+    }
+    let mut response = json!({
+        "accountId": ids::account(call.user.account),
+        "oldQueryState": super::state::state(since),
+        "newQueryState": super::state::state(records.state),
+        "removed": removed,
+        "added": added,
+    });
+    if args.bool("calculateTotal", false)? {
+        response["total"] = all.len().into();
+    }
+    Ok(vec![("EmailSubmission/queryChanges".into(), response)])
+}
+
+/// The ids a query's `filter` and `sort` find, in order.
+fn results(args: &Args, records: &records::Records) -> Result<Vec<String>, MethodError> {
     let mut found: Vec<&Record> = Vec::new();
     for r in &records.live {
         let keep = match args.0.get("filter") {
@@ -213,22 +301,7 @@ pub(super) async fn query(call: &mut Call<'_>, args: Args) -> Answer {
         }
         a.created.cmp(&b.created)
     });
-    let all: Vec<String> = found.iter().map(|r| jmap_id(r)).collect();
-    let window = super::query::window(&args, &all)?;
-    let mut response = json!({
-        "accountId": ids::account(call.user.account),
-        "queryState": super::state::state(records.state),
-        "canCalculateChanges": false,
-        "position": window.position,
-        "ids": all[window.start..window.end],
-    });
-    if let Some(limit) = window.limit {
-        response["limit"] = limit.into();
-    }
-    if args.bool("calculateTotal", false)? {
-        response["total"] = all.len().into();
-    }
-    Ok(vec![("EmailSubmission/query".into(), response)])
+    Ok(found.iter().map(|r| jmap_id(r)).collect())
 }
 
 /// One address of an envelope (§7.1 Address), read.

@@ -47,8 +47,14 @@ struct Stored {
 
 impl Stored {
     async fn load(call: &Call<'_>) -> Result<Stored, MethodError> {
-        let store = &call.jmap.ctx.store;
-        let owner = ScriptOwner::Account(call.user.account);
+        Ok(Stored::of(call.jmap.ctx.store.as_ref(), call.user.account).await?)
+    }
+
+    async fn of(
+        store: &dyn store::Store,
+        account: store::AccountId,
+    ) -> Result<Stored, store::StoreError> {
+        let owner = ScriptOwner::Account(account);
         let list = store.sieve_scripts(owner).await?;
         let source = store.sieve_script(owner, rules::SCRIPT_NAME).await?;
         Ok(Stored {
@@ -103,6 +109,14 @@ impl Stored {
         }
         Value::Object(o)
     }
+}
+
+/// The VacationResponse state of `account`, for push (RFC 8620 §7.1).
+pub(crate) async fn state_of(
+    store: &dyn store::Store,
+    account: store::AccountId,
+) -> Result<String, store::StoreError> {
+    Ok(Stored::of(store, account).await?.state())
 }
 
 /// VacationResponse/get (§8.1).
@@ -274,6 +288,9 @@ pub(super) async fn set(call: &mut Call<'_>, args: Args) -> Answer {
         }
     }
     let new = Stored::load(call).await?.state();
+    if new != old {
+        call.jmap.ctx.push.notify(call.user.account);
+    }
     Ok(vec![(
         "VacationResponse/set".into(),
         json!({

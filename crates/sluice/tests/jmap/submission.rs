@@ -200,6 +200,9 @@ eq([x[0] for x in r], ["EmailSubmission/set", "Email/set"], "the implicit Email/
 created = r[0][1]["created"]["s"]
 sid = created["id"]
 eq(created["undoStatus"], "final", "the queue sends at once")
+q0 = ok("EmailSubmission/query", {})
+eq(q0["ids"], [sid], "one submission")
+eq(q0["canCalculateChanges"], True, "queryChanges is answered")
 assert e1 in r[1][1]["updated"], r
 e = ok("Email/get", {"ids": [e1], "properties": ["mailboxIds", "keywords"]})["list"][0]
 eq(e["mailboxIds"], {sent: True}, "moved to Sent")
@@ -261,8 +264,22 @@ q = ok("EmailSubmission/query", {"sort": [{"property": "sentAt", "isAscending": 
 eq(len(q["ids"]), 2, "two sent")
 ch = ok("EmailSubmission/changes", {"sinceState": sub_state})
 eq(len(ch["created"]), 2, "two created")
+q = ok("EmailSubmission/query", {})
+s2 = [i for i in q["ids"] if i != sid][0]
+qc = ok("EmailSubmission/queryChanges", {"sinceQueryState": q0["queryState"]})
+eq(qc["oldQueryState"], q0["queryState"], "from the state asked")
+eq(qc["newQueryState"], q["queryState"], "to the query's state")
+eq(qc["added"], [{"id": s2, "index": 1}], "the second submission, after the first")
+eq(qc["removed"], [s2], "only it changed")
+qc = ok("EmailSubmission/queryChanges", {"sinceQueryState": q0["queryState"], "filter": {"emailIds": [e1]}})
+eq(qc["added"], [], "the filter leaves it out")
+eq(call("EmailSubmission/queryChanges", {"sinceQueryState": "bogus"})[0][1]["type"], "cannotCalculateChanges", "a state never given")
+eq(call("EmailSubmission/queryChanges", {"sinceQueryState": q0["queryState"], "maxChanges": 1})[0][1]["type"], "tooManyChanges", "maxChanges")
+eq(call("EmailSubmission/queryChanges", {})[0][1]["type"], "invalidArguments", "sinceQueryState is required")
 r = ok("EmailSubmission/set", {"destroy": [sid]})
 eq(r["destroyed"], [sid], "a submission may be forgotten")
+qc = ok("EmailSubmission/queryChanges", {"sinceQueryState": q["queryState"]})
+eq((qc["removed"], qc["added"]), ([sid], []), "destroyed: removed")
 print("ok")
 "##,
         ),
