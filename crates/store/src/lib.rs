@@ -15,6 +15,7 @@ mod clock;
 mod dictionary;
 mod directory;
 mod error;
+pub mod ids;
 mod index;
 mod intake;
 mod keyword;
