@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::num::NonZeroU32;
 
+use imap_codec::encode::Encoder;
 use imap_codec::imap_types::command::CommandBody;
 use imap_codec::imap_types::core::{AString, Tag, Vec1};
 use imap_codec::imap_types::extensions::enable::CapabilityEnable;
@@ -11,8 +12,9 @@ use imap_codec::imap_types::extensions::namespace::Namespace;
 use imap_codec::imap_types::extensions::quota::{QuotaGet, Resource};
 use imap_codec::imap_types::flag::FlagNameAttribute;
 use imap_codec::imap_types::mailbox::{ListMailbox, Mailbox};
-use imap_codec::imap_types::response::{Code, Data};
+use imap_codec::imap_types::response::{Code, Data, Response};
 use imap_codec::imap_types::status::{StatusDataItem, StatusDataItemName};
+use imap_codec::ResponseCodec;
 
 use crate::convert::istring;
 use crate::flags;
@@ -20,7 +22,7 @@ use crate::list;
 use crate::reply::{Kind, Reply};
 use crate::search::ReturnOptions;
 use crate::selected::Selected;
-use crate::session::{code, mailbox_name, Next, Session};
+use crate::session::{code, mailbox_id_code, mailbox_name, Next, Session};
 use crate::uidmap::UidMap;
 
 fn list_text(m: &ListMailbox<'_>) -> String {
@@ -475,6 +477,9 @@ impl Session<'_> {
         if let Some(m) = std::num::NonZeroU64::new(status.highest_modseq) {
             self.out.ok(None, Some(Code::HighestModSeq(m)), "Highest");
         }
+        // RFC 8474 §4.1.
+        self.out
+            .ok(None, Some(mailbox_id_code(view.info.id)), "Mailbox id");
         self.selected = Some(view);
         Ok(if read_only {
             Reply::ok("EXAMINE completed").code(Code::ReadOnly)
@@ -497,7 +502,8 @@ impl Session<'_> {
             }
         }
         match store.create_mailbox(account, name, None).await {
-            Ok(_) => Ok(Reply::ok("CREATE completed")),
+            // RFC 8474 §4.1: the new mailbox's id.
+            Ok(info) => Ok(Reply::ok("CREATE completed").code(mailbox_id_code(info.id))),
             Err(store::StoreError::Exists(_)) => {
                 Ok(Reply::no("Mailbox already exists").code(code("ALREADYEXISTS")))
             }
@@ -684,16 +690,23 @@ impl Session<'_> {
         let Some(info) = self.ctx.store.mailbox(self.account_id(), name).await? else {
             return Ok(Reply::no("No such mailbox").code(code("NONEXISTENT")));
         };
-        self.status_data(&info, items).await?;
+        let (items, mailbox_id) = match self.status_mailbox_id.take() {
+            None => (items, false),
+            Some(true) => (&[][..], true),
+            Some(false) => (items, true),
+        };
+        self.status_data(&info, items, mailbox_id).await?;
         Ok(Reply::ok("STATUS completed"))
     }
 
     /// The STATUS response of a mailbox, for items that passed
-    /// [`Session::refuse_status_items`].
+    /// [`Session::refuse_status_items`], with its MAILBOXID (RFC 8474
+    /// §4.2) when `mailbox_id`.
     pub(crate) async fn status_data(
         &mut self,
         info: &store::MailboxInfo,
         items: &[StatusDataItemName],
+        mailbox_id: bool,
     ) -> store::Result<()> {
         let s = self.ctx.store.mailbox_status(info.id).await?;
         let mut out = Vec::new();
@@ -717,10 +730,26 @@ impl Session<'_> {
                 StatusDataItemName::DeletedStorage => continue,
             });
         }
-        self.out.data(Data::Status {
+        let any = !out.is_empty();
+        let data = Data::Status {
             mailbox: self.wire_mailbox(&info.name),
             items: Cow::Owned(out),
-        });
+        };
+        if !mailbox_id {
+            self.out.data(data);
+            return Ok(());
+        }
+        let mut line = ResponseCodec::default()
+            .encode(&Response::Data(data))
+            .dump();
+        line.truncate(line.len() - b")\r\n".len());
+        if any {
+            line.push(b' ');
+        }
+        line.extend_from_slice(
+            format!("MAILBOXID ({}))\r\n", store::ids::mailbox(info.id)).as_bytes(),
+        );
+        self.out.raw(&line);
         Ok(())
     }
 

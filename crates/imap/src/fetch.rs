@@ -24,6 +24,7 @@ use store::{MessageData, MessageEntry, Uid, CHUNK_SIZE, FLAG_SEEN};
 use crate::convert;
 use crate::cte::{Decoder, Encoding};
 use crate::flags::flag_list;
+use crate::preparse::ObjectItems;
 use crate::reply::Reply;
 use crate::section::{enclosed, find_part, header_fields};
 use crate::session::Session;
@@ -245,6 +246,12 @@ impl Session<'_> {
                 names.push(MessageDataItemName::ModSeq);
             }
         }
+        // RFC 8474 §6: EMAILID and THREADID, taken out of the list before
+        // imap-codec read it.
+        let objects = std::mem::take(&mut self.fetch_objects);
+        if objects.only && !uid {
+            names.retain(|n| *n != MessageDataItemName::Uid);
+        }
         if uid && !names.contains(&MessageDataItemName::Uid) {
             names.insert(0, MessageDataItemName::Uid);
         }
@@ -300,6 +307,17 @@ impl Session<'_> {
                 }
                 found
             };
+            let threads: std::collections::HashMap<store::BlobId, i64> = if objects.thread_id {
+                let blobs: Vec<store::BlobId> = entries.iter().map(|e| e.blob).collect();
+                store
+                    .account_emails(self.account_id(), Some(&blobs))
+                    .await?
+                    .into_iter()
+                    .map(|e| (e.blob, e.thread))
+                    .collect()
+            } else {
+                Default::default()
+            };
             let mut now_seen: Vec<Uid> = Vec::new();
             if set_seen {
                 let unseen: Vec<Uid> = entries
@@ -345,8 +363,16 @@ impl Session<'_> {
                     continue;
                 };
                 let data = if with_data { datas.get(i) } else { None };
+                let extra = object_items(objects, entry.blob, threads.get(&entry.blob));
                 if let Some(reply) = self
-                    .fetch_one(seq, entry, data, &names, now_seen.contains(&entry.uid))
+                    .fetch_one(
+                        seq,
+                        entry,
+                        data,
+                        &names,
+                        now_seen.contains(&entry.uid),
+                        &extra,
+                    )
                     .await?
                 {
                     return Ok(reply);
@@ -375,6 +401,7 @@ impl Session<'_> {
         data: Option<&MessageData>,
         names: &[MessageDataItemName<'_>],
         seen_now: bool,
+        extra: &[u8],
     ) -> store::Result<Option<Reply>> {
         // FLAGS names every keyword before this response uses one, also
         // one another session set since this view last caught up.
@@ -538,7 +565,7 @@ impl Session<'_> {
         if seen_now && !flags_sent {
             items.push(MessageDataItem::Flags(flags_now));
         }
-        self.write_fetch(seq, items, deferred).await?;
+        self.write_fetch(seq, items, extra, deferred).await?;
         Ok(None)
     }
 
@@ -713,33 +740,48 @@ impl Session<'_> {
         }
     }
 
+    /// Writes one FETCH response: imap-codec's items, then `extra` (items
+    /// imap-codec cannot encode, already in wire form), then the deferred
+    /// literals.
     async fn write_fetch(
         &mut self,
         seq: NonZeroU32,
         items: Vec<MessageDataItem<'static>>,
+        extra: &[u8],
         deferred: Vec<Deferred>,
     ) -> store::Result<()> {
-        if deferred.is_empty() {
+        if deferred.is_empty() && extra.is_empty() {
             if let Ok(items) = Vec1::try_from(items) {
                 self.out.data(Data::Fetch { seq, items });
             }
             return Ok(());
         }
-        match Vec1::try_from(items) {
+        let mut first = match Vec1::try_from(items) {
             Ok(items) => {
                 let mut head = ResponseCodec::default()
                     .encode(&Response::Data(Data::Fetch { seq, items }))
                     .dump();
                 head.truncate(head.len() - b")\r\n".len());
                 self.out.raw(&head);
+                false
+            }
+            Err(_) => {
+                self.out.raw(format!("* {seq} FETCH (").as_bytes());
+                true
+            }
+        };
+        if !extra.is_empty() {
+            if !first {
                 self.out.raw(b" ");
             }
-            Err(_) => self.out.raw(format!("* {seq} FETCH (").as_bytes()),
+            self.out.raw(extra);
+            first = false;
         }
-        for (i, d) in deferred.into_iter().enumerate() {
-            if i > 0 {
+        for d in deferred {
+            if !first {
                 self.out.raw(b" ");
             }
+            first = false;
             self.out.raw(&d.label);
             let tilde = if d.literal8 { "~" } else { "" };
             self.out
@@ -868,6 +910,28 @@ impl Session<'_> {
         }
         Ok(true)
     }
+}
+
+/// The RFC 8474 §6 FETCH items asked for, in wire form: the ids JMAP
+/// gives the same email and thread ([`store::ids`]); THREADID NIL when
+/// the store knows no thread for it.
+fn object_items(objects: ObjectItems, blob: store::BlobId, thread: Option<&i64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    if objects.email_id {
+        out.extend_from_slice(format!("EMAILID ({})", store::ids::email(blob)).as_bytes());
+    }
+    if objects.thread_id {
+        if !out.is_empty() {
+            out.push(b' ');
+        }
+        match thread {
+            Some(t) => {
+                out.extend_from_slice(format!("THREADID ({})", store::ids::thread(*t)).as_bytes())
+            }
+            None => out.extend_from_slice(b"THREADID NIL"),
+        }
+    }
+    out
 }
 
 fn field_names(fields: &[imap_codec::imap_types::core::AString<'_>]) -> Vec<String> {

@@ -189,7 +189,7 @@ impl Session<'_> {
             // RFC 5819 §2: STATUS right after the LIST of each selectable
             // mailbox listed (the ones only there for CHILDINFO too).
             if let Some(items) = &list.returns.status {
-                self.status_data(m, items).await?;
+                self.status_data(m, items, list.returns.mailbox_id).await?;
             }
         }
         // Subscriptions whose mailbox is gone (RFC 5258 §3.1).

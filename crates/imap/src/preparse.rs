@@ -7,7 +7,13 @@
 //!   set. It is replaced by the set it stands for ([`substitute_saved`]),
 //!   so imap-codec sees an ordinary command.
 //!
-//! Both work on a command's tokens: atoms, quoted strings, literals and
+//! - OBJECTID (RFC 8474 §4, §6): the FETCH items EMAILID and THREADID
+//!   are taken out of the item list ([`take_fetch_objects`]) and
+//!   answered beside imap-codec's items; the search keys EMAILID and
+//!   THREADID are found ([`object_keys`]) and replaced by the UID sets
+//!   they stand for ([`rewrite`]).
+//!
+//! All work on a command's tokens: atoms, quoted strings, literals and
 //! parentheses, so nothing inside a string or a literal is touched.
 
 use imap_codec::imap_types::status::StatusDataItemName;
@@ -172,6 +178,8 @@ pub(crate) struct Returns {
     pub children: bool,
     pub special_use: bool,
     pub status: Option<Vec<StatusDataItemName>>,
+    /// RFC 8474 §4.2: MAILBOXID among the STATUS items.
+    pub mailbox_id: bool,
 }
 
 /// An extended LIST command.
@@ -326,12 +334,16 @@ fn parse_list(cmd: &[u8], toks: &[Token]) -> Result<ExtendedList, String> {
             b"STATUS" => {
                 let mut items = Vec::new();
                 for word in atom_list(cmd, toks, &mut at)? {
+                    if word.eq_ignore_ascii_case(b"MAILBOXID") {
+                        list.returns.mailbox_id = true;
+                        continue;
+                    }
                     let item = status_item(word).ok_or_else(|| {
                         format!("Unknown STATUS item {}", String::from_utf8_lossy(word))
                     })?;
                     items.push(item);
                 }
-                if items.is_empty() {
+                if items.is_empty() && !list.returns.mailbox_id {
                     return Err("Empty STATUS items".into());
                 }
                 list.returns.status = Some(items);
@@ -367,7 +379,7 @@ fn key_arguments(key: &[u8]) -> usize {
     match key.to_ascii_uppercase().as_slice() {
         b"BCC" | b"BODY" | b"CC" | b"FROM" | b"KEYWORD" | b"SUBJECT" | b"TEXT" | b"TO"
         | b"UNKEYWORD" | b"BEFORE" | b"ON" | b"SINCE" | b"SENTBEFORE" | b"SENTON"
-        | b"SENTSINCE" | b"LARGER" | b"SMALLER" | b"UID" => 1,
+        | b"SENTSINCE" | b"LARGER" | b"SMALLER" | b"UID" | b"EMAILID" | b"THREADID" => 1,
         b"HEADER" => 2,
         _ => 0,
     }
@@ -465,9 +477,342 @@ pub(crate) fn substitute_saved(cmd: &[u8], saved: impl Fn(bool) -> Option<String
     Saved::Rewritten(out)
 }
 
+/// FETCH items of RFC 8474 §6 a FETCH asked for.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ObjectItems {
+    /// `EMAILID`.
+    pub email_id: bool,
+    /// `THREADID`.
+    pub thread_id: bool,
+    /// The list had nothing else: `UID` stands in for it, and is not
+    /// answered unless the command is a UID FETCH.
+    pub only: bool,
+}
+
+/// Takes the RFC 8474 §6 items (EMAILID, THREADID) out of a FETCH or UID
+/// FETCH item list, which imap-codec does not know: `None` when the
+/// command is no such FETCH or names none of them, else the command
+/// without them and what was asked for (an error for a list that cannot
+/// be read).
+pub(crate) fn take_fetch_objects(cmd: &[u8]) -> Option<Result<(Vec<u8>, ObjectItems), String>> {
+    let upper = cmd.to_ascii_uppercase();
+    if !upper.windows(7).any(|w| w == b"EMAILID" || w == b"THREADI") {
+        return None;
+    }
+    let toks = tokens(cmd)?;
+    let mut at = 1;
+    if is_atom(cmd, toks.get(at), "UID") {
+        at += 1;
+    }
+    if !is_atom(cmd, toks.get(at), "FETCH") {
+        return None;
+    }
+    let list = at + 2;
+    let first = toks.get(list)?;
+    let mut items = ObjectItems::default();
+    let mut removed: Vec<(usize, usize)> = Vec::new();
+    let object = |t: &Token| {
+        if is_atom(cmd, Some(t), "EMAILID") {
+            Some(true)
+        } else if is_atom(cmd, Some(t), "THREADID") {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    let note = |email: bool, items: &mut ObjectItems| {
+        if email {
+            items.email_id = true;
+        } else {
+            items.thread_id = true;
+        }
+    };
+    let (open, close) = match first.kind {
+        Kind::Atom => {
+            let email = object(first)?;
+            note(email, &mut items);
+            items.only = true;
+            let mut out = cmd[..first.start].to_vec();
+            out.extend_from_slice(b"UID");
+            out.extend_from_slice(&cmd[first.end..]);
+            return Some(Ok((out, items)));
+        }
+        Kind::Open => {
+            let mut depth = 0usize;
+            let mut close = None;
+            for (i, t) in toks.iter().enumerate().skip(list) {
+                match t.kind {
+                    Kind::Open => depth += 1,
+                    Kind::Close => {
+                        depth -= 1;
+                        if depth == 0 {
+                            close = Some(i);
+                            break;
+                        }
+                    }
+                    Kind::Atom if depth == 1 => {
+                        if let Some(email) = object(t) {
+                            note(email, &mut items);
+                            removed.push((t.start, t.end));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            match close {
+                Some(c) => (first.start, toks[c].start),
+                None => return Some(Err("Unterminated FETCH item list".into())),
+            }
+        }
+        _ => return None,
+    };
+    if removed.is_empty() {
+        return None;
+    }
+    let mut inner: Vec<u8> = Vec::new();
+    let mut last = open + 1;
+    for (start, end) in removed {
+        inner.extend_from_slice(&cmd[last..start]);
+        last = end;
+    }
+    inner.extend_from_slice(&cmd[last..close]);
+    let rest: Vec<u8> = inner
+        .split(|&b| b == b' ')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(&b' ');
+    let mut out = cmd[..open].to_vec();
+    out.push(b'(');
+    if rest.is_empty() {
+        items.only = true;
+        out.extend_from_slice(b"UID");
+    } else {
+        out.extend_from_slice(&rest);
+    }
+    out.extend_from_slice(&cmd[close..]);
+    Some(Ok((out, items)))
+}
+
+/// Takes the RFC 8474 §4.2 item MAILBOXID out of a STATUS item list,
+/// which imap-codec does not know: `None` when the command is no such
+/// STATUS, else the command without it, and whether it was the only
+/// item (then `MESSAGES` stands in for the list, and is not answered).
+pub(crate) fn take_status_mailbox_id(cmd: &[u8]) -> Option<(Vec<u8>, bool)> {
+    if !cmd
+        .to_ascii_uppercase()
+        .windows(9)
+        .any(|w| w == b"MAILBOXID")
+    {
+        return None;
+    }
+    let toks = tokens(cmd)?;
+    if !is_atom(cmd, toks.get(1), "STATUS") {
+        return None;
+    }
+    let open = toks.get(3).filter(|t| t.kind == Kind::Open)?;
+    let close_at = toks.iter().skip(4).position(|t| t.kind != Kind::Atom)? + 4;
+    let close = toks.get(close_at).filter(|t| t.kind == Kind::Close)?;
+    let words: Vec<&[u8]> = toks[4..close_at].iter().map(|t| text(cmd, t)).collect();
+    if !words.iter().any(|w| w.eq_ignore_ascii_case(b"MAILBOXID")) {
+        return None;
+    }
+    let rest: Vec<&[u8]> = words
+        .into_iter()
+        .filter(|w| !w.eq_ignore_ascii_case(b"MAILBOXID"))
+        .collect();
+    let only = rest.is_empty();
+    let mut out = cmd[..open.end].to_vec();
+    if only {
+        out.extend_from_slice(b"MESSAGES");
+    } else {
+        out.extend_from_slice(&rest.join(&b' '));
+    }
+    out.extend_from_slice(&cmd[close.start..]);
+    Some((out, only))
+}
+
+/// An RFC 8474 §6 search key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ObjectKey {
+    /// `EMAILID objectid`.
+    Email(String),
+    /// `THREADID objectid`.
+    Thread(String),
+}
+
+/// A search key's span in the command (start, end) and what it names.
+pub(crate) type ObjectKeySpan = (usize, usize, ObjectKey);
+
+/// RFC 8474 §7: `objectid = 1*255(ALPHA / DIGIT / "_" / "-")`.
+fn is_object_id(word: &[u8]) -> bool {
+    !word.is_empty()
+        && word.len() <= 255
+        && word
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The search keys EMAILID and THREADID (RFC 8474 §6) of a SEARCH, SORT
+/// or THREAD (and their UID forms): each key's span in the command and
+/// what it names. `None` when there is none; an error when one has no
+/// valid object id.
+pub(crate) fn object_keys(cmd: &[u8]) -> Option<Result<Vec<ObjectKeySpan>, String>> {
+    let upper = cmd.to_ascii_uppercase();
+    if !upper.windows(7).any(|w| w == b"EMAILID" || w == b"THREADI") {
+        return None;
+    }
+    let toks = tokens(cmd)?;
+    let mut at = 1;
+    if is_atom(cmd, toks.get(at), "UID") {
+        at += 1;
+    }
+    let name = toks.get(at).map(|t| text(cmd, t).to_ascii_uppercase())?;
+    let mut i = at + 1;
+    match name.as_slice() {
+        b"SEARCH" => {
+            if is_atom(cmd, toks.get(i), "CHARSET") {
+                i += 2;
+            }
+        }
+        b"SORT" => {
+            while toks.get(i).is_some_and(|t| t.kind != Kind::Close) {
+                i += 1;
+            }
+            i += 2;
+        }
+        b"THREAD" => i += 2,
+        _ => return None,
+    }
+    let mut found = Vec::new();
+    while let Some(t) = toks.get(i) {
+        i += 1;
+        if t.kind != Kind::Atom {
+            continue;
+        }
+        let word = text(cmd, t);
+        let email = word.eq_ignore_ascii_case(b"EMAILID");
+        if email || word.eq_ignore_ascii_case(b"THREADID") {
+            let arg = match toks.get(i) {
+                Some(a) if a.kind == Kind::Atom && is_object_id(text(cmd, a)) => a,
+                _ => return Some(Err("EMAILID and THREADID take an object id".into())),
+            };
+            let id = String::from_utf8_lossy(text(cmd, arg)).into_owned();
+            let key = if email {
+                ObjectKey::Email(id)
+            } else {
+                ObjectKey::Thread(id)
+            };
+            found.push((t.start, arg.end, key));
+            i += 1;
+        } else if word.eq_ignore_ascii_case(b"MODSEQ") {
+            i += if toks.get(i).map(|t| t.kind) == Some(Kind::Quoted) {
+                3
+            } else {
+                1
+            };
+        } else {
+            i += key_arguments(word);
+        }
+    }
+    if found.is_empty() {
+        None
+    } else {
+        Some(Ok(found))
+    }
+}
+
+/// The command with each span replaced (spans in order, not overlapping).
+pub(crate) fn rewrite(cmd: &[u8], edits: &[(usize, usize, String)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(cmd.len() + 64);
+    let mut last = 0;
+    for (start, end, with) in edits {
+        out.extend_from_slice(&cmd[last..*start]);
+        out.extend_from_slice(with.as_bytes());
+        last = *end;
+    }
+    out.extend_from_slice(&cmd[last..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fetch_object_items() {
+        let take = |c: &str| {
+            take_fetch_objects(c.as_bytes())
+                .map(|r| r.map(|(b, i)| (String::from_utf8(b).unwrap(), i)))
+        };
+        assert_eq!(take("a FETCH 1 (FLAGS)\r\n"), None);
+        assert_eq!(take("a SEARCH SUBJECT EMAILID\r\n"), None);
+        let (cmd, items) = take("a FETCH 1:* (FLAGS EMAILID THREADID)\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(cmd, "a FETCH 1:* (FLAGS)\r\n");
+        assert!(items.email_id && items.thread_id && !items.only);
+        let (cmd, items) = take("a UID FETCH 1 (emailid)\r\n").unwrap().unwrap();
+        assert_eq!(cmd, "a UID FETCH 1 (UID)\r\n");
+        assert!(items.email_id && !items.thread_id && items.only);
+        let (cmd, items) = take("a FETCH 1 THREADID\r\n").unwrap().unwrap();
+        assert_eq!(cmd, "a FETCH 1 UID\r\n");
+        assert!(items.thread_id && items.only);
+        let (cmd, _) = take("a FETCH 1 (BODY.PEEK[HEADER.FIELDS (EMAILID)] EMAILID)\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(cmd, "a FETCH 1 (BODY.PEEK[HEADER.FIELDS (EMAILID)])\r\n");
+        assert!(take("a FETCH 1 (EMAILID\r\n").unwrap().is_err());
+    }
+
+    #[test]
+    fn status_mailbox_id() {
+        let take = |c: &str| {
+            take_status_mailbox_id(c.as_bytes()).map(|(b, o)| (String::from_utf8(b).unwrap(), o))
+        };
+        assert_eq!(take("a STATUS INBOX (MESSAGES)\r\n"), None);
+        assert_eq!(take("a STATUS MAILBOXID (MESSAGES)\r\n"), None);
+        assert_eq!(
+            take("a STATUS INBOX (MESSAGES mailboxid UIDNEXT)\r\n"),
+            Some(("a STATUS INBOX (MESSAGES UIDNEXT)\r\n".into(), false))
+        );
+        assert_eq!(
+            take("a STATUS \"a b\" (MAILBOXID)\r\n"),
+            Some(("a STATUS \"a b\" (MESSAGES)\r\n".into(), true))
+        );
+    }
+
+    #[test]
+    fn object_search_keys() {
+        let keys = |c: &str| object_keys(c.as_bytes());
+        assert_eq!(keys("a SEARCH SUBJECT EMAILID\r\n"), None);
+        assert_eq!(keys("a FETCH 1 EMAILID\r\n"), None);
+        let cmd = "a UID SEARCH UNSEEN EMAILID E12 THREADID T1f\r\n";
+        let found = keys(cmd).unwrap().unwrap();
+        assert_eq!(
+            found.iter().map(|(_, _, k)| k.clone()).collect::<Vec<_>>(),
+            vec![
+                ObjectKey::Email("E12".into()),
+                ObjectKey::Thread("T1f".into())
+            ]
+        );
+        let edits: Vec<(usize, usize, String)> = found
+            .into_iter()
+            .map(|(s, e, _)| (s, e, "UID 3".to_string()))
+            .collect();
+        assert_eq!(
+            rewrite(cmd.as_bytes(), &edits),
+            b"a UID SEARCH UNSEEN UID 3 UID 3\r\n"
+        );
+        assert!(keys("a SORT (DATE) UTF-8 EMAILID E1\r\n").unwrap().is_ok());
+        for bad in [
+            "a SEARCH EMAILID\r\n",
+            "a SEARCH EMAILID \"E1\"\r\n",
+            "a SEARCH THREADID T.1\r\n",
+            "a SEARCH EMAILID (E1)\r\n",
+        ] {
+            assert!(keys(bad).unwrap().is_err(), "{bad}");
+        }
+    }
     use proptest::prelude::*;
 
     fn list(cmd: &str) -> Option<Result<ExtendedList, String>> {

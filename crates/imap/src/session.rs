@@ -56,6 +56,12 @@ pub(crate) struct Session<'a> {
     /// names, ESEARCH only, no RECENT).
     pub(crate) rev2: bool,
     pub(crate) failures: u32,
+    /// The RFC 8474 FETCH items of the command being run, taken out of
+    /// it before imap-codec read it ([`preparse::take_fetch_objects`]).
+    pub(crate) fetch_objects: preparse::ObjectItems,
+    /// RFC 8474 §4.2: the STATUS being run asked for MAILBOXID (`Some`),
+    /// and nothing else (`Some(true)`).
+    pub(crate) status_mailbox_id: Option<bool>,
 }
 
 /// What the session does after a command.
@@ -151,6 +157,8 @@ impl<'a> Session<'a> {
                 + Duration::from_secs(ctx.config.login_timeout_secs),
             rev2: false,
             failures: 0,
+            fetch_objects: preparse::ObjectItems::default(),
+            status_mailbox_id: None,
         }
     }
 
@@ -277,6 +285,7 @@ impl<'a> Session<'a> {
                 "THREAD=ORDEREDSUBJECT",
                 "THREAD=REFERENCES",
                 "THREAD=REFS",
+                "OBJECTID",
             ]
             .into_iter()
             .filter_map(other),
@@ -387,6 +396,44 @@ impl<'a> Session<'a> {
             };
             return self.outcome(&tag, result);
         }
+        // Nor OBJECTID's search keys (RFC 8474 §6): each becomes the UIDs
+        // of the selected mailbox it names.
+        let bytes = match (preparse::object_keys(&bytes), self.selected.is_some()) {
+            (None, _) | (Some(_), false) => bytes,
+            (Some(Err(e)), true) => {
+                self.out.bad(tag_of(&bytes).as_ref(), None, &e);
+                return Next::Continue;
+            }
+            (Some(Ok(keys)), true) => match self.object_sets(&keys).await {
+                Ok(edits) => preparse::rewrite(&bytes, &edits),
+                Err(e) => {
+                    let Some(tag) = tag_of(&bytes) else {
+                        self.out.bad(None, None, "Invalid tag or command");
+                        return Next::Continue;
+                    };
+                    return self.outcome(&tag, Err(e));
+                }
+            },
+        };
+        // Nor its FETCH items, answered beside imap-codec's.
+        self.fetch_objects = preparse::ObjectItems::default();
+        let bytes = match preparse::take_fetch_objects(&bytes) {
+            None => bytes,
+            Some(Err(e)) => {
+                self.out.bad(tag_of(&bytes).as_ref(), None, &e);
+                return Next::Continue;
+            }
+            Some(Ok((cmd, objects))) => {
+                self.fetch_objects = objects;
+                cmd
+            }
+        };
+        // Nor its STATUS item.
+        let (bytes, status_mailbox_id) = match preparse::take_status_mailbox_id(&bytes) {
+            None => (bytes, None),
+            Some((cmd, only)) => (cmd, Some(only)),
+        };
+        self.status_mailbox_id = status_mailbox_id;
         // Nor SEARCHRES's `$`: it becomes the set it stands for.
         let bytes = match self.selected.as_ref() {
             None => bytes,
@@ -427,6 +474,48 @@ impl<'a> Session<'a> {
         let tag = command.tag.clone().into_static();
         let result = self.dispatch(&tag, command.body, esearch).await;
         self.outcome(&tag, result)
+    }
+
+    /// What each RFC 8474 §6 search key stands for in the selected
+    /// mailbox: `UID <set>` of the messages that are that email or in that
+    /// thread, or a key no message matches.
+    async fn object_sets(
+        &self,
+        keys: &[(usize, usize, preparse::ObjectKey)],
+    ) -> store::Result<Vec<(usize, usize, String)>> {
+        let Some(sel) = self.selected.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let store = &self.ctx.store;
+        let rows = store.list_messages(sel.info.id).await?;
+        let mut edits = Vec::with_capacity(keys.len());
+        for (start, end, key) in keys {
+            let blobs: Vec<store::BlobId> = match key {
+                preparse::ObjectKey::Email(id) => store::ids::parse_email(id).into_iter().collect(),
+                preparse::ObjectKey::Thread(id) => match store::ids::parse_thread(id) {
+                    Some(t) => store
+                        .thread_emails(self.account.as_ref().map_or(0, |a| a.id), &[t])
+                        .await?
+                        .into_iter()
+                        .flat_map(|(_, b)| b)
+                        .collect(),
+                    None => Vec::new(),
+                },
+            };
+            let mut uids: Vec<u32> = rows
+                .iter()
+                .filter(|e| blobs.contains(&e.blob))
+                .map(|e| e.uid)
+                .collect();
+            uids.sort_unstable();
+            let set = if uids.is_empty() {
+                "(NOT ALL)".to_string()
+            } else {
+                format!("UID {}", search::compact_set(&uids))
+            };
+            edits.push((*start, *end, set));
+        }
+        Ok(edits)
     }
 
     /// Ends a command: a store error becomes its tagged NO.
@@ -476,8 +565,25 @@ pub(crate) fn pre_decode(cmd: &[u8]) {
     let _ = crate::framing::literal_announcement(cmd);
     let _ = crate::search::take_return(cmd);
     let _ = crate::preparse::take_list(cmd);
+    if let Some(Ok(keys)) = crate::preparse::object_keys(cmd) {
+        let edits: Vec<(usize, usize, String)> = keys
+            .into_iter()
+            .map(|(s, e, _)| (s, e, "UID 1".into()))
+            .collect();
+        let _ = crate::preparse::rewrite(cmd, &edits);
+    }
+    let _ = crate::preparse::take_fetch_objects(cmd);
+    let _ = crate::preparse::take_status_mailbox_id(cmd);
     let _ = crate::preparse::substitute_saved(cmd, |_| Some("1:3".into()));
     let _ = CommandCodec::default().decode(cmd);
+}
+
+/// RFC 8474 §4.1: the `MAILBOXID (<id>)` response code, with the id JMAP
+/// gives the same mailbox.
+pub(crate) fn mailbox_id_code(id: store::MailboxId) -> Code<'static> {
+    Code::Other(imap_codec::imap_types::response::CodeOther::unvalidated(
+        format!("MAILBOXID ({})", store::ids::mailbox(id)).into_bytes(),
+    ))
 }
 
 /// A response code imap-codec has no variant for (RFC 5530).
@@ -578,6 +684,9 @@ mod tests {
                     proptest::strategy::Just(b"RETURN (".to_vec()),
                     proptest::strategy::Just(b"LIST (".to_vec()),
                     proptest::strategy::Just(b"UID ".to_vec()),
+                    proptest::strategy::Just(b"FETCH 1 (".to_vec()),
+                    proptest::strategy::Just(b"EMAILID ".to_vec()),
+                    proptest::strategy::Just(b"THREADID ".to_vec()),
                     proptest::strategy::Just(b"APPEND ".to_vec()),
                     proptest::strategy::Just(b"$".to_vec()),
                     proptest::strategy::Just(b"{3}\r\n".to_vec()),

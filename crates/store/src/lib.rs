@@ -17,6 +17,7 @@ mod dictionary;
 mod directory;
 mod error;
 mod identity;
+pub mod ids;
 mod index;
 mod intake;
 mod keyword;
