@@ -42,6 +42,10 @@ use std::sync::Arc;
 
 pub use autoconfig::MailServices;
 pub use config::WebConfig;
+pub use css::{
+    filter_declarations as filter_css_declarations, filter_stylesheet as filter_css_stylesheet,
+    Filtered as FilteredCss,
+};
 pub use error::WebError;
 pub use log_ring::{LineWriter, LogRing};
 pub use mta_sts::{policy as mta_sts_policy, policy_id as mta_sts_policy_id, MtaStsMode};

@@ -73,8 +73,18 @@ pub fn sanitize_html_with(
     let blocked = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&blocked);
     let mut builder = ammonia::Builder::default();
+    // `background` is filtered as a fetching attribute below and then
+    // becomes CSS (see `backgrounds_to_style`).
     const TABLE_CELL: &[&str] = &[
-        "bgcolor", "align", "valign", "width", "height", "nowrap", "colspan", "rowspan",
+        "bgcolor",
+        "background",
+        "align",
+        "valign",
+        "width",
+        "height",
+        "nowrap",
+        "colspan",
+        "rowspan",
     ];
     builder
         .link_rel(Some("noopener noreferrer"))
@@ -95,6 +105,7 @@ pub fn sanitize_html_with(
             "table",
             &[
                 "bgcolor",
+                "background",
                 "align",
                 "width",
                 "height",
@@ -142,7 +153,7 @@ pub fn sanitize_html_with(
             }
             Some(Cow::Borrowed(value))
         });
-    let html = builder.clean(html).to_string();
+    let html = backgrounds_to_style(&builder.clean(html).to_string());
     let mut sheet_blocked = 0;
     let html = filter_style_elements(&html, |css| {
         let f = crate::css::filter_stylesheet(css, allow_remote);
@@ -153,6 +164,101 @@ pub fn sanitize_html_with(
         html,
         blocked_remote: blocked.load(Ordering::Relaxed) + sheet_blocked,
     }
+}
+
+/// The `background` attribute of a table or cell (HTML 4.01 §13.3.2, no
+/// longer in HTML) as a CSS `background-image` in its `style`. Only
+/// values the attribute filter kept are left by then: a `cid:` reference
+/// made a link to the message's own part, or an `http(s)` URL when remote
+/// content is allowed. Walks ammonia's output as
+/// [`filter_style_elements`] does; attribute values there are
+/// double-quoted with `&`, `"` and no-break spaces escaped.
+fn backgrounds_to_style(html: &str) -> String {
+    if !html.contains(" background=\"") {
+        return html.to_string();
+    }
+    let unescape = |v: &str| {
+        v.replace("&quot;", "\"")
+            .replace("&nbsp;", "\u{a0}")
+            .replace("&amp;", "&")
+    };
+    let escape = |v: &str| v.replace('&', "&amp;").replace('"', "&quot;");
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        rest = &rest[lt..];
+        let mut quoted = false;
+        let Some(end) = rest.char_indices().find_map(|(i, c)| match c {
+            '"' => {
+                quoted = !quoted;
+                None
+            }
+            '>' if !quoted => Some(i),
+            _ => None,
+        }) else {
+            out.push_str(rest);
+            return out;
+        };
+        let tag = &rest[..=end];
+        rest = &rest[end + 1..];
+        let name: String = tag[1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let table = ["td", "th", "table"]
+            .iter()
+            .any(|t| name.eq_ignore_ascii_case(t));
+        if !table || !tag.contains(" background=\"") {
+            out.push_str(tag);
+            if name.eq_ignore_ascii_case("style") {
+                // Raw text, to its end tag, as it is.
+                let lower = rest.to_ascii_lowercase();
+                let close = lower.find("</style>").unwrap_or(rest.len());
+                out.push_str(&rest[..close]);
+                rest = &rest[close..];
+            }
+            continue;
+        }
+        // ` name="value"` pairs after the tag name.
+        let mut attrs: Vec<(&str, &str)> = Vec::new();
+        let mut body = &tag[1 + name.len()..tag.len() - 1];
+        while let Some(eq) = body.find("=\"") {
+            let attr = body[..eq].trim();
+            let after = &body[eq + 2..];
+            let Some(q) = after.find('"') else { break };
+            attrs.push((attr, &after[..q]));
+            body = &after[q + 1..];
+        }
+        let url = attrs
+            .iter()
+            .find(|(a, _)| *a == "background")
+            .map(|(_, v)| unescape(v));
+        let mut style = attrs
+            .iter()
+            .find(|(a, _)| *a == "style")
+            .map(|(_, v)| unescape(v))
+            .unwrap_or_default();
+        if let Some(url) = url {
+            let mut css = String::from("background-image:url(");
+            let _ = cssparser::serialize_string(&url, &mut css);
+            css.push_str(");");
+            if !style.is_empty() {
+                style.push(' ');
+            }
+            style.push_str(&css);
+        }
+        out.push('<');
+        out.push_str(&name);
+        for (attr, value) in &attrs {
+            if *attr != "background" && *attr != "style" {
+                out.push_str(&format!(" {attr}=\"{value}\""));
+            }
+        }
+        out.push_str(&format!(" style=\"{}\">", escape(&style)));
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Rewrites the content of every `<style>` element of ammonia's output
@@ -328,6 +434,56 @@ mod tests {
         assert!(!s.html.contains("t.example"), "{}", s.html);
         let s = sanitize_html(html, true, "/cid/");
         assert!(s.html.contains("https://t.example/b.gif"), "{}", s.html);
+    }
+
+    #[test]
+    fn cell_backgrounds_become_css_only_when_allowed() {
+        let html = "<table background=\"http://t.example/bg.png\"><tr>\
+                    <td background=\"https://t.example/c.png?a=1&amp;b=2\" style=\"color:red\">x</td>\
+                    <th background=\"cid:bg@example.org\" width=\"3\">y</th>\
+                    <td background=\"javascript:alert(1)\">z</td>\
+                    <td background=\"/logout\">w</td></tr></table>";
+        let s = sanitize_html(html, false, "/m/3/7/cid/");
+        assert_eq!(s.blocked_remote, 2, "{}", s.html);
+        assert!(!s.html.contains("t.example"), "{}", s.html);
+        assert!(!s.html.contains("background=") && !s.html.contains("javascript"));
+        assert!(!s.html.contains("logout"), "{}", s.html);
+        assert!(
+            s.html.contains(
+                "<th width=\"3\" style=\"background-image:url(&quot;/m/3/7/cid/bg@example.org&quot;);\">"
+            ),
+            "{}",
+            s.html
+        );
+        assert!(
+            s.html.contains("<td style=\"color:red;\">x</td>"),
+            "{}",
+            s.html
+        );
+        let s = sanitize_html(html, true, "/m/3/7/cid/");
+        assert_eq!(s.blocked_remote, 0, "{}", s.html);
+        assert!(
+            s.html.contains(
+                "<table style=\"background-image:url(&quot;http://t.example/bg.png&quot;);\">"
+            ),
+            "{}",
+            s.html
+        );
+        assert!(
+            s.html.contains(
+                "<td style=\"color:red; background-image:url(&quot;https://t.example/c.png?a=1&amp;b=2&quot;);\">x</td>"
+            ),
+            "{}",
+            s.html
+        );
+        assert!(!s.html.contains("background=") && !s.html.contains("javascript"));
+        // Elements other than tables and cells keep no `background`.
+        let s = sanitize_html(
+            "<div background=\"http://t.example/d.png\">x</div>",
+            true,
+            "/cid/",
+        );
+        assert!(!s.html.contains("t.example"), "{}", s.html);
     }
 
     #[test]
