@@ -166,14 +166,16 @@ pub(crate) fn take_return(cmd: &[u8]) -> Option<Result<(Vec<u8>, ReturnOptions),
     Some(Ok((out, opts)))
 }
 
-/// Numbers as an IMAP sequence set (`1:3,7`).
+/// Numbers as an IMAP sequence set (`1:3,7`), in the order given: runs
+/// that go up by one become ranges, nothing is reordered (so a SORT's
+/// `ALL` stays in sort order, RFC 5267 §3.1).
 pub(crate) fn compact_set(numbers: &[u32]) -> String {
     let mut out = String::new();
     let mut i = 0;
     while i < numbers.len() {
         let start = numbers[i];
         let mut end = start;
-        while i + 1 < numbers.len() && numbers[i + 1] == end + 1 {
+        while i + 1 < numbers.len() && Some(numbers[i + 1]) == end.checked_add(1) {
             i += 1;
             end = numbers[i];
         }
@@ -192,7 +194,9 @@ pub(crate) fn compact_set(numbers: &[u32]) -> String {
 
 /// `* ESEARCH (TAG "t") [UID] ...` (RFC 4731 §3.1), with the highest
 /// mod-sequence of the matches when the search used MODSEQ (RFC 7162
-/// §3.1.5). `numbers` ascending.
+/// §3.1.5). `numbers` in answer order: ascending for SEARCH, sort order
+/// for a SORT with RETURN (RFC 5267 §3.1), so MIN and MAX are the first
+/// and last.
 pub(crate) fn esearch(
     tag: &str,
     uid: bool,

@@ -135,65 +135,6 @@ pub(crate) fn sort_rows(rows: &mut [Row], criteria: &[SortCriterion]) {
     rows.sort_by(|a, b| compare(criteria, a, b));
 }
 
-/// Numbers in the order given as a sequence set: runs that go up by one
-/// become ranges, nothing is reordered (RFC 5267 §3.1, `ALL` in sort
-/// order).
-pub(crate) fn ordered_set(numbers: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < numbers.len() {
-        let start = numbers[i];
-        let mut end = start;
-        while i + 1 < numbers.len() && numbers[i + 1] == end.wrapping_add(1) {
-            i += 1;
-            end = numbers[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if start == end {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}:{end}"));
-        }
-        i += 1;
-    }
-    out
-}
-
-/// The `* ESEARCH` answer of a SORT with RETURN (RFC 5267 §3.1): MIN and
-/// MAX are the first and last in sort order, ALL the result in sort
-/// order. `numbers` in sort order.
-pub(crate) fn esort(
-    tag: &str,
-    uid: bool,
-    opts: &ReturnOptions,
-    numbers: &[u32],
-    modseq: Option<u64>,
-) -> Vec<u8> {
-    let mut line = format!("* ESEARCH (TAG \"{tag}\")");
-    if uid {
-        line.push_str(" UID");
-    }
-    if let (true, Some(min)) = (opts.min, numbers.first()) {
-        line.push_str(&format!(" MIN {min}"));
-    }
-    if let (true, Some(max)) = (opts.max, numbers.last()) {
-        line.push_str(&format!(" MAX {max}"));
-    }
-    if opts.all && !numbers.is_empty() {
-        line.push_str(&format!(" ALL {}", ordered_set(numbers)));
-    }
-    if opts.count {
-        line.push_str(&format!(" COUNT {}", numbers.len()));
-    }
-    if let (Some(m), false) = (modseq, numbers.is_empty()) {
-        line.push_str(&format!(" MODSEQ {m}"));
-    }
-    line.push_str("\r\n");
-    line.into_bytes()
-}
-
 /// Whether a search key uses MODSEQ (RFC 7162 §3.1.5).
 pub(crate) fn uses_modseq(key: &Key<'_>) -> bool {
     match key {
@@ -304,7 +245,7 @@ impl Session<'_> {
                         .unwrap_or(0)
                 });
                 self.out
-                    .raw(&esort(tag.inner(), uid, &opts, &numbers, modseq));
+                    .raw(&search::esearch(tag.inner(), uid, &opts, &numbers, modseq));
             }
             None => {
                 let mut line = String::from("* SORT");
@@ -405,9 +346,9 @@ mod tests {
 
     #[test]
     fn sets_in_sort_order() {
-        assert_eq!(ordered_set(&[5, 6, 7, 1, 3, 2]), "5:7,1,3,2");
-        assert_eq!(ordered_set(&[]), "");
-        assert_eq!(ordered_set(&[4]), "4");
+        assert_eq!(search::compact_set(&[5, 6, 7, 1, 3, 2]), "5:7,1,3,2");
+        assert_eq!(search::compact_set(&[]), "");
+        assert_eq!(search::compact_set(&[4]), "4");
         let opts = ReturnOptions {
             min: true,
             max: true,
@@ -416,7 +357,7 @@ mod tests {
             save: false,
         };
         assert_eq!(
-            String::from_utf8(esort("t", true, &opts, &[9, 2, 3], Some(4))).unwrap(),
+            String::from_utf8(search::esearch("t", true, &opts, &[9, 2, 3], Some(4))).unwrap(),
             "* ESEARCH (TAG \"t\") UID MIN 9 MAX 3 ALL 9,2:3 COUNT 3 MODSEQ 4\r\n"
         );
     }
