@@ -310,7 +310,7 @@ pub(crate) fn list(chrome: &Chrome<'_>, v: &ListView) -> Html<String> {
                 table.list {
                     tbody {
                         @for t in v.threads.iter().flatten() {
-                            tr.thread class=[t.unread.then_some("unread")] data-thread=(t.uid) {
+                            tr class=[t.unread.then_some("unread")] data-thread=(t.uid) {
                                 td.sel {}
                                 td.mark { @if t.flagged { span.flag title="Flagged" { "★" } } }
                                 td.from { (t.senders) }

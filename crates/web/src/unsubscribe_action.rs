@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
-use store::{Delivery, MailboxId, MessageWriter as _, Uid, FLAG_DRAFT, FLAG_SEEN};
+use store::{Delivery, MailboxId, Uid, FLAG_DRAFT, FLAG_SEEN};
 
 use crate::action_pages::{self, Confirm};
 use crate::compose::{self, Draft};
