@@ -118,7 +118,7 @@ step "the workspace's tests" cargo test --workspace --locked --no-fail-fast "$@"
 # server of its own per test): both back ends answer the same clients.
 step "the protocol suites on PostgreSQL" env SLUICE_TEST_STORE=postgres cargo test --locked --no-fail-fast -p sluice \
   --test smtp --test pop3 --test imap --test imap_concurrency --test submission \
-  --test sieve --test managesieve --test spam --test admin --test auth_throttle --test jmap --test imap_sort --test imap_objectid "$@"
+  --test sieve --test managesieve --test spam --test admin --test auth_throttle --test jmap --test imap_sort --test imap_objectid --test webmail_lists --test webmail_unsubscribe "$@"
 
 # Short fuzz runs of every parser that reads network bytes, with a fixed
 # seed so they are the same runs everywhere (.ci/fuzz-smoke).

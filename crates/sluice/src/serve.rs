@@ -418,7 +418,17 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         shutdown: shutdown.clone(),
         language: crate::sieve_admin::language(),
     });
+    let one_click = web::OneClick::new(config.web.unsubscribe_ca_file.as_deref())
+        .map_err(|e| anyhow::anyhow!("key `web.unsubscribe_ca_file`: {e}"))?;
     let web_ctx = Arc::new(web::Context {
+        authserv_id: config.auth_checks.checks_message().then(|| {
+            config
+                .auth_checks
+                .authserv_id
+                .clone()
+                .unwrap_or_else(|| config.hostname.clone())
+        }),
+        one_click,
         store: Arc::clone(&store),
         directory: Arc::clone(&directory),
         auth: auth_with(config.web.auth_failure_delay_secs),

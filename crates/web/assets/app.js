@@ -130,6 +130,66 @@
     syncAll();
   });
 
+  // Drag a row (or the ticked rows, when it is one of them) onto a folder
+  // to move it there: the same POST the Move menu makes, which stays the
+  // keyboard's way.
+  const listForm = document.body.dataset.view === "list" && document.querySelector("main form[action$='/act']");
+  if (listForm) {
+    const say = document.createElement("div");
+    say.className = "announce";
+    say.setAttribute("role", "status");
+    document.body.appendChild(say);
+    for (const r of document.querySelectorAll("table.list tbody tr[data-uid]")) r.draggable = true;
+    let dragged = null;
+    const target = (e) => {
+      const a = e.target instanceof Element && e.target.closest("nav.folders a");
+      return a && !a.classList.contains("current") ? a : null;
+    };
+    const clear = () => { for (const a of document.querySelectorAll("nav.folders a.drop")) a.classList.remove("drop"); };
+    document.addEventListener("dragstart", function (e) {
+      const r = e.target instanceof Element && e.target.closest("table.list tbody tr[data-uid]");
+      if (!r) return;
+      const box = r.querySelector("input[name=uid]");
+      dragged = box && box.checked ? boxes().filter((b) => b.checked).map((b) => b.value) : [r.dataset.uid];
+      e.dataTransfer.effectAllowed = "move";
+      e.dataTransfer.setData("text/plain", dragged.join(" "));
+      say.textContent = `Moving ${dragged.length} message${dragged.length === 1 ? "" : "s"}: drop on a folder.`;
+    });
+    document.addEventListener("dragend", function () { dragged = null; clear(); });
+    document.addEventListener("dragover", function (e) {
+      const a = dragged && target(e);
+      if (!a) return;
+      e.preventDefault();
+      e.dataTransfer.dropEffect = "move";
+      if (!a.classList.contains("drop")) {
+        clear();
+        a.classList.add("drop");
+        say.textContent = "Drop to move to " + a.firstElementChild.textContent + ".";
+      }
+    });
+    document.addEventListener("dragleave", function (e) { const a = target(e); if (a && !a.contains(e.relatedTarget)) a.classList.remove("drop"); });
+    document.addEventListener("drop", function (e) {
+      const a = dragged && target(e);
+      if (!a) return;
+      e.preventDefault();
+      const f = document.createElement("form");
+      f.method = "post";
+      f.action = listForm.getAttribute("action");
+      const fields = [["csrf", listForm.elements.namedItem("csrf").value], ["back", listForm.elements.namedItem("back").value],
+        ["action", "move"], ["to", a.getAttribute("href").split("/").pop()], ...dragged.map((u) => ["uid", u])];
+      for (const [name, value] of fields) {
+        const i = document.createElement("input");
+        i.type = "hidden";
+        i.name = name;
+        i.value = value;
+        f.appendChild(i);
+      }
+      document.body.appendChild(f);
+      say.textContent = "Moving to " + a.firstElementChild.textContent + "…";
+      f.submit();
+    });
+  }
+
   // Buttons that destroy for good ask first; without this script the
   // server asks with a page of its own.
   document.addEventListener("submit", function (e) {
@@ -186,6 +246,7 @@
         }
         if (list) {
           for (const b of boxes()) if (ticked.has(b.value)) b.checked = true;
+          if (listForm) for (const x of document.querySelectorAll("table.list tbody tr[data-uid]")) x.draggable = true;
           cursor = cursorUid === null ? -1 : rows().findIndex((x) => x.dataset.uid === cursorUid);
           if (cursor >= 0) rows()[cursor].classList.add("cursor");
           lastBox = null;

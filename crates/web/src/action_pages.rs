@@ -25,12 +25,16 @@ pub(crate) fn list_extras(v: &ListView) -> Markup {
     }
 }
 
-/// Where a row of the list leads: a draft opens in Compose.
-pub(crate) fn row_link(v: &ListView, uid: store::Uid) -> String {
+/// Where a row of the list leads: a draft opens in Compose; a message
+/// carries the list page it was opened from (`here`), unless that is the
+/// folder's first page, where its back link leads anyway.
+pub(crate) fn row_link(v: &ListView, uid: store::Uid, here: &str) -> String {
     if v.role == "drafts" {
         format!("/compose?mode=draft&mailbox={}&uid={uid}", v.mailbox)
-    } else {
+    } else if v.page == 1 && v.query.is_empty() {
         format!("/mail/{}/{uid}", v.mailbox)
+    } else {
+        format!("/mail/{}/{uid}?{}", v.mailbox, crate::position::carry(here))
     }
 }
 

@@ -198,9 +198,10 @@ pub(crate) async fn act(
             owned(&boxes, to)?;
             if to != mailbox {
                 store.move_messages(mailbox, &uids, to).await?;
-                // The message left: go back to the list it was in.
+                // The message left: go back to the list page it was
+                // opened from.
                 if back.split('?').next() != Some(&list) {
-                    back = list;
+                    back = crate::position::carried_by(mailbox, &back).unwrap_or(list);
                 }
             }
         }

@@ -25,6 +25,10 @@ pub struct WebConfig {
     pub admin_log_lines: usize,
     /// The MTA-STS policy served for `mta-sts.DOMAIN` (RFC 8461).
     pub mta_sts_mode: crate::MtaStsMode,
+    /// CA certificates (PEM) trusted besides the web PKI for one-click
+    /// unsubscribe POSTs (RFC 8058): a site's own CA. `None`: the web PKI
+    /// alone.
+    pub unsubscribe_ca_file: Option<std::path::PathBuf>,
 }
 
 impl WebConfig {
@@ -45,6 +49,7 @@ impl Default for WebConfig {
             admins: Vec::new(),
             admin_log_lines: 5000,
             mta_sts_mode: crate::MtaStsMode::Testing,
+            unsubscribe_ca_file: None,
         }
     }
 }

@@ -17,6 +17,7 @@ mod assets;
 mod autoconfig;
 mod compose;
 mod config;
+mod conversations;
 mod correspondents;
 mod css;
 mod error;
@@ -27,8 +28,10 @@ mod inline;
 mod listener;
 mod log_ring;
 mod mta_sts;
+mod one_click;
 mod outgoing;
 mod pages;
+mod position;
 mod read;
 mod routes;
 pub mod rules;
@@ -37,6 +40,8 @@ mod search;
 mod session;
 mod settings;
 mod thread;
+mod unsubscribe;
+mod unsubscribe_action;
 
 use std::sync::Arc;
 
@@ -49,6 +54,7 @@ pub use css::{
 pub use error::WebError;
 pub use log_ring::{LineWriter, LogRing};
 pub use mta_sts::{policy as mta_sts_policy, policy_id as mta_sts_policy_id, MtaStsMode};
+pub use one_click::OneClick;
 pub use sanitize::{sanitize_html, sanitize_html_with, Sanitized};
 
 /// What the webmail needs from the rest of the server.
@@ -77,6 +83,13 @@ pub struct Context {
     /// Where clients reach IMAP, POP3 and submission, for the set-up
     /// documents clients fetch (autoconfig, autodiscover).
     pub services: MailServices,
+    /// The authserv-id of the `Authentication-Results:` field put on
+    /// incoming mail, when it is checked: only that field is trusted, for
+    /// the DKIM signature a one-click unsubscribe needs. `None`: not
+    /// checked.
+    pub authserv_id: Option<String>,
+    /// Sends one-click unsubscribe POSTs (RFC 8058).
+    pub one_click: OneClick,
 }
 
 /// See [`Context::scan`].

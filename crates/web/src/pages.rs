@@ -43,6 +43,11 @@ pub(crate) struct ListView {
     pub role: &'static str,
     /// Unread messages in the folder, for the tab's title.
     pub unseen: u32,
+    /// The user lists conversations (see [`crate::conversations`]).
+    pub conversations: bool,
+    /// The page's threads, when they are listed (not while searching):
+    /// `rows` is empty then.
+    pub threads: Option<Vec<crate::conversations::ThreadRow>>,
 }
 
 /// How a message's text is shown.
@@ -81,6 +86,13 @@ pub(crate) struct MessageView {
     pub role: &'static str,
     /// The spam filter's verdict at delivery, when it gave one.
     pub spam: Option<crate::actions::SpamVerdict>,
+    /// How to leave the list the message came from, if it says.
+    pub unsubscribe: Option<crate::unsubscribe::Offer>,
+    /// Where "Back" leads: the list page it was opened from.
+    pub back: String,
+    /// That list page when it came in the message's link (see
+    /// [`crate::position`]), to be carried on.
+    pub carried: Option<String>,
 }
 
 /// The compose form, filled in.
@@ -266,6 +278,7 @@ pub(crate) fn list(chrome: &Chrome<'_>, v: &ListView) -> Html<String> {
     } else {
         format!("&q={}", urlencode(&v.query))
     };
+    let here = format!("{base}?page={}{q}", v.page);
     let title = if v.unseen > 0 {
         format!("({}) {} – Sluice", v.unseen, v.name)
     } else {
@@ -276,9 +289,19 @@ pub(crate) fn list(chrome: &Chrome<'_>, v: &ListView) -> Html<String> {
         &title,
         html! {
             h1 { (v.name) @if !v.query.is_empty() { " – search: " (v.query) } }
+            form.inline.view-switch method="post" action={(base) "/view"} {
+                input type="hidden" name="csrf" value=(chrome.csrf);
+                @if v.conversations {
+                    input type="hidden" name="view" value="messages";
+                    button { "One row per message" }
+                } @else {
+                    input type="hidden" name="view" value="threads";
+                    button { "Group by conversation" }
+                }
+            }
             form method="post" action={(base) "/act"} {
                 input type="hidden" name="csrf" value=(chrome.csrf);
-                input type="hidden" name="back" value={(base) "?page=" (v.page) (q)};
+                input type="hidden" name="back" value=(here);
                 (action_buttons(chrome, v.mailbox, v.role))
                 (crate::action_pages::list_extras(v))
                 @if v.rows.is_empty() {
@@ -286,12 +309,26 @@ pub(crate) fn list(chrome: &Chrome<'_>, v: &ListView) -> Html<String> {
                 }
                 table.list {
                     tbody {
+                        @for t in v.threads.iter().flatten() {
+                            tr class=[t.unread.then_some("unread")] data-thread=(t.uid) {
+                                td.sel {}
+                                td.mark { @if t.flagged { span.flag title="Flagged" { "★" } } }
+                                td.from { (t.senders) }
+                                td.subject {
+                                    a href=(crate::action_pages::row_link(v, t.uid, &here)) { @if t.subject.is_empty() { "(no subject)" } @else { (t.subject) } }
+                                    @if t.count > 1 { " " span.count title="Messages in the conversation" { (t.count) } }
+                                }
+                                td.att {}
+                                td.date.date-col { (t.date) }
+                                td.size {}
+                            }
+                        }
                         @for r in &v.rows {
                             tr class=[r.unread.then_some("unread")] data-uid=(r.uid) {
                                 td.sel { input type="checkbox" name="uid" value=(r.uid) aria-label="Select"; }
                                 td.mark { @if r.flagged { span.flag title="Flagged" { "★" } } }
                                 td.from { (r.from) }
-                                td.subject { a href=(crate::action_pages::row_link(v, r.uid)) { @if r.subject.is_empty() { "(no subject)" } @else { (r.subject) } } }
+                                td.subject { a href=(crate::action_pages::row_link(v, r.uid, &here)) { @if r.subject.is_empty() { "(no subject)" } @else { (r.subject) } } }
                                 td.att { @if r.attachment { span title="Attachment" { "📎" } } }
                                 td.date.date-col { (r.date) }
                                 td.size { (human_size(r.size)) }
@@ -302,7 +339,7 @@ pub(crate) fn list(chrome: &Chrome<'_>, v: &ListView) -> Html<String> {
             }
             div.pager {
                 @if v.page > 1 { a rel="prev" href={(base) "?page=" (v.page - 1) (q)} { "← Newer" } }
-                span.muted { (v.total) " messages, page " (v.page) " of " (v.pages.max(1)) }
+                span.muted { (v.total) @if v.threads.is_some() { " conversations" } @else { " messages" } ", page " (v.page) " of " (v.pages.max(1)) }
                 @if v.page < v.pages { a rel="next" href={(base) "?page=" (v.page + 1) (q)} { "Older →" } }
             }
         },
@@ -312,11 +349,19 @@ pub(crate) fn list(chrome: &Chrome<'_>, v: &ListView) -> Html<String> {
 /// A message.
 pub(crate) fn message(chrome: &Chrome<'_>, m: &MessageView) -> Html<String> {
     let base = format!("/mail/{}/{}", m.mailbox, m.uid);
+    // The list page it was opened from, kept by every link back to it.
+    let (here, remote) = match &m.carried {
+        Some(list) => {
+            let c = crate::position::carry(list);
+            (format!("{base}?{c}"), format!("{base}?remote=1&{c}"))
+        }
+        None => (base.clone(), format!("{base}?remote=1")),
+    };
     page(
         chrome,
         &format!("{} – Sluice", m.subject),
         html! {
-            p { a.back href={"/mail/" (m.mailbox)} { "← Back (u)" } }
+            p { a.back href=(m.back) { "← Back (u)" } }
             article.msghead {
                 h1 { @if m.flagged { span.flag title="Flagged" { "★ " } } @if m.subject.is_empty() { "(no subject)" } @else { (m.subject) } }
                 dl {
@@ -334,18 +379,32 @@ pub(crate) fn message(chrome: &Chrome<'_>, m: &MessageView) -> Html<String> {
                 a.forward href={"/compose?mode=forward&mailbox=" (m.mailbox) "&uid=" (m.uid)} { "Forward (f)" }
                 " "
                 a href={"/compose?mode=attach&mailbox=" (m.mailbox) "&uid=" (m.uid)} { "Forward as attachment" }
+                @match &m.unsubscribe {
+                    Some(crate::unsubscribe::Offer::Link(url)) => {
+                        " "
+                        a.unsubscribe href=(url) target="_blank" rel="noopener noreferrer" { "Unsubscribe (the list's page)" }
+                    }
+                    Some(_) => {
+                        " "
+                        form.inline method="post" action={(base) "/unsubscribe"} {
+                            input type="hidden" name="csrf" value=(chrome.csrf);
+                            button.unsubscribe data-confirm="Unsubscribe from this list?" { "Unsubscribe" }
+                        }
+                    }
+                    None => {}
+                }
             }
             form method="post" action={"/mail/" (m.mailbox) "/act"} {
                 input type="hidden" name="csrf" value=(chrome.csrf);
                 input type="hidden" name="uid" value=(m.uid);
-                input type="hidden" name="back" value=(base);
+                input type="hidden" name="back" value=(here);
                 (action_buttons(chrome, m.mailbox, m.role))
             }
             @if let Some(s) = &m.spam { (crate::action_pages::spam_verdict(s)) }
             @if m.blocked_remote > 0 && !m.remote_allowed {
                 div.notice {
                     (m.blocked_remote) " remote image(s) blocked to protect your privacy. "
-                    a href={(base) "?remote=1"} { "Show them" }
+                    a href=(remote) { "Show them" }
                     " · "
                     form.inline method="post" action={(base) "/trust"} {
                         input type="hidden" name="csrf" value=(chrome.csrf);
@@ -908,6 +967,8 @@ mod tests {
             query: "\"q".into(),
             role: "",
             unseen: 2,
+            conversations: false,
+            threads: None,
         };
         let out = list(&chrome(&folders), &v).0;
         assert!(!out.contains("<script>alert"), "{out}");
@@ -943,10 +1004,24 @@ mod tests {
             thread: vec![],
             role: "",
             spam: None,
+            unsubscribe: None,
+            back: "/mail/1?page=3".into(),
+            carried: Some("/mail/1?page=3".into()),
         };
         let out = message(&chrome(&folders), &m).0;
         assert!(out.contains("&lt;/pre&gt;&lt;script&gt;"), "{out}");
         assert!(out.contains("3 remote image(s) blocked"), "{out}");
+        // The list page it came from stays in "Back", "Show them" and the
+        // buttons' way back.
+        assert!(out.contains("href=\"/mail/1?page=3\""), "{out}");
+        assert!(
+            out.contains("href=\"/mail/1/2?remote=1&amp;back=%2Fmail%2F1%3Fpage%3D3\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("name=\"back\" value=\"/mail/1/2?back=%2Fmail%2F1%3Fpage%3D3\""),
+            "{out}"
+        );
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! The URL space and the handlers behind it.
 //!
 //! `/login`, `/logout`; `/mail/{mailbox}` (a page, `?page=`, `?q=` to
-//! search); `/mail/{mailbox}/{uid}` (read; `?remote=1` shows remote
+//! search; `POST .../view` lists messages or conversations, see
+//! [`crate::conversations`]); `/mail/{mailbox}/{uid}` (read; `?remote=1` shows remote
 //! images), `/frame` (the sanitised HTML, for the sandboxed frame),
 //! `/part/{n}` (an attachment), `/cid/{id}` (an inline image), `/source`;
 //! `/inline/...` (an inline image by signed link, for the frame: see
 //! [`crate::inline`]);
 //! `POST /mail/{mailbox}/act` (flags, moves, Spam, delete, on a
 //! selection; see [`crate::actions`]); `POST .../trust` (always show
-//! remote content from the sender); `/events/{mailbox}` (Server-Sent
+//! remote content from the sender); `POST .../unsubscribe` (leave the
+//! message's list, see [`crate::unsubscribe_action`]); `/events/{mailbox}` (Server-Sent
 //! Events); `/search` (all folders, see [`crate::search`]); `/folders`
 //! (see [`crate::folders`]); `/settings`,
 //! `/settings/filters/...` (the Filters pages, see [`crate::filters`]);
@@ -80,6 +82,7 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
         .route("/logout", post(logout))
         .route("/mail/{mailbox}", get(list))
         .route("/mail/{mailbox}/act", post(crate::actions::act))
+        .route("/mail/{mailbox}/view", post(crate::conversations::set_view))
         .route("/mail/{mailbox}/{uid}", get(read_message))
         .route("/mail/{mailbox}/{uid}/frame", get(frame))
         .route("/mail/{mailbox}/{uid}/part/{n}", get(part))
@@ -90,6 +93,10 @@ pub(crate) fn router(ctx: Arc<Context>, secure: bool) -> Router {
             get(inline_part),
         )
         .route("/mail/{mailbox}/{uid}/trust", post(trust))
+        .route(
+            "/mail/{mailbox}/{uid}/unsubscribe",
+            post(crate::unsubscribe_action::unsubscribe),
+        )
         .route("/events/{mailbox}", get(events))
         .route("/search", get(crate::search::results))
         .route(
@@ -420,9 +427,11 @@ async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<Html<String>, WebError> {
     // Two reads side by side: each waits for a blocking thread.
-    let (boxes, settings) = tokio::try_join!(mailboxes(&app, &user), async {
-        Ok(app.ctx.store.web_settings(user.account).await?)
-    })?;
+    let (boxes, settings, conversations) = tokio::try_join!(
+        mailboxes(&app, &user),
+        async { Ok(app.ctx.store.web_settings(user.account).await?) },
+        crate::conversations::threaded(&app, user.account),
+    )?;
     let info = owned(&boxes, mailbox)?.clone();
     let query = q.q.unwrap_or_default().trim().to_string();
     // Read (with the mailboxes) before the list, so a change in between
@@ -430,7 +439,22 @@ async fn list(
     let modseq = info.highest_modseq;
     let per_page = settings.page_size.max(1) as usize;
     // Newest first; UID breaks ties (and orders mail of one second).
-    let (data, total, page) = if query.is_empty() {
+    let mut threads = None;
+    let (data, total, page) = if conversations && query.is_empty() {
+        let all = crate::conversations::threads(&app, user.account, mailbox).await?;
+        let total = all.len();
+        let page = q
+            .page
+            .unwrap_or(1)
+            .clamp(1, total.div_ceil(per_page).max(1));
+        threads = Some(
+            all.into_iter()
+                .skip((page - 1) * per_page)
+                .take(per_page)
+                .collect(),
+        );
+        (Vec::new(), total, page)
+    } else if query.is_empty() {
         // The store reads just the page, in date order from its index.
         let total = info.messages as usize;
         let page = q
@@ -500,6 +524,8 @@ async fn list(
             query: query.clone(),
             role: role_rank(&info).1,
             unseen: info.unseen,
+            conversations,
+            threads,
         },
     ))
 }
@@ -610,6 +636,8 @@ fn sender_address(from: &str) -> String {
 #[derive(Deserialize)]
 struct ReadQuery {
     remote: Option<u8>,
+    /// The list page the message was opened from (see [`crate::position`]).
+    back: Option<String>,
 }
 
 async fn remote_allowed(app: &App, user: &User, from: &str, asked: bool) -> Result<bool, WebError> {
@@ -714,6 +742,13 @@ async fn read_message(
                 &o.data.header,
                 "x-spam-status",
             )),
+            unsubscribe: crate::unsubscribe::offer(&o.data.header, app.ctx.authserv_id.as_deref()),
+            back: crate::position::back_to(mailbox, q.back.as_deref()),
+            carried: q
+                .back
+                .as_deref()
+                .and_then(|b| crate::position::list_page(mailbox, b))
+                .map(str::to_string),
         },
     )
     .into_response())

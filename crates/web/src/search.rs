@@ -3,7 +3,9 @@
 //! From, To, Subject, an attachment, a date range and unread. Each hit
 //! shows its folder. The filters are the store's search keys (the ones
 //! IMAP SEARCH uses, RFC 3501 §6.4.4), run folder by folder; only "has an
-//! attachment" is read from the MIME structure of the hits.
+//! attachment" is read from the MIME structure of the hits. Every hit is
+//! counted and the page asked for (the user's page size) is shown, newest
+//! first; a message opened from it leads back to that page.
 
 use std::sync::Arc;
 
@@ -11,15 +13,16 @@ use axum::extract::{Query, State};
 use axum::response::Html;
 use maud::html;
 use serde::Deserialize;
-use store::{MailboxId, MessageData, SearchKey, FLAG_SEEN};
+use store::{MailboxId, MailboxInfo, MessageData, SearchKey, Uid, FLAG_SEEN};
 
 use crate::error::WebError;
-use crate::pages::{human_size, page, Chrome};
+use crate::pages::{human_size, page as page_of, urlencode, Chrome};
 use crate::routes::{display_date, folder_list, mailboxes, sender_name, App};
 use crate::session::User;
 
-/// At most this many hits are shown, newest first.
-const MAX_HITS: usize = 200;
+/// The structures of this many hits are read at a time when only those
+/// with an attachment are asked for.
+const STRUCTURE_BATCH: usize = 256;
 
 /// The search form; every field may be empty.
 #[derive(Debug, Default, Deserialize)]
@@ -44,6 +47,8 @@ pub(crate) struct SearchForm {
     /// `1`: only unread messages.
     #[serde(default)]
     unread: String,
+    /// The page of hits, from 1.
+    page: Option<usize>,
 }
 
 /// Days since the Unix epoch of a `YYYY-MM-DD` date.
@@ -70,6 +75,26 @@ fn day(text: &str) -> Result<Option<i64>, WebError> {
 }
 
 impl SearchForm {
+    /// The search's address without its page, to page on from.
+    fn url(&self) -> String {
+        let mut out = String::from("/search?");
+        for (name, value) in [
+            ("q", &self.q),
+            ("from", &self.from),
+            ("to", &self.to),
+            ("subject", &self.subject),
+            ("attachment", &self.attachment),
+            ("since", &self.since),
+            ("until", &self.until),
+            ("unread", &self.unread),
+        ] {
+            if !value.is_empty() {
+                out.push_str(&format!("{name}={}&", urlencode(value)));
+            }
+        }
+        out
+    }
+
     /// The store's search key for the form, or `None` when it asks for
     /// nothing.
     fn key(&self) -> Result<Option<SearchKey>, WebError> {
@@ -117,10 +142,95 @@ struct Hit {
     data: MessageData,
 }
 
+/// A hit before it is read: what it is sorted by and where it lies.
+#[derive(Clone, Copy)]
+struct Found {
+    date: i64,
+    uid: Uid,
+    /// Its folder, as an index into the user's folders.
+    folder: usize,
+}
+
 fn has_attachment(d: &MessageData) -> bool {
     crate::read::leaves(&d.structure.root)
         .iter()
         .any(|l| l.attachment)
+}
+
+/// Every hit of `key` in `boxes`, newest first. "Has an attachment" is
+/// read from the hits' MIME structures, a batch at a time.
+async fn find(
+    app: &App,
+    boxes: &[MailboxInfo],
+    key: &SearchKey,
+    attachment: bool,
+) -> Result<Vec<Found>, WebError> {
+    let mut found = Vec::new();
+    for (folder, b) in boxes.iter().enumerate() {
+        let uids = app.ctx.store.search(b.id, key).await?;
+        if uids.is_empty() {
+            continue;
+        }
+        let mut entries = app.ctx.store.list_messages(b.id).await?;
+        entries.retain(|e| uids.binary_search(&e.uid).is_ok());
+        if attachment {
+            let mut kept = Vec::new();
+            for batch in entries.chunks(STRUCTURE_BATCH) {
+                let uids: Vec<Uid> = batch.iter().map(|e| e.uid).collect();
+                let data = app.ctx.store.message_data(b.id, &uids).await?;
+                kept.extend(
+                    data.iter()
+                        .filter(|d| has_attachment(d))
+                        .map(|d| d.entry.uid),
+                );
+            }
+            kept.sort_unstable();
+            entries.retain(|e| kept.binary_search(&e.uid).is_ok());
+        }
+        found.extend(entries.iter().map(|e| Found {
+            date: e.internal_date,
+            uid: e.uid,
+            folder,
+        }));
+    }
+    found.sort_by_key(|f| std::cmp::Reverse((f.date, f.uid)));
+    Ok(found)
+}
+
+/// The hits of one page, read, in the page's order.
+async fn read_page(app: &App, boxes: &[MailboxInfo], page: &[Found]) -> Result<Vec<Hit>, WebError> {
+    let mut hits: Vec<(usize, Hit)> = Vec::new();
+    for (folder, b) in boxes.iter().enumerate() {
+        let uids: Vec<Uid> = page
+            .iter()
+            .filter(|f| f.folder == folder)
+            .map(|f| f.uid)
+            .collect();
+        if uids.is_empty() {
+            continue;
+        }
+        let drafts = b
+            .special_use
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("\\Drafts"));
+        for data in app.ctx.store.message_data(b.id, &uids).await? {
+            let at = page
+                .iter()
+                .position(|f| f.folder == folder && f.uid == data.entry.uid)
+                .unwrap_or(usize::MAX);
+            hits.push((
+                at,
+                Hit {
+                    mailbox: b.id,
+                    folder: b.name.clone(),
+                    drafts,
+                    data,
+                },
+            ));
+        }
+    }
+    hits.sort_by_key(|(at, _)| *at);
+    Ok(hits.into_iter().map(|(_, h)| h).collect())
 }
 
 /// `GET /search`.
@@ -129,41 +239,22 @@ pub(crate) async fn results(
     user: User,
     Query(f): Query<SearchForm>,
 ) -> Result<Html<String>, WebError> {
-    let boxes = mailboxes(&app, &user).await?;
+    let (boxes, settings) = tokio::try_join!(mailboxes(&app, &user), async {
+        Ok(app.ctx.store.web_settings(user.account).await?)
+    })?;
     let key = f.key()?;
-    let mut hits: Vec<Hit> = Vec::new();
-    let mut more = false;
-    if let Some(key) = &key {
-        for b in &boxes {
-            let mut uids = app.ctx.store.search(b.id, key).await?;
-            // Newest by UID first; the page keeps the newest by date.
-            uids.reverse();
-            if uids.len() > MAX_HITS {
-                uids.truncate(MAX_HITS);
-                more = true;
-            }
-            let drafts = b
-                .special_use
-                .as_deref()
-                .is_some_and(|s| s.eq_ignore_ascii_case("\\Drafts"));
-            for data in app.ctx.store.message_data(b.id, &uids).await? {
-                if f.attachment == "1" && !has_attachment(&data) {
-                    continue;
-                }
-                hits.push(Hit {
-                    mailbox: b.id,
-                    folder: b.name.clone(),
-                    drafts,
-                    data,
-                });
-            }
-        }
-    }
-    hits.sort_by_key(|h| std::cmp::Reverse((h.data.entry.internal_date, h.data.entry.uid)));
-    if hits.len() > MAX_HITS {
-        hits.truncate(MAX_HITS);
-        more = true;
-    }
+    let per_page = settings.page_size.max(1) as usize;
+    let found = match &key {
+        Some(key) => find(&app, &boxes, key, f.attachment == "1").await?,
+        None => Vec::new(),
+    };
+    let total = found.len();
+    let pages = total.div_ceil(per_page).max(1);
+    let page = f.page.unwrap_or(1).clamp(1, pages);
+    let shown = &found[(page - 1) * per_page..(page * per_page).min(total)];
+    let hits = read_page(&app, &boxes, shown).await?;
+    let search = f.url();
+    let here = format!("{search}page={page}");
     let folders = folder_list(&boxes);
     let chrome = Chrome {
         address: &user.address,
@@ -175,7 +266,7 @@ pub(crate) async fn results(
         query: "",
         since: None,
     };
-    Ok(page(
+    Ok(page_of(
         &chrome,
         "Search – Sluice",
         html! {
@@ -195,14 +286,13 @@ pub(crate) async fn results(
                 @if hits.is_empty() {
                     p.muted { "Nothing found." }
                 } @else {
-                    p.muted { (hits.len()) " found" @if more { " (the newest shown)" } }
                     table.list.search-hits {
                         tbody {
                             @for h in &hits {
                                 tr class=[(h.data.entry.flags & FLAG_SEEN == 0).then_some("unread")] data-uid=(h.data.entry.uid) {
                                     td.from { (sender_name(&h.data.headers.from)) }
                                     td.subject {
-                                        a href=(if h.drafts { format!("/compose?mode=draft&mailbox={}&uid={}", h.mailbox, h.data.entry.uid) } else { format!("/mail/{}/{}", h.mailbox, h.data.entry.uid) }) {
+                                        a href=(if h.drafts { format!("/compose?mode=draft&mailbox={}&uid={}", h.mailbox, h.data.entry.uid) } else { format!("/mail/{}/{}?{}", h.mailbox, h.data.entry.uid, crate::position::carry(&here)) }) {
                                             @if h.data.headers.subject.is_empty() { "(no subject)" } @else { (h.data.headers.subject) }
                                         }
                                     }
@@ -213,6 +303,11 @@ pub(crate) async fn results(
                                 }
                             }
                         }
+                    }
+                    div.pager {
+                        @if page > 1 { a rel="prev" href={(search) "page=" (page - 1)} { "← Newer" } }
+                        span.muted.found { (total) " found, page " (page) " of " (pages) }
+                        @if page < pages { a rel="next" href={(search) "page=" (page + 1)} { "Older →" } }
                     }
                 }
             }
