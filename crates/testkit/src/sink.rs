@@ -55,17 +55,35 @@ impl SmtpSink {
     }
 
     /// The transactions received so far, each as written by the sink
-    /// (envelope lines, then the message).
+    /// (envelope lines, then the message). The sink creates a dump at MAIL
+    /// and closes it after the final dot, so a dump it still holds open is
+    /// a transaction in progress and is left out.
     pub fn messages(&self) -> Vec<String> {
+        let open = self.open_files();
         let mut files: Vec<PathBuf> = std::fs::read_dir(self.dir.path())
             .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
             .unwrap_or_default();
+        files.retain(|f| !open.contains(&f.canonicalize().unwrap_or_else(|_| f.clone())));
         files.sort();
         files
             .iter()
             .filter_map(|f| std::fs::read(f).ok())
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .collect()
+    }
+}
+
+impl SmtpSink {
+    /// The files the sink process has open, from `/proc/PID/fd`.
+    fn open_files(&self) -> Vec<PathBuf> {
+        let fds = format!("/proc/{}/fd", self.child.id());
+        std::fs::read_dir(fds)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter_map(|e| std::fs::read_link(e.path()).ok())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
