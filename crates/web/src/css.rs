@@ -150,6 +150,22 @@ fn tree(p: &mut Parser<'_>, depth: usize) -> Vec<Node> {
             Token::AtKeyword(s) => Node::At(s.to_ascii_lowercase()),
             Token::QuotedString(s) => Node::Str(s.to_string()),
             Token::UnquotedUrl(s) => Node::Url(s.to_string()),
+            // A number past any length or colour (cssparser can carry one
+            // past f32's range that reads back as another number) goes.
+            Token::Number { value, .. }
+            | Token::Dimension { value, .. }
+            | Token::Percentage {
+                unit_value: value, ..
+            } if !value.is_finite() || value.abs() >= 1e30 => Node::Bad,
+            Token::Dimension {
+                value,
+                int_value,
+                has_sign,
+                unit,
+            } => Node::Other(
+                dimension(*value, *int_value, *has_sign, unit),
+                Sep::Dimension,
+            ),
             // A lone `\` (before a newline) would begin an escape with
             // whatever came to follow it once serialised.
             Token::Delim('\\')
@@ -171,6 +187,29 @@ fn tree(p: &mut Parser<'_>, depth: usize) -> Vec<Node> {
     out
 }
 
+/// A dimension written so that it reads back as the same dimension.
+/// cssparser escapes a unit's leading `e` only before nothing or `-`, so
+/// `9e+1e0` (90 in the unit `e0`) would come out as the number `90.0e0`;
+/// here a leading `e` is always escaped.
+fn dimension(value: f32, int_value: Option<i32>, has_sign: bool, unit: &str) -> String {
+    let mut t = Token::Number {
+        value,
+        int_value,
+        has_sign,
+    }
+    .to_css_string();
+    match unit.strip_prefix(['e', 'E']) {
+        Some(rest) => {
+            t.push_str("\\65 ");
+            let _ = cssparser::serialize_name(rest, &mut t);
+        }
+        None => {
+            let _ = cssparser::serialize_identifier(unit, &mut t);
+        }
+    }
+    t
+}
+
 fn parse(css: &str) -> Vec<Node> {
     let mut p = Parser::new(css);
     tree(&mut p, 0)
@@ -188,7 +227,7 @@ fn write(nodes: &[Node], out: &mut String, prev: &mut Sep) {
         // `--` then `>` would be read again as one `-->` (CDC) token,
         // which cssparser's table of kinds does not foresee.
         let cdc = out.ends_with("--") && text.starts_with('>');
-        if (cdc || prev.needs_separator_when_before(first)) && !out.ends_with(' ') {
+        if (cdc || prev.needs_separator_when_before(first)) && *prev != Sep::WhiteSpace {
             out.push(' ');
         }
         out.push_str(text);
@@ -197,8 +236,10 @@ fn write(nodes: &[Node], out: &mut String, prev: &mut Sep) {
     for n in nodes {
         match n {
             // Never kept by the filters; a space, so nothing around it joins.
+            // Whether one was written is in `prev`, not in the text: the
+            // space that ends an escape (`\45 `) belongs to its token.
             Node::Space | Node::Bad => {
-                if !out.ends_with(' ') {
+                if *prev != Sep::WhiteSpace {
                     out.push(' ')
                 }
                 *prev = Sep::WhiteSpace;
@@ -250,11 +291,14 @@ fn write(nodes: &[Node], out: &mut String, prev: &mut Sep) {
 }
 
 fn serialize(nodes: &[Node]) -> String {
+    // Spaces at either end go as nodes, not by trimming the text: the
+    // space that ends an escape (`\ `, `\e `) is part of its token.
+    let gap = |n: &Node| matches!(n, Node::Space | Node::Bad);
+    let start = nodes.iter().position(|n| !gap(n)).unwrap_or(nodes.len());
+    let end = nodes.iter().rposition(|n| !gap(n)).map_or(start, |i| i + 1);
     let mut out = String::new();
-    write(nodes, &mut out, &mut Sep::Nothing);
-    // Only the spaces written for whitespace: other characters Rust calls
-    // whitespace (U+000B, U+0085...) are tokens in CSS.
-    out.trim_matches(' ').to_string()
+    write(&nodes[start..end], &mut out, &mut Sep::Nothing);
+    out
 }
 
 fn is_http(url: &str) -> bool {
@@ -515,6 +559,24 @@ mod tests {
         let out = sheet("p{content:\"</style><script>alert(1)</script>\"} </style><p>x");
         assert!(!out.contains('<'), "{out}");
         assert!(out.starts_with("p{content:\""), "{out}");
+    }
+
+    #[test]
+    fn escapes_and_exponents_read_back_the_same() {
+        // Units that begin with `e` (written as the escape `\65 `), and
+        // escapes whose closing space ends the value: found by the fuzzer.
+        for css in [
+            "....1E\n\u{fffd}\u{0}:X{++",
+            "a{b:.1E \u{fffd}}",
+            "\u{fffd}:=:+:*-9e+!9e+1e0",
+            "\n ee;\\eemee:\\eeeee::\\e\\       ",
+            "3E83\u{11}0E832E\u{11}3{}",
+        ] {
+            let once = sheet(css);
+            assert_eq!(sheet(&once), once, "{css:?}");
+            let once = decl(css);
+            assert_eq!(decl(&once), once, "{css:?}");
+        }
     }
 
     #[test]
