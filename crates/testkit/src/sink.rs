@@ -59,11 +59,13 @@ impl SmtpSink {
     /// and closes it after the final dot, so a dump it still holds open is
     /// a transaction in progress and is left out.
     pub fn messages(&self) -> Vec<String> {
+        // `/proc` names the open dumps by their canonical paths.
+        let dir = self.dir.path().canonicalize().expect("sink directory");
         let open = self.open_files();
-        let mut files: Vec<PathBuf> = std::fs::read_dir(self.dir.path())
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
             .unwrap_or_default();
-        files.retain(|f| !open.contains(&f.canonicalize().unwrap_or_else(|_| f.clone())));
+        files.retain(|f| !open.contains(f));
         files.sort();
         files
             .iter()
@@ -71,9 +73,7 @@ impl SmtpSink {
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .collect()
     }
-}
 
-impl SmtpSink {
     /// The files the sink process has open, from `/proc/PID/fd`.
     fn open_files(&self) -> Vec<PathBuf> {
         let fds = format!("/proc/{}/fd", self.child.id());
